@@ -1,0 +1,47 @@
+"""The host contract between topologies, Ansible and the workload runs.
+
+A topology builds resources and returns a list of :class:`Host` (plain values or Pulumi
+Outputs inside a Pulumi program); everything downstream (inventory, workload runs, the
+``hosts`` stack output) speaks this shape.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+# How a host reaches its GPU.
+GPU_PATHS = (
+    "whole-machine",  # ironic-bm
+    "pci-passthrough",  # nova-pci, vsphere passthrough (DirectPath I/O)
+    "container-vm",  # magnum-k8s on VMs
+    "container-bm",  # magnum-k8s on bare metal
+    "vgpu",  # vsphere vGPU profile
+    "bitfusion",  # remote GPU over the network
+    "local",  # this machine (a GPU if it has one, CPU otherwise)
+    "none",  # hosts that carry no GPU (k8s API endpoint, Bitfusion server record)
+)
+
+
+@dataclass
+class Host:
+    name: str
+    address: Any  # str, or a pulumi.Output[str] inside a program
+    ssh_user: str = "root"
+    groups: list[str] = field(default_factory=list)
+    gpu_path: str = "local"
+    ssh_port: int = 22
+    vars: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.gpu_path not in GPU_PATHS:
+            raise ValueError(f"gpu_path {self.gpu_path!r} is not one of {GPU_PATHS}")
+
+    def to_output(self) -> dict[str, Any]:
+        """The shape of one entry of the ``hosts`` stack output."""
+        return asdict(self)
+
+    @classmethod
+    def from_output(cls, data: dict[str, Any]) -> Host:
+        known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        return cls(**known)
