@@ -1,0 +1,295 @@
+"""Run a playbook through ansible-runner and summarize it per host.
+
+    from infra.ansible import run_playbook
+    result = run_playbook("site.yml", hosts, extravars={...}, secrets={"token": ...})
+    result.hosts["gpu-0"].changed
+
+- Every run gets a fresh private data dir (ansible-runner re-reads stale ``env/`` files of a
+  reused one). ``keep_artifacts`` names a directory to copy the run's artifacts into.
+- ``secrets`` go to a 0600 YAML vars file in its own 0700 temp dir OUTSIDE the private data
+  dir, passed as ``-e @file`` and deleted after the run; extravars would be written into the
+  data dir and the artifacts verbatim. Roles must mark tasks that use secrets ``no_log``.
+- The result is a :class:`PlaybookResult`; on any failed or unreachable host it raises
+  :class:`PlaybookError` (unless ``check=False``) whose message names the host and the task.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from infra.ansible.inventory import build_inventory
+from infra.hosts import Host
+
+REPO = Path(__file__).resolve().parents[2]
+PLAYBOOKS = REPO / "playbooks"
+
+ANSIBLE_ENV: dict[str, str] = {
+    "ANSIBLE_HOST_KEY_CHECKING": "False",
+    "ANSIBLE_SSH_ARGS": (
+        "-o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile=/dev/null "
+        "-o StrictHostKeyChecking=no -o LogLevel=ERROR"
+    ),
+    "ANSIBLE_PIPELINING": "True",
+    "ANSIBLE_NOCOLOR": "1",
+    "ANSIBLE_RETRY_FILES_ENABLED": "False",
+    "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",
+    "ANSIBLE_ROLES_PATH": str(PLAYBOOKS / "roles"),
+    "ANSIBLE_DEPRECATION_WARNINGS": "False",
+}
+
+
+@dataclass
+class HostSummary:
+    ok: int = 0
+    changed: int = 0
+    failed: int = 0
+    unreachable: int = 0
+    skipped: int = 0
+
+
+@dataclass
+class TaskFailure:
+    host: str
+    task: str
+    msg: str
+    unreachable: bool = False
+
+    def __str__(self) -> str:
+        what = "unreachable" if self.unreachable else "failed"
+        return f"host {self.host!r} {what} at task {self.task!r}: {self.msg}"
+
+
+@dataclass
+class PlaybookResult:
+    playbook: str
+    status: str  # ansible-runner status: successful, failed, timeout, canceled
+    rc: int
+    hosts: dict[str, HostSummary] = field(default_factory=dict)
+    failures: list[TaskFailure] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    artifact_dir: str | None = None  # only set when keep_artifacts was given
+    stdout_tail: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "successful" and self.rc == 0 and not self.failures
+
+    @property
+    def changed(self) -> int:
+        return sum(h.changed for h in self.hosts.values())
+
+    def summary(self) -> str:
+        lines = [f"{self.playbook}: {self.status} (rc={self.rc}, {self.elapsed_s:.1f} s)"]
+        for name, h in sorted(self.hosts.items()):
+            lines.append(
+                f"  {name}: ok={h.ok} changed={h.changed} failed={h.failed} "
+                f"unreachable={h.unreachable} skipped={h.skipped}"
+            )
+        lines.extend(f"  {f}" for f in self.failures)
+        return "\n".join(lines)
+
+
+class PlaybookError(RuntimeError):
+    """A playbook run failed; ``str()`` names the failing host and task, ``.result`` has all."""
+
+    def __init__(self, result: PlaybookResult) -> None:
+        self.result = result
+        if result.failures:
+            first = result.failures[0]
+            more = f" (+{len(result.failures) - 1} more)" if len(result.failures) > 1 else ""
+            msg = f"{result.playbook}: {first}{more}"
+        else:
+            tail = result.stdout_tail.strip().splitlines()[-3:]
+            msg = f"{result.playbook}: ansible-runner status {result.status} rc={result.rc}: " + (
+                " | ".join(tail) or "no output"
+            )
+        super().__init__(msg)
+
+
+def resolve_playbook(playbook: str | os.PathLike[str]) -> Path:
+    """``site.yml`` -> playbooks/site.yml; paths as given; FileNotFoundError if missing."""
+    p = Path(playbook)
+    if not p.is_absolute() and not p.exists():
+        p = PLAYBOOKS / p
+    p = p.resolve()
+    if not p.is_file():
+        raise FileNotFoundError(f"playbook {str(playbook)!r} not found (looked at {p})")
+    return p
+
+
+def _write_secrets(secrets: Mapping[str, Any]) -> tuple[Path, Path]:
+    d = Path(tempfile.mkdtemp(prefix="gpulab-secrets-"))  # mkdtemp: 0700
+    f = d / "secrets.yml"
+    fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_EXCL, stat.S_IRUSR | stat.S_IWUSR)
+    with os.fdopen(fd, "w") as fh:
+        yaml.safe_dump(dict(secrets), fh)
+    return d, f
+
+
+def _scrub_command_env(command_file: Path) -> None:
+    """ansible-runner records the caller's whole environment in artifacts/command; a cloud
+    password in the environment (OS_PASSWORD ...) must not survive there: keep ANSIBLE_* only."""
+    if not command_file.is_file():
+        return
+    try:
+        data = json.loads(command_file.read_text())
+    except ValueError:
+        command_file.unlink()
+        return
+    env = data.get("env") or {}
+    data["env"] = {k: v for k, v in env.items() if k.startswith("ANSIBLE_") or k == "PATH"}
+    command_file.write_text(json.dumps(data))
+
+
+def _msg_of(res: Mapping[str, Any]) -> str:
+    if res.get("_ansible_no_log") or res.get("censored"):
+        return "(output hidden: no_log task)"
+    msg = res.get("msg") or res.get("stderr") or res.get("reason") or ""
+    if not msg and res.get("rc") is not None:
+        msg = f"rc={res.get('rc')}"
+    text = str(msg).strip().splitlines()[0] if str(msg).strip() else "(no message)"
+    detail = str(res.get("module_stderr") or "").strip()
+    if detail:
+        text += f" ({detail.splitlines()[0]})"
+    return text[:400]
+
+
+def _failures(events: Iterable[Mapping[str, Any]]) -> list[TaskFailure]:
+    out: list[TaskFailure] = []
+    for ev in events:
+        kind = ev.get("event")
+        data = ev.get("event_data") or {}
+        if kind == "runner_on_failed" and data.get("ignore_errors"):
+            continue
+        if kind in ("runner_on_failed", "runner_on_unreachable", "runner_item_on_failed"):
+            if kind == "runner_item_on_failed" and any(
+                f.host == data.get("host") and f.task == data.get("task") for f in out
+            ):
+                continue
+            out.append(
+                TaskFailure(
+                    host=str(data.get("host", "?")),
+                    task=str(data.get("task", "?")),
+                    msg=_msg_of(data.get("res") or {}),
+                    unreachable=kind == "runner_on_unreachable",
+                )
+            )
+    return out
+
+
+def _summaries(stats: Mapping[str, Any] | None, names: Iterable[str]) -> dict[str, HostSummary]:
+    stats = stats or {}
+    out = {n: HostSummary() for n in names}
+    for key, attr in (
+        ("ok", "ok"),
+        ("changed", "changed"),
+        ("failures", "failed"),
+        ("dark", "unreachable"),
+        ("skipped", "skipped"),
+    ):
+        for host, n in (stats.get(key) or {}).items():
+            setattr(out.setdefault(host, HostSummary()), attr, int(n))
+    return out
+
+
+def run_playbook(
+    playbook: str | os.PathLike[str],
+    hosts: Iterable[Host],
+    extravars: Mapping[str, Any] | None = None,
+    secrets: Mapping[str, Any] | None = None,
+    *,
+    limit: str | None = None,
+    tags: str | None = None,
+    check_mode: bool = False,
+    private_key_file: str | os.PathLike[str] | None = None,
+    common_vars: Mapping[str, Any] | None = None,
+    timeout_s: int | None = None,
+    keep_artifacts: str | os.PathLike[str] | None = None,
+    event_handler: Callable[[dict[str, Any]], Any] | None = None,
+    check: bool = True,
+    verbosity: int = 0,
+) -> PlaybookResult:
+    """Run ``playbook`` on ``hosts``; see the module docstring. Raises PlaybookError on failure
+    when ``check`` (default), FileNotFoundError for a missing playbook, InventoryError for bad
+    hosts."""
+    import ansible_runner  # heavy: keep `gpulab --help` fast
+
+    hosts = list(hosts)
+    pb = resolve_playbook(playbook)
+    cvars = dict(common_vars or {})
+    if private_key_file is not None:
+        cvars.setdefault("ansible_ssh_private_key_file", str(private_key_file))
+    inventory = build_inventory(hosts, cvars)
+
+    data_dir = Path(tempfile.mkdtemp(prefix="gpulab-ansible-"))
+    secrets_dir: Path | None = None
+    cmdline: list[str] = []
+    try:
+        if secrets:
+            secrets_dir, secrets_file = _write_secrets(secrets)
+            cmdline += ["-e", f"@{secrets_file}"]
+        if tags:
+            cmdline += ["--tags", tags]
+        if check_mode:
+            cmdline += ["--check", "--diff"]
+        env = dict(ANSIBLE_ENV)
+        env["ANSIBLE_LOCAL_TEMP"] = str(data_dir / "tmp")
+        env["ANSIBLE_CONTROL_PATH_DIR"] = str(data_dir / "cp")
+        # ansible-playbook must be on PATH: the interpreter's bin dir (the venv) first.
+        env["PATH"] = os.pathsep.join(
+            [str(Path(sys.executable).parent), os.environ.get("PATH", "")]
+        )
+        t0 = time.monotonic()
+        r = ansible_runner.run(
+            private_data_dir=str(data_dir),
+            playbook=str(pb),
+            inventory=inventory,
+            extravars=dict(extravars) if extravars else None,
+            cmdline=" ".join(cmdline) or None,
+            envvars=env,
+            limit=limit,
+            quiet=True,
+            timeout=timeout_s,
+            event_handler=event_handler,
+            verbosity=verbosity or None,
+        )
+        elapsed = time.monotonic() - t0
+        events = list(r.events)
+        try:
+            stdout_tail = r.stdout.read()[-4000:]
+        except Exception:  # stdout file may be missing after a launch failure
+            stdout_tail = ""
+        result = PlaybookResult(
+            playbook=pb.name,
+            status=str(r.status),
+            rc=int(r.rc if r.rc is not None else -1),
+            hosts=_summaries(r.stats, [h.name for h in hosts]),
+            failures=_failures(events),
+            elapsed_s=elapsed,
+            stdout_tail=stdout_tail,
+        )
+        if keep_artifacts is not None:
+            dest = Path(keep_artifacts)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copytree(Path(r.config.artifact_dir), dest, dirs_exist_ok=True)
+            _scrub_command_env(dest / "command")
+            result.artifact_dir = str(dest)
+    finally:
+        if secrets_dir is not None:
+            shutil.rmtree(secrets_dir, ignore_errors=True)
+        shutil.rmtree(data_dir, ignore_errors=True)
+    if check and not result.ok:
+        raise PlaybookError(result)
+    return result
