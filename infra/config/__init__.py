@@ -1,0 +1,97 @@
+"""The typed, validated ``gpulab:*`` stack config.
+
+Two ways in, one validator (:func:`infra.config.model.validate`):
+
+- :func:`load_stack_file` reads a ``Pulumi.<stack>.yaml`` without Pulumi (``gpulab validate``,
+  preflight, audit, lifecycle). Encrypted secrets become :class:`SecretRef` placeholders.
+- :func:`from_pulumi_config` reads the running program's config; secrets come from
+  ``pulumi.Config.require_secret`` and stay ``Output`` secrets.
+
+Both raise :class:`ConfigError` (a ``UsageError``: one line, exit 2 in the CLI) naming every
+bad ``gpulab:<key>`` and what it allows, before any resource is made. See :class:`LabConfig`
+for the fields.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from infra.cli.errors import UsageError
+from infra.config.fields import BY_KEY, FIELDS, TOPOLOGIES, SecretRef
+from infra.config.model import ConfigError, LabConfig, validate
+
+NAMESPACE = "gpulab"
+
+__all__ = [
+    "FIELDS",
+    "TOPOLOGIES",
+    "ConfigError",
+    "LabConfig",
+    "SecretRef",
+    "from_pulumi_config",
+    "load_stack_file",
+    "raw_from_stack_file",
+    "validate",
+]
+
+
+def raw_from_stack_file(path: str | Path) -> dict[str, Any]:
+    """The ``gpulab:*`` keys of a stack file (prefix stripped); secrets as :class:`SecretRef`.
+
+    Keys of other namespaces (``openstack:``, ``vsphere:``...) are provider settings and are
+    left out.
+    """
+    import yaml
+
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"stack file {str(p)!r} does not exist") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise UsageError(f"stack file {str(p)!r} is not valid YAML{where}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict) or not isinstance(data.get("config") or {}, dict):
+        raise UsageError(f"stack file {str(p)!r} must be a mapping with a 'config:' mapping")
+    raw: dict[str, Any] = {}
+    for full_key, value in (data.get("config") or {}).items():
+        namespace, sep, key = str(full_key).partition(":")
+        if not sep:
+            namespace, key = NAMESPACE, namespace
+        if namespace != NAMESPACE:
+            continue
+        if isinstance(value, dict) and set(value) == {"secure"}:
+            value = SecretRef(key)
+        raw[key] = value
+    return raw
+
+
+def load_stack_file(path: str | Path) -> LabConfig:
+    """Read and validate a ``Pulumi.<stack>.yaml`` without Pulumi."""
+    return validate(raw_from_stack_file(path))
+
+
+def from_pulumi_config() -> LabConfig:
+    """Validate the running Pulumi program's ``gpulab:*`` config (secrets via require_secret).
+
+    Call it before creating any resource.
+    """
+    import pulumi
+    from pulumi.runtime import config as runtime_config
+
+    keys = set(runtime_config.get_config_env()) | set(runtime_config.CONFIG.get())
+    prefix = f"{NAMESPACE}:"
+    cfg = pulumi.Config(NAMESPACE)
+    raw: dict[str, Any] = {}
+    for full_key in sorted(k for k in keys if k.startswith(prefix)):
+        key = full_key[len(prefix):]
+        field = BY_KEY.get(key)
+        if field is not None and field.secret and runtime_config.is_config_secret(full_key):
+            raw[key] = cfg.require_secret(key)
+        else:
+            raw[key] = runtime_config.get_config(full_key)
+    return validate(raw)

@@ -1,0 +1,332 @@
+"""The ``gpulab:*`` keys of a stack: one :class:`Field` per key, with its parser.
+
+Every parser takes the raw value (a YAML value from a stack file, or the string the Pulumi
+engine hands the program) and returns the typed value or raises :class:`BadValue` whose text
+says what is allowed. Which topology (and vSphere mode) may use which key is part of the table,
+so a key that a stack does not use is reported instead of silently ignored.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+TOPOLOGIES = ("ironic-bm", "nova-pci", "magnum-k8s", "vsphere-gpu", "local")
+OPENSTACK = frozenset({"ironic-bm", "nova-pci", "magnum-k8s"})
+VSPHERE_MODES = ("passthrough", "vgpu", "bitfusion")
+SERVER_TYPES = ("vm", "bm")
+NETWORK_DRIVERS = ("calico", "flannel")
+
+LAB_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+RESOURCE_CLASS_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,200}$")
+TRAIT_RE = re.compile(r"^[A-Z][A-Z0-9_]{0,254}$")
+ALIAS_COUNT_RE = re.compile(r"^(?P<alias>[A-Za-z0-9][A-Za-z0-9_.-]*):(?P<count>[0-9]+)$")
+# NVIDIA vGPU profile names as vSphere lists them: grid_<board>-<fb GB><series>, MIG-backed
+# A100/H100 profiles carry the slice count first (grid_a100-3-20c).
+VGPU_PROFILE_RE = re.compile(r"^grid_[a-z0-9]+-(?:[1-8]-)?[0-9]{1,3}[abcq]$")
+PCI_ADDRESS_RE = re.compile(r"^[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]$")
+SSH_KEY_RE = re.compile(
+    r"^(ssh-(rsa|ed25519|dss)|ecdsa-sha2-nistp(256|384|521)|sk-[a-z0-9-]+@openssh\.com)"
+    r" [A-Za-z0-9+/=]+( .*)?$"
+)
+LABEL_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+class BadValue(ValueError):
+    """Raised by a parser; the text says what is allowed."""
+
+
+@dataclass(frozen=True)
+class SecretRef:
+    """A secret present in a stack file but not decrypted (``secure: v1:...``).
+
+    :func:`infra.config.load_stack_file` cannot decrypt without Pulumi; it records that the
+    secret is there. It never holds the plaintext, and prints as a placeholder.
+    """
+
+    key: str
+
+    def __repr__(self) -> str:
+        return f"<secret gpulab:{self.key}>"
+
+    __str__ = __repr__
+
+
+def _maybe_json(raw: Any) -> Any:
+    """The engine hands structured config to the program as JSON text."""
+    if isinstance(raw, str) and raw[:1] in "[{":
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+    return raw
+
+
+def p_str(raw: Any) -> str:
+    if not isinstance(raw, str) or not raw.strip():
+        raise BadValue("a non-empty string")
+    return raw.strip()
+
+
+def p_name(raw: Any) -> str:
+    if not isinstance(raw, str) or not NAME_RE.match(raw):
+        raise BadValue("a name of letters, digits, '.', '_' or '-'")
+    return raw
+
+
+def p_lab(raw: Any) -> str:
+    if not isinstance(raw, str) or not LAB_RE.match(raw):
+        raise BadValue(
+            "2-32 characters: lowercase letters, digits and '-', starting with a letter"
+        )
+    return raw
+
+
+def p_bool(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and raw.lower() in ("true", "false"):
+        return raw.lower() == "true"
+    raise BadValue("true or false")
+
+
+def _int(raw: Any, minimum: int) -> int:
+    if isinstance(raw, bool):
+        raise BadValue(f"an integer >= {minimum}")
+    if isinstance(raw, int):
+        value = raw
+    elif isinstance(raw, str) and re.fullmatch(r"-?[0-9]+", raw.strip()):
+        value = int(raw)
+    else:
+        raise BadValue(f"an integer >= {minimum}")
+    if value < minimum:
+        raise BadValue(f"an integer >= {minimum}")
+    return value
+
+
+def p_count(raw: Any) -> int:
+    return _int(raw, 1)
+
+
+def p_size0(raw: Any) -> int:
+    return _int(raw, 0)
+
+
+def p_cidr(raw: Any) -> str:
+    try:
+        if not isinstance(raw, str) or "/" not in raw:
+            raise ValueError
+        return str(ipaddress.ip_network(raw.strip(), strict=True))
+    except ValueError:
+        raise BadValue(
+            "an IPv4/IPv6 network in CIDR notation with host bits zero, e.g. 203.0.113.0/24"
+        ) from None
+
+
+def p_enum(*allowed: str) -> Callable[[Any], str]:
+    def parse(raw: Any) -> str:
+        if raw not in allowed:
+            raise BadValue("one of " + ", ".join(allowed))
+        return raw
+
+    parse.allowed = allowed  # type: ignore[attr-defined]
+    return parse
+
+
+def p_list(item: Callable[[Any], Any], what: str) -> Callable[[Any], list[Any]]:
+    def parse(raw: Any) -> list[Any]:
+        raw = _maybe_json(raw)
+        if not isinstance(raw, list):
+            raise BadValue(f"a list of {what}")
+        try:
+            return [item(x) for x in raw]
+        except BadValue:
+            raise BadValue(f"a list of {what}") from None
+
+    return parse
+
+
+def p_ip(raw: Any) -> str:
+    try:
+        return str(ipaddress.ip_address(str(raw)))
+    except ValueError:
+        raise BadValue("an IP address") from None
+
+
+def p_trait(raw: Any) -> str:
+    if not isinstance(raw, str) or not TRAIT_RE.match(raw):
+        raise BadValue("Placement trait names (uppercase letters, digits, '_')")
+    return raw
+
+
+def p_pci_address(raw: Any) -> str:
+    if not isinstance(raw, str) or not PCI_ADDRESS_RE.match(raw.lower()):
+        raise BadValue("PCI addresses like \"0000:3b:00.0\" (quoted in YAML)")
+    return raw.lower()
+
+
+def p_resource_class(raw: Any) -> str:
+    if not isinstance(raw, str) or not RESOURCE_CLASS_RE.match(raw):
+        raise BadValue("an Ironic resource class of letters, digits, '.', '_' or '-'")
+    return raw
+
+
+def p_alias_count(raw: Any) -> str:
+    if not isinstance(raw, str) or not (m := ALIAS_COUNT_RE.match(raw)) or int(m["count"]) < 1:
+        raise BadValue(
+            "<alias>:<count> with a nova.conf [pci] alias name and a count >= 1, e.g. a100:1"
+        )
+    return raw
+
+
+def p_vgpu_profile(raw: Any) -> str:
+    if not isinstance(raw, str) or not VGPU_PROFILE_RE.match(raw):
+        raise BadValue(
+            "an NVIDIA vGPU profile name like grid_p100-4q, grid_t4-8c or grid_a100-3-20c"
+        )
+    return raw
+
+
+def p_ssh_key(raw: Any) -> str:
+    if not isinstance(raw, str) or not SSH_KEY_RE.match(raw.strip()):
+        raise BadValue("an OpenSSH public key line (ssh-ed25519 AAAA... comment)")
+    return raw.strip()
+
+
+def p_labels(raw: Any) -> dict[str, str]:
+    raw = _maybe_json(raw)
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and LABEL_KEY_RE.match(k) and isinstance(v, str | int | bool)
+        for k, v in raw.items()
+    ):
+        raise BadValue("a mapping of label names to string values")
+    return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in raw.items()}
+
+
+def p_secret(raw: Any) -> Any:
+    # Only reached for plaintext values: secrets must be stored encrypted.
+    raise BadValue("a secret: set it with `pulumi config set --secret`, not as plain text")
+
+
+@dataclass(frozen=True)
+class Field:
+    """One ``gpulab:<key>``.
+
+    ``topologies``: where the key may appear. ``required``: topologies where it must appear.
+    ``modes``: for vsphere-gpu keys, the ``gpulab:mode`` values that use it (empty: all).
+    ``default``: value when absent (a callable gets the topology name).
+    """
+
+    key: str
+    parse: Callable[[Any], Any]
+    help: str
+    topologies: frozenset[str]
+    required: frozenset[str] = frozenset()
+    default: Any = None
+    modes: frozenset[str] = frozenset()
+    secret: bool = False
+
+
+ALL = frozenset(TOPOLOGIES)
+IRONIC, NOVA, MAGNUM, VSPHERE = (
+    frozenset({"ironic-bm"}),
+    frozenset({"nova-pci"}),
+    frozenset({"magnum-k8s"}),
+    frozenset({"vsphere-gpu"}),
+)
+INSTANCES = frozenset({"ironic-bm", "nova-pci", "vsphere-gpu"})
+SERVERS = frozenset({"ironic-bm", "nova-pci"})
+
+
+def _f(key: str, parse: Callable[[Any], Any], help: str, where: frozenset[str], **kw: Any) -> Field:
+    req = kw.pop("required", False)
+    return Field(key, parse, help, where, where if req is True else (req or frozenset()), **kw)
+
+
+FIELDS: tuple[Field, ...] = (
+    _f("topology", p_enum(*TOPOLOGIES), "which lab to build", ALL, required=True),
+    _f("lab", p_lab, "lab name; prefixes and tags every resource", ALL, required=True),
+    _f("ssh_user", p_name, "login user on the lab hosts", ALL,
+       default=lambda t: "root" if t == "local" else "ubuntu"),
+    _f("ssh_public_key", p_ssh_key, "public key installed on OpenStack hosts", OPENSTACK,
+       required=True),
+    _f("host_count", p_count, "number of GPU hosts", INSTANCES, default=1),
+    # OpenStack, shared
+    _f("os_cloud", p_name, "clouds.yaml entry; empty: OS_* environment", OPENSTACK),
+    _f("os_password", p_secret, "overrides the clouds.yaml password", OPENSTACK, secret=True),
+    _f("external_network", p_name, "provider network the lab router uplinks to", OPENSTACK,
+       required=True),
+    _f("admin_cidr", p_cidr, "only source allowed to SSH into the lab", OPENSTACK, required=True),
+    _f("lab_cidr", p_cidr, "lab subnet", OPENSTACK, default="10.42.0.0/24"),
+    _f("dns_nameservers", p_list(p_ip, "IP addresses"), "lab subnet DNS servers", OPENSTACK,
+       default=()),
+    _f("image", p_name, "Glance image name", OPENSTACK, required=True),
+    _f("availability_zone", p_name, "Nova availability zone", SERVERS),
+    # ironic-bm
+    _f("resource_class", p_resource_class, "Ironic nodes' resource_class", IRONIC, required=True),
+    _f("required_traits", p_list(p_trait, "trait names"), "traits the node must have", IRONIC,
+       default=()),
+    # flavors (display-only sizes for bare metal)
+    _f("flavor_vcpus", p_count, "flavor vCPUs", SERVERS, required=NOVA,
+       default=lambda t: 1 if t == "ironic-bm" else None),
+    _f("flavor_ram_mb", p_count, "flavor RAM in MiB", SERVERS, required=NOVA,
+       default=lambda t: 1024 if t == "ironic-bm" else None),
+    _f("flavor_disk_gb", p_size0, "flavor root disk in GB", SERVERS, required=NOVA,
+       default=lambda t: 10 if t == "ironic-bm" else None),
+    # nova-pci
+    _f("pci_alias", p_alias_count, "GPU alias and count per VM", NOVA, required=True),
+    _f("cpu_pinning", p_bool, "hw:cpu_policy=dedicated", NOVA, default=False),
+    _f("numa_nodes", p_count, "hw:numa_nodes", NOVA),
+    _f("anti_affinity", p_bool, "spread VMs over hypervisors", NOVA, default=False),
+    # magnum-k8s
+    _f("server_type", p_enum(*SERVER_TYPES), "Magnum node kind", MAGNUM, required=True),
+    _f("master_flavor", p_name, "control-plane flavor", MAGNUM, required=True),
+    _f("node_flavor", p_name, "GPU worker flavor", MAGNUM, required=True),
+    _f("master_count", p_count, "control-plane nodes", MAGNUM, default=1),
+    _f("node_count", p_count, "GPU worker nodes", MAGNUM, default=1),
+    _f("network_driver", p_enum(*NETWORK_DRIVERS), "Kubernetes CNI", MAGNUM, default="calico"),
+    _f("docker_volume_size", p_count, "per-node Cinder volume for images (GB, vm only)", MAGNUM),
+    _f("labels", p_labels, "Magnum cluster labels", MAGNUM, default={}),
+    # vsphere-gpu
+    _f("vsphere_server", p_str, "vCenter address", VSPHERE, required=True),
+    _f("vsphere_user", p_str, "vCenter user", VSPHERE, required=True),
+    _f("vsphere_password", p_secret, "vCenter password", VSPHERE, required=True, secret=True),
+    _f("vsphere_insecure", p_bool, "skip TLS verification", VSPHERE, default=False),
+    _f("datacenter", p_str, "vSphere datacenter", VSPHERE, required=True),
+    _f("cluster", p_str, "compute cluster", VSPHERE, required=True),
+    _f("datastore", p_str, "datastore for the VMs", VSPHERE, required=True),
+    _f("network", p_str, "port group for the VMs", VSPHERE, required=True),
+    _f("template", p_str, "VM template to clone", VSPHERE, required=True),
+    _f("folder", p_str, "VM folder", VSPHERE),
+    _f("domain", p_name, "guest customization domain", VSPHERE, default="gpulab.local"),
+    _f("mode", p_enum(*VSPHERE_MODES), "how VMs reach GPUs", VSPHERE, required=True),
+    _f("vm_cpus", p_count, "vCPUs per VM", VSPHERE, default=8),
+    _f("vm_memory_mb", p_count, "memory per VM in MiB", VSPHERE, default=32768),
+    _f("gpu_host", p_str, "ESXi host holding the passthrough GPUs", VSPHERE,
+       modes=frozenset({"passthrough"})),
+    _f("pci_device_ids", p_list(p_pci_address, "PCI addresses like 0000:3b:00.0"),
+       "GPU PCI addresses on gpu_host, gpus_per_vm per VM in order", VSPHERE,
+       modes=frozenset({"passthrough"})),
+    _f("gpus_per_vm", p_count, "passthrough GPUs per VM", VSPHERE, default=1,
+       modes=frozenset({"passthrough"})),
+    _f("gpu_bar_gb", p_count, "BAR1 size of one GPU in GB (e.g. 16 for P100/V100-16GB)",
+       VSPHERE, modes=frozenset({"passthrough"})),
+    _f("vgpu_profile", p_vgpu_profile, "vGPU profile", VSPHERE, modes=frozenset({"vgpu"})),
+    _f("vgpu_license_token", p_secret, "NVIDIA license client token (Ansible gridd)", VSPHERE,
+       modes=frozenset({"vgpu"}), secret=True),
+    _f("bitfusion_server", p_str, "Bitfusion server address", VSPHERE,
+       modes=frozenset({"bitfusion"})),
+)
+
+BY_KEY = {f.key: f for f in FIELDS}
+# Keys a vsphere-gpu mode must have (beyond the topology's required keys).
+MODE_REQUIRED = {
+    "passthrough": ("gpu_host", "pci_device_ids", "gpu_bar_gb"),
+    "vgpu": ("vgpu_profile",),
+    "bitfusion": ("bitfusion_server",),
+}
