@@ -1,0 +1,220 @@
+"""The lab lifecycle through Pulumi's Automation API on this repository's project.
+
+``up``, ``down`` (destroy), ``rebuild`` (destroy, then up with the same stack config),
+``status`` and ``outputs`` for one stack (``Pulumi.<stack>.yaml`` beside ``Pulumi.yaml``), with
+the engine's output streamed line by line. The Automation API drives the Pulumi CLI: without it
+every command stops with one line saying so and how to install it.
+
+``down`` keeps results: the records fetched by workload runs stay under ``results/<stack>/``
+(a workload run's delete never touches them) and the stack outputs are saved there as
+``outputs-<time>.json`` before the destroy starts. Secret outputs are never written or printed.
+
+The ``auto`` argument is the ``pulumi.automation`` module, or a double of it in tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from infra.cli.errors import UsageError
+
+REPO = Path(__file__).resolve().parents[1]
+SECRET_MASK = "[secret]"
+INSTALL_HINT = "install it with `curl -fsSL https://get.pulumi.com | sh` (https://www.pulumi.com/docs/install/)"
+
+OnOutput = Callable[[str], None]
+
+
+class PulumiMissingError(UsageError):
+    """The Pulumi CLI is not installed."""
+
+
+class LabError(RuntimeError):
+    """An engine operation failed; the message is one line naming the stack and the cause."""
+
+
+def find_pulumi() -> str | None:
+    """The Pulumi CLI: on PATH, or where get.pulumi.com installs it (~/.pulumi/bin)."""
+    found = shutil.which("pulumi")
+    if found:
+        return found
+    home = Path(os.environ.get("PULUMI_HOME", Path.home() / ".pulumi")) / "bin" / "pulumi"
+    return str(home) if home.is_file() and os.access(home, os.X_OK) else None
+
+
+def _last_line(text: str) -> str:
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    errs = [ln for ln in lines if "error:" in ln.lower()]
+    return (errs or lines or ["no output"])[-1]
+
+
+def plain_outputs(outputs: dict[str, Any]) -> dict[str, Any]:
+    """OutputMap -> plain values, secret values replaced by ``[secret]``."""
+    out: dict[str, Any] = {}
+    for key, val in outputs.items():
+        secret = bool(getattr(val, "secret", False))
+        value = getattr(val, "value", val)
+        out[key] = SECRET_MASK if secret else value
+    return out
+
+
+class Lab:
+    """One stack of this repository's Pulumi project."""
+
+    def __init__(
+        self,
+        stack: str,
+        repo: Path = REPO,
+        auto: Any = None,
+        on_output: OnOutput = print,
+        env: dict[str, str] | None = None,
+        pulumi_path: str | None = None,
+    ) -> None:
+        self.stack_name = stack
+        self.repo = Path(repo)
+        self._auto = auto
+        self.on_output = on_output
+        self.env = dict(env or {})
+        self.pulumi_path = pulumi_path
+        self.results_dir = self.repo / "results" / stack
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    def _check(self) -> Any:
+        if not (self.repo / "Pulumi.yaml").is_file():
+            raise UsageError(f"no Pulumi.yaml in {self.repo}: not a gpulab project")
+        stack_file = self.repo / f"Pulumi.{self.stack_name}.yaml"
+        if not stack_file.is_file():
+            known = sorted(p.name[7:-5] for p in self.repo.glob("Pulumi.*.yaml"))
+            raise UsageError(
+                f"stack {self.stack_name!r} has no stack file {stack_file.name}; "
+                f"known stacks: {', '.join(known) or 'none'}"
+            )
+        if self._auto is None:
+            pulumi = self.pulumi_path or find_pulumi()
+            if pulumi is None:
+                raise PulumiMissingError(f"the Pulumi CLI is not installed: {INSTALL_HINT}")
+            self.pulumi_path = pulumi
+            import pulumi.automation as auto
+
+            self._auto = auto
+        return self._auto
+
+    def validate_config(self) -> None:
+        """Validate the stack file before the engine starts (when the config loader exists)."""
+        try:
+            from infra.config import load_stack_file
+        except ImportError:
+            return
+        load_stack_file(self.repo / f"Pulumi.{self.stack_name}.yaml")
+
+    def _stack(self, create: bool) -> Any:
+        auto = self._check()
+        opts_kw: dict[str, Any] = {"work_dir": str(self.repo)}
+        if self.env:
+            opts_kw["env_vars"] = self.env
+        if self.pulumi_path and not shutil.which("pulumi") and hasattr(auto, "PulumiCommand"):
+            opts_kw["pulumi_command"] = auto.PulumiCommand(
+                root=str(Path(self.pulumi_path).resolve().parent.parent)
+            )
+        opts = auto.LocalWorkspaceOptions(**opts_kw)
+        try:
+            if create:
+                return auto.create_or_select_stack(
+                    stack_name=self.stack_name, work_dir=str(self.repo), opts=opts
+                )
+            return auto.select_stack(stack_name=self.stack_name, work_dir=str(self.repo), opts=opts)
+        except auto.StackNotFoundError:
+            raise UsageError(
+                f"stack {self.stack_name!r} does not exist yet: run `gpulab up {self.stack_name}`"
+            ) from None
+        except auto.CommandError as exc:
+            raise LabError(f"stack {self.stack_name}: {_last_line(str(exc))}") from None
+
+    def _engine(self, what: str, fn: Callable[[], Any]) -> Any:
+        auto = self._auto
+        try:
+            return fn()
+        except auto.ConcurrentUpdateError:
+            raise LabError(
+                f"stack {self.stack_name}: another update is in progress "
+                f"(wait, or `pulumi cancel --stack {self.stack_name}`)"
+            ) from None
+        except auto.CommandError as exc:
+            raise LabError(f"{what} {self.stack_name} failed: {_last_line(str(exc))}") from None
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def up(self) -> dict[str, Any]:
+        """Build (or update) the lab; returns the stack outputs (secrets masked)."""
+        self.validate_config()
+        stack = self._stack(create=True)
+        self.on_output(f"==> up {self.stack_name}")
+        result = self._engine("up", lambda: stack.up(on_output=self.on_output, color="never"))
+        outputs = plain_outputs(getattr(result, "outputs", None) or {})
+        self._save_outputs(outputs, "up")
+        return outputs
+
+    def down(self) -> str | None:
+        """Destroy the lab's resources; the stack, its config and results/<stack>/ stay.
+
+        Returns the path the last outputs were saved to (None when there were none).
+        """
+        stack = self._stack(create=False)
+        saved = None
+        try:
+            outputs = plain_outputs(stack.outputs())
+        except self._auto.CommandError:
+            outputs = {}
+        if outputs:
+            saved = self._save_outputs(outputs, "down")
+            self.on_output(f"==> outputs kept in {saved}")
+        self.on_output(f"==> destroy {self.stack_name}")
+        self._engine("destroy", lambda: stack.destroy(on_output=self.on_output, color="never"))
+        return saved
+
+    def rebuild(self) -> dict[str, Any]:
+        """Destroy, then up with the same stack config."""
+        self.validate_config()
+        self.down()
+        return self.up()
+
+    def outputs(self) -> dict[str, Any]:
+        stack = self._stack(create=False)
+        return plain_outputs(self._engine("outputs", stack.outputs))
+
+    def status(self) -> dict[str, Any]:
+        """The last update (kind, result, times, resource changes) and the output names."""
+        stack = self._stack(create=False)
+        info = self._engine("status", lambda: stack.info(show_secrets=False))
+        outputs = plain_outputs(self._engine("outputs", stack.outputs))
+        last: dict[str, Any] | None = None
+        if info is not None:
+            last = {
+                "kind": info.kind,
+                "result": info.result,
+                "started": str(info.start_time),
+                "ended": str(info.end_time) if info.end_time else None,
+                "resource_changes": dict(info.resource_changes or {}),
+            }
+        results = outputs.get("results")
+        return {
+            "stack": self.stack_name,
+            "last_update": last,
+            "outputs": sorted(outputs),
+            "hosts": len(outputs.get("hosts") or []),
+            "results_status": results.get("status") if isinstance(results, dict) else None,
+        }
+
+    def _save_outputs(self, outputs: dict[str, Any], when: str) -> str:
+        self.results_dir.mkdir(parents=True, exist_ok=True)
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        path = self.results_dir / f"outputs-{stamp}-{when}.json"
+        path.write_text(json.dumps(outputs, indent=2, sort_keys=True, default=str) + "\n")
+        return str(path)

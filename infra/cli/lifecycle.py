@@ -1,0 +1,145 @@
+"""``gpulab run local`` and ``gpulab up|down|rebuild|status|outputs <stack>``."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+run_app = typer.Typer(help="Run a lab's workloads without the Pulumi engine.", no_args_is_help=True)
+
+StackArg = Annotated[str, typer.Argument(help="Stack name: Pulumi.<stack>.yaml in the project.")]
+BackendOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--backend",
+        help="Pulumi state backend URL (PULUMI_BACKEND_URL), e.g. file://~/.pulumi-state.",
+    ),
+]
+
+
+@run_app.command("local")
+def run_local_cmd(
+    suite: Annotated[
+        str, typer.Option(help="Suite name under workloads/suites/ or a .yaml path.")
+    ] = "smoke",
+    stack: Annotated[str, typer.Option(help="Results go to results/<stack>/.")] = "local",
+    docker: Annotated[
+        bool, typer.Option("--docker/--no-docker", help="Also run the docker arm if reachable.")
+    ] = True,
+    docker_host: Annotated[
+        str | None,
+        typer.Option(help="Docker engine address (default: DOCKER_HOST or the local socket)."),
+    ] = None,
+    base_image: Annotated[
+        str | None,
+        typer.Option(
+            envvar="GPULAB_DOCKER_BASE",
+            help="Base image of the docker arm (default tensorflow/tensorflow:<TF version>"
+            "[-gpu]); it needs Python 3 and, unless --docker-python host, TensorFlow.",
+        ),
+    ] = None,
+    docker_python: Annotated[
+        str,
+        typer.Option(
+            help="'image': the base image's Python packages; 'host': bind-mount this venv's "
+            "site-packages read-only (the image needs the same Python minor version).",
+        ),
+    ] = "image",
+) -> None:
+    """Run a suite natively and, when a Docker engine is reachable, in a container too."""
+    from rich.console import Console
+
+    from infra.local_run import run_local
+    from infra.summary import summary_table
+
+    console = Console()
+    run = run_local(
+        stack=stack,
+        suite=suite,
+        docker=docker,
+        docker_host=docker_host,
+        base_image=base_image,
+        python_mode=docker_python,
+        console=console,
+    )
+    results = run.summary["results"]
+    console.print(summary_table(results, title=f"{stack} {run.run_id}"))
+    for ratio in results.get("ratios", []):
+        if ratio["ratio"] is not None:
+            console.print(
+                f"{ratio['arm']}/{ratio['base']} images/sec, {ratio['model']} "
+                f"({ratio['scenario']}, batch {ratio['batch_size']}): {ratio['ratio']:.3f}"
+            )
+    console.print(f"records: {run.records_path}\nsummary: {run.summary_path}")
+    if any(a.rc == 130 for a in run.arms):
+        raise typer.Exit(130)
+    if results["status"] != "ok" or any(a.rc != 0 for a in run.arms):
+        raise typer.Exit(1)
+
+
+def _lab(stack: str, backend: str | None):
+    from rich.console import Console
+
+    from infra.automation import Lab
+
+    console = Console()
+    env = {"PULUMI_BACKEND_URL": backend} if backend else {}
+
+    def echo(line: str) -> None:
+        console.print(line.rstrip("\n"), markup=False, highlight=False)
+
+    return Lab(stack, on_output=echo, env=env), console
+
+
+def _run(fn):
+    from infra.automation import LabError
+    from infra.cli.errors import fail
+
+    try:
+        return fn()
+    except LabError as exc:
+        fail(str(exc))
+        raise typer.Exit(1) from None
+
+
+def _print_json(console, data) -> None:
+    console.print_json(json.dumps(data, default=str, sort_keys=True))
+
+
+def up(stack: StackArg, backend: BackendOpt = None) -> None:
+    """Build or update the lab: topology, Ansible run, workload run; prints the outputs."""
+    lab, console = _lab(stack, backend)
+    _print_json(console, _run(lab.up))
+
+
+def down(stack: StackArg, backend: BackendOpt = None) -> None:
+    """Destroy the lab's resources; results/<stack>/ and the stack config stay."""
+    lab, console = _lab(stack, backend)
+    saved = _run(lab.down)
+    console.print(f"destroyed {stack}" + (f"; last outputs kept in {saved}" if saved else ""))
+
+
+def rebuild(stack: StackArg, backend: BackendOpt = None) -> None:
+    """Destroy, then up again with the same stack config."""
+    lab, console = _lab(stack, backend)
+    _print_json(console, _run(lab.rebuild))
+
+
+def status(stack: StackArg, backend: BackendOpt = None) -> None:
+    """The stack's last update and what its outputs hold."""
+    lab, console = _lab(stack, backend)
+    _print_json(console, _run(lab.status))
+
+
+def outputs(stack: StackArg, backend: BackendOpt = None) -> None:
+    """The stack outputs as JSON (secrets masked)."""
+    lab, console = _lab(stack, backend)
+    _print_json(console, _run(lab.outputs))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(run_app, name="run")
+    for fn in (up, down, rebuild, status, outputs):
+        app.command(fn.__name__)(fn)

@@ -1,0 +1,1 @@
+"""Pulumi dynamic resources: Ansible runs and workload runs (see docs/lifecycle.md)."""

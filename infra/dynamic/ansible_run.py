@@ -1,0 +1,237 @@
+"""AnsibleRun: a playbook run on the lab's hosts as a Pulumi dynamic resource.
+
+Inputs: ``hosts`` (entries of the ``hosts`` output, see infra.hosts.Host), ``playbook``
+(``site.yml`` -> playbooks/site.yml, or a path), ``variables`` (extravars), ``secrets`` (a
+secret mapping handed to Ansible in a 0600 vars file; only its sha256 is kept in state) and
+``triggers`` (anything; a change re-runs). The playbook tree's digest is an input too, so an
+edited role re-runs the play on the next ``up``; nothing else does.
+
+Outputs: ``summary`` (per host: ok / changed / failed / unreachable / skipped), ``facts`` (per
+host: the NVIDIA driver and CUDA versions the play found, GPU facts), ``status``, ``elapsed_s``.
+
+``delete`` runs nothing: a configured host cannot be un-configured, it goes away with its
+topology. The provider holds no state (plain class, imports inside methods) so Pulumi's
+dill serialization pickles it by reference to this importable module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.dynamic import (
+    CheckFailure,
+    CheckResult,
+    CreateResult,
+    DiffResult,
+    ResourceProvider,
+    UpdateResult,
+)
+
+REPO = Path(__file__).resolve().parents[2]
+PLAYBOOKS = REPO / "playbooks"
+
+# Inputs whose change re-runs the play (compared in diff); "secrets" is compared by digest.
+RUN_INPUTS = ("hosts", "playbook", "variables", "playbook_digest", "triggers")
+# Fact names (set_fact / gathered) reported as the driver and CUDA versions found.
+DRIVER_KEYS = (
+    "gpu_facts_driver_version",
+    "nvidia_driver_version",
+    "nvidia_driver_installed_version",
+)
+CUDA_KEYS = (
+    "gpu_facts_cuda_version",
+    "cuda_version",
+    "cuda_toolkit_installed_version",
+    "cuda_toolkit_version",
+)
+_FACT_PREFIXES = ("gpu_facts_", "nvidia_", "cuda_")
+_MAX_FACT_CHARS = 2000
+
+
+def tree_digest(path: Path) -> str:
+    """sha256 over every file's relative path and content under ``path`` (or of one file)."""
+    h = hashlib.sha256()
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    for p in files:
+        if "__pycache__" in p.parts:
+            continue
+        h.update(str(p.relative_to(path.parent if path.is_file() else path)).encode())
+        h.update(b"\0")
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def secrets_digest(secrets: Any) -> str | None:
+    if not secrets:
+        return None
+    blob = json.dumps(secrets, sort_keys=True, default=str).encode()
+    return hashlib.sha256(b"gpulab-ansible-run\0" + blob).hexdigest()
+
+
+def host_objects(hosts: list[dict[str, Any]]) -> list[Any]:
+    from infra.hosts import Host
+
+    return [Host.from_output(dict(h)) for h in hosts]
+
+
+class FactCollector:
+    """An ansible-runner event handler keeping the facts that set_fact / setup returned."""
+
+    def __init__(self) -> None:
+        self.facts: dict[str, dict[str, Any]] = {}
+
+    def __call__(self, event: dict[str, Any]) -> bool:
+        if event.get("event") == "runner_on_ok":
+            data = event.get("event_data") or {}
+            res = data.get("res") or {}
+            facts = res.get("ansible_facts")
+            if isinstance(facts, dict) and not res.get("_ansible_no_log"):
+                host = str(data.get("host", "?"))
+                self.facts.setdefault(host, {}).update(facts)
+        return True
+
+    def report(self, names: list[str]) -> dict[str, dict[str, Any]]:
+        return {n: gpu_facts(self.facts.get(n, {})) for n in names}
+
+
+def gpu_facts(facts: dict[str, Any]) -> dict[str, Any]:
+    """Driver / CUDA versions and the GPU-related facts of one host (small values only)."""
+
+    def first(keys: tuple[str, ...]) -> Any:
+        for k in keys:
+            v = facts.get(k)
+            if v not in (None, "", []):
+                return v
+        return None
+
+    extra = {}
+    for k, v in facts.items():
+        if k.startswith(_FACT_PREFIXES) and len(json.dumps(v, default=str)) <= _MAX_FACT_CHARS:
+            extra[k] = v
+    return {
+        "driver_version": first(DRIVER_KEYS),
+        "cuda_version": first(CUDA_KEYS),
+        "os": " ".join(
+            str(facts[k])
+            for k in ("ansible_distribution", "ansible_distribution_version")
+            if facts.get(k)
+        )
+        or None,
+        "kernel": facts.get("ansible_kernel"),
+        "facts": dict(sorted(extra.items())),
+    }
+
+
+class AnsibleRunProvider(ResourceProvider):
+    """create/update run the playbook; diff says whether the inputs changed; delete is a no-op."""
+
+    serialize_as_secret_always = False
+
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        failures = []
+        hosts = news.get("hosts")
+        if not isinstance(hosts, list) or not hosts:
+            failures.append(CheckFailure("hosts", "hosts must be a non-empty list of hosts"))
+        if not isinstance(news.get("playbook"), str) or not news.get("playbook"):
+            failures.append(CheckFailure("playbook", "playbook must name a playbook file"))
+        variables = news.get("variables")
+        if variables is not None and not isinstance(variables, dict):
+            failures.append(CheckFailure("variables", "variables must be a mapping"))
+        return CheckResult(news, failures)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        changed = [k for k in RUN_INPUTS if olds.get(k) != news.get(k)]
+        if olds.get("secrets_digest") != secrets_digest(news.get("secrets")):
+            changed.append("secrets")
+        return DiffResult(changes=bool(changed), replaces=[], delete_before_replace=False)
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        import uuid
+
+        return CreateResult(f"ansible-{uuid.uuid4().hex[:12]}", self._run(props))
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(self._run(news))
+
+    def delete(self, _id: str, _props: dict[str, Any]) -> None:
+        return None
+
+    def _run(self, props: dict[str, Any]) -> dict[str, Any]:
+        import time
+        from datetime import UTC, datetime
+
+        from infra.ansible import run_playbook
+
+        hosts = host_objects(props["hosts"])
+        collector = FactCollector()
+        t0 = time.monotonic()
+        result = run_playbook(
+            props["playbook"],
+            hosts,
+            extravars=props.get("variables") or None,
+            secrets=props.get("secrets") or None,
+            event_handler=collector,
+        )
+        summary = {
+            name: {
+                "ok": s.ok,
+                "changed": s.changed,
+                "failed": s.failed,
+                "unreachable": s.unreachable,
+                "skipped": s.skipped,
+            }
+            for name, s in sorted(result.hosts.items())
+        }
+        outs = {k: props.get(k) for k in RUN_INPUTS}
+        outs.update(
+            {
+                "secrets_digest": secrets_digest(props.get("secrets")),
+                "summary": summary,
+                "facts": collector.report([h.name for h in hosts]),
+                "status": result.status,
+                "elapsed_s": round(time.monotonic() - t0, 2),
+                "ran_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            }
+        )
+        return outs
+
+
+class AnsibleRun(pulumi.dynamic.Resource, module="gpulab", name="AnsibleRun"):
+    """Run ``playbook`` on ``hosts``; re-runs only when an input (or the playbook tree) changes."""
+
+    summary: pulumi.Output[dict]
+    facts: pulumi.Output[dict]
+    status: pulumi.Output[str]
+
+    def __init__(
+        self,
+        name: str,
+        hosts: Any,
+        playbook: str,
+        variables: Any = None,
+        secrets: Any = None,
+        triggers: Any = None,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        pb = Path(playbook)
+        pb_path = pb if pb.is_absolute() or pb.exists() else PLAYBOOKS / pb
+        root = PLAYBOOKS if pb_path.resolve().is_relative_to(PLAYBOOKS) else pb_path
+        props = {
+            "hosts": hosts,
+            "playbook": playbook,
+            "variables": variables or {},
+            "secrets": pulumi.Output.secret(secrets) if secrets else None,
+            "playbook_digest": tree_digest(root) if root.exists() else None,
+            "triggers": triggers or [],
+            "secrets_digest": None,
+            "summary": None,
+            "facts": None,
+            "status": None,
+            "elapsed_s": None,
+            "ran_at": None,
+        }
+        super().__init__(AnsibleRunProvider(), name, props, opts)
