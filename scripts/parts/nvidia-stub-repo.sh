@@ -1,0 +1,201 @@
+#!/usr/bin/env bash
+# Part "nvidia-stub-repo": STUB NVIDIA packages built with dpkg-deb, so the Ansible roles'
+# repository setup, installation, runtime configuration and idempotence run end to end without
+# NVIDIA's repositories (unreachable here) and without a GPU. Package names match the real ones;
+# every binary is a small script that says it is a stub. Layout (served over HTTP by the tests):
+#   .cache/nvidia-stub-repo/cuda/                  flat apt repo like NVIDIA's CUDA repo
+#   .cache/nvidia-stub-repo/libnvidia-container/   flat apt repo like nvidia.github.io/...
+#   .cache/nvidia-stub-repo/files/                 single downloads (vGPU guest driver .deb,
+#                                                  apptainer .deb, bitfusion client .deb, .run)
+#   .cache/nvidia-stub-repo/SHA256SUMS             checksums of files/*
+# Usage: nvidia-stub-repo.sh prepare|clean
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+OUT=.cache/nvidia-stub-repo
+STAMP=$OUT/.ready
+SELF_SUM=$(sha256sum "$0" | cut -d' ' -f1)
+ARCH=$(dpkg --print-architecture 2>/dev/null || echo amd64)
+
+case "${1:-prepare}" in
+  clean) rm -rf "$OUT"; exit 0 ;;
+  prepare) ;;
+  *) echo "usage: $0 prepare|clean" >&2; exit 2 ;;
+esac
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$SELF_SUM" ]; then
+  echo "nvidia-stub-repo: cached at $OUT"
+  exit 0
+fi
+command -v dpkg-deb >/dev/null && command -v dpkg-scanpackages >/dev/null || {
+  echo "nvidia-stub-repo: needs dpkg-deb and dpkg-scanpackages (apt-get install dpkg-dev)" >&2
+  exit 2
+}
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+rm -rf "$OUT.tmp"
+mkdir -p "$OUT.tmp/cuda" "$OUT.tmp/libnvidia-container" "$OUT.tmp/files"
+
+# pkg NAME VERSION DEST DEPENDS DESCRIPTION  (files already placed under $WORK/NAME/)
+pkg() {
+  local name=$1 version=$2 dest=$3 depends=$4 desc=$5 root=$WORK/$1
+  mkdir -p "$root/DEBIAN" "$root/usr/share/doc/$name"
+  echo "gpulab STUB of $name $version: no real NVIDIA software inside." \
+    > "$root/usr/share/doc/$name/STUB"
+  {
+    echo "Package: $name"
+    echo "Version: $version"
+    echo "Architecture: $ARCH"
+    echo "Maintainer: gpulab tests <gpulab@localhost>"
+    [ -n "$depends" ] && echo "Depends: $depends"
+    echo "Section: misc"
+    echo "Priority: optional"
+    echo "Description: gpulab STUB of $desc"
+  } > "$root/DEBIAN/control"
+  find "$root" -type d -exec chmod 0755 {} +
+  dpkg-deb --root-owner-group -Zgzip --build "$root" "$dest/${name}_${version}_${ARCH}.deb" >/dev/null
+}
+
+# script NAME PATH BODY: an executable stub file inside package NAME
+script() {
+  mkdir -p "$WORK/$1/$(dirname "$2")"
+  printf '%s\n' "$3" > "$WORK/$1/$2"
+  chmod 0755 "$WORK/$1/$2"
+}
+
+# ---- CUDA repository: drivers and toolkit ------------------------------------------------
+for flavor in cuda-drivers-550 nvidia-open-550; do
+  mkdir -p "$WORK/$flavor/usr/lib/gpulab-stub"
+  echo "550.127.08" > "$WORK/$flavor/usr/lib/gpulab-stub/$flavor.version"
+  pkg "$flavor" 550.127.08-1 "$OUT.tmp/cuda" "" "the NVIDIA driver metapackage ($flavor)"
+done
+script cuda-toolkit-12-4 usr/local/cuda-12.4/bin/nvcc '#!/bin/sh
+echo "nvcc: NVIDIA (R) Cuda compiler driver (gpulab stub)"
+echo "Cuda compilation tools, release 12.4, V12.4.131"'
+pkg cuda-toolkit-12-4 12.4.1-1 "$OUT.tmp/cuda" "" "the CUDA 12.4 toolkit"
+
+# ---- libnvidia-container repository: NVIDIA Container Toolkit ----------------------------
+script nvidia-container-toolkit-base usr/bin/nvidia-ctk '#!/usr/bin/python3
+"""gpulab STUB of nvidia-ctk: --version, runtime configure (containerd/crio append a runtime
+section if absent; docker merges daemon.json), cdi generate (fails: no GPU)."""
+import json, os, sys
+a = sys.argv[1:]
+def opt(name, default=None):
+    for i, x in enumerate(a):
+        if x.startswith(name + "="):
+            return x.split("=", 1)[1]
+        if x == name and i + 1 < len(a):
+            return a[i + 1]
+    return default
+if not a or a[0] in ("--version", "-v", "version"):
+    print("NVIDIA Container Toolkit CLI version 1.17.3 (gpulab stub)")
+    sys.exit(0)
+if a[:2] == ["runtime", "configure"]:
+    rt = opt("--runtime", "docker")
+    if rt == "docker":
+        path = opt("--config", "/etc/docker/daemon.json")
+        cfg = json.load(open(path)) if os.path.exists(path) else {}
+        cfg.setdefault("runtimes", {})["nvidia"] = {"path": "nvidia-container-runtime", "args": []}
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        json.dump(cfg, open(path, "w"), indent=4)
+    elif rt in ("containerd", "crio"):
+        path = opt("--config", "/etc/containerd/config.toml" if rt == "containerd" else "/etc/crio/crio.conf")
+        text = open(path).read() if os.path.exists(path) else ""
+        if "runtimes.nvidia]" not in text:
+            text += ("\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia]\n"
+                     "  runtime_type = \"io.containerd.runc.v2\"\n"
+                     "  [plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.nvidia.options]\n"
+                     "    BinaryName = \"/usr/bin/nvidia-container-runtime\"\n")
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            open(path, "w").write(text)
+    else:
+        sys.exit("nvidia-ctk (stub): unsupported runtime " + rt)
+    print("INFO Wrote updated config to " + path + " (gpulab stub)")
+    sys.exit(0)
+if a[:2] == ["cdi", "generate"]:
+    sys.exit("ERROR failed to generate CDI spec: failed to initialize NVML: ERROR_LIBRARY_NOT_FOUND (gpulab stub: no GPU)")
+sys.exit("nvidia-ctk (gpulab stub): unsupported arguments: " + " ".join(a))'
+pkg nvidia-container-toolkit-base 1.17.3-1 "$OUT.tmp/libnvidia-container" "python3" \
+  "the NVIDIA Container Toolkit base (nvidia-ctk)"
+mkdir -p "$WORK/libnvidia-container1/usr/lib/gpulab-stub"
+echo stub > "$WORK/libnvidia-container1/usr/lib/gpulab-stub/libnvidia-container.so.1.stub"
+pkg libnvidia-container1 1.17.3-1 "$OUT.tmp/libnvidia-container" "" "libnvidia-container"
+script libnvidia-container-tools usr/bin/nvidia-container-cli '#!/bin/sh
+echo "nvidia-container-cli: initialization error: nvml error: driver not loaded (gpulab stub)" >&2
+exit 1'
+pkg libnvidia-container-tools 1.17.3-1 "$OUT.tmp/libnvidia-container" "libnvidia-container1 (>= 1.17.3-1)" \
+  "libnvidia-container tools (nvidia-container-cli)"
+script nvidia-container-toolkit usr/bin/nvidia-container-runtime '#!/bin/sh
+exec runc "$@"'
+script nvidia-container-toolkit usr/bin/nvidia-container-runtime-hook '#!/bin/sh
+exit 0'
+pkg nvidia-container-toolkit 1.17.3-1 "$OUT.tmp/libnvidia-container" \
+  "nvidia-container-toolkit-base (= 1.17.3-1), libnvidia-container-tools (>= 1.17.3-1)" \
+  "the NVIDIA Container Toolkit"
+
+# ---- single downloads ------------------------------------------------------------------
+script nvidia-linux-grid-550 usr/bin/nvidia-gridd '#!/bin/sh
+# gpulab STUB of the vGPU licensing daemon: reads its config, then idles.
+test -r /etc/nvidia/gridd.conf || { echo "nvidia-gridd (stub): /etc/nvidia/gridd.conf missing" >&2; exit 1; }
+echo "nvidia-gridd (gpulab stub): started with FeatureType=$(sed -n "s/^FeatureType=//p" /etc/nvidia/gridd.conf)"
+exec sleep infinity'
+mkdir -p "$WORK/nvidia-linux-grid-550/lib/systemd/system" "$WORK/nvidia-linux-grid-550/etc/nvidia"
+cat > "$WORK/nvidia-linux-grid-550/lib/systemd/system/nvidia-gridd.service" <<'UNIT'
+[Unit]
+Description=NVIDIA Grid Daemon (gpulab stub)
+[Service]
+Type=simple
+ExecStart=/usr/bin/nvidia-gridd
+[Install]
+WantedBy=multi-user.target
+UNIT
+echo "# gridd.conf template (gpulab stub)" > "$WORK/nvidia-linux-grid-550/etc/nvidia/gridd.conf.template"
+pkg nvidia-linux-grid-550 550.127.05 "$OUT.tmp/files" "" "the NVIDIA vGPU guest driver (GRID)"
+
+script apptainer usr/bin/apptainer '#!/bin/sh
+case "$1" in
+  --version|version) echo "apptainer version 1.3.4 (gpulab stub)"; exit 0 ;;
+esac
+echo "apptainer (gpulab stub): cannot run containers here: $*" >&2
+exit 1'
+mkdir -p "$WORK/apptainer/etc/apptainer"
+printf '%s\n' "# apptainer.conf (gpulab stub)" "allow setuid = yes" "use nvidia-container-cli = no" \
+  > "$WORK/apptainer/etc/apptainer/apptainer.conf"
+printf '%s\n' "# nvliblist.conf (gpulab stub)" "nvidia-smi" "libcuda.so" "libnvidia-ml.so" \
+  > "$WORK/apptainer/etc/apptainer/nvliblist.conf"
+mkdir -p "$WORK/apptainer/usr/bin" && ln -sf apptainer "$WORK/apptainer/usr/bin/singularity"
+pkg apptainer 1.3.4 "$OUT.tmp/files" "" "Apptainer"
+
+script bitfusion-client usr/bin/bitfusion '#!/bin/sh
+# gpulab STUB of the Bitfusion client: "run -n N -p F -- CMD" runs CMD locally.
+case "$1" in
+  version|--version) echo "Bitfusion client 4.5.4 (gpulab stub)"; exit 0 ;;
+  list_gpus) echo "bitfusion (gpulab stub): no Bitfusion server reachable" >&2; exit 1 ;;
+  run) shift
+       while [ $# -gt 0 ] && [ "$1" != "--" ]; do shift; done
+       [ "$1" = "--" ] && shift
+       echo "bitfusion (gpulab stub): running locally without remote GPUs: $*" >&2
+       exec "$@" ;;
+esac
+echo "bitfusion (gpulab stub): unsupported: $*" >&2; exit 1'
+pkg bitfusion-client 4.5.4-1 "$OUT.tmp/files" "" "the VMware vSphere Bitfusion client"
+mv "$OUT.tmp/files/bitfusion-client_4.5.4-1_${ARCH}.deb" \
+   "$OUT.tmp/files/bitfusion-client-ubuntu2204_4.5.4-1_${ARCH}.deb"
+
+# A runfile stub (the NVIDIA .run installer): records that it ran.
+cat > "$OUT.tmp/files/NVIDIA-Linux-x86_64-550.127.05.run" <<'RUN'
+#!/bin/sh
+# gpulab STUB of the NVIDIA driver runfile installer
+mkdir -p /var/lib/gpulab-stub
+echo "550.127.05 $*" > /var/lib/gpulab-stub/nvidia-runfile-installed
+echo "NVIDIA-Linux-x86_64-550.127.05.run (gpulab stub) installed with: $*"
+RUN
+chmod 0755 "$OUT.tmp/files/NVIDIA-Linux-x86_64-550.127.05.run"
+
+for repo in cuda libnvidia-container; do
+  (cd "$OUT.tmp/$repo" && dpkg-scanpackages --multiversion . /dev/null 2>/dev/null > Packages \
+     && gzip -9nkf Packages)
+done
+(cd "$OUT.tmp/files" && sha256sum -- * > ../SHA256SUMS)
+rm -rf "$OUT"
+mv "$OUT.tmp" "$OUT"
+echo "$SELF_SUM" > "$STAMP"
+echo "nvidia-stub-repo: built $(find "$OUT" -name '*.deb' | wc -l) stub packages in $OUT"
