@@ -1,0 +1,120 @@
+"""Fathom-style workloads (rdadolf/fathom, as used by the IBM containers study, seed 003).
+
+Eight Keras 3 models with synthetic inputs made once on the device, trained with the runner's
+own compiled step and timed like the CNNs (W warm-up steps excluded, T timed steps):
+
+| name | what | input (``full``) |
+|---|---|---|
+| seq2seq | 3-layer LSTM encoder-decoder with dot-product attention | 2 x 30 tokens, vocab 10000 |
+| memnet | end-to-end memory network, 3 hops (bAbI-sized) | 50 x 12-word story + query |
+| speech | Deep Speech: 2 conv + 3 bidirectional GRU + CTC loss | 400 x 161 spectrogram |
+| autoenc | variational autoencoder (MLP 784-500-500-20) | 28 x 28 |
+| residual | ResNet-34 (basic blocks 3, 4, 6, 3) | 224 x 224 x 3 |
+| vgg | VGG-19 | 224 x 224 x 3 |
+| alexnet | AlexNet as Krizhevsky 2012 (96-256-384-384-256, no LRN) | 224 x 224 x 3 |
+| deepq | DQN (Mnih 2015), Q-learning loss on sampled actions | 84 x 84 x 4 Atari frames |
+
+``size: tiny`` (scenario option) shrinks every dimension so each trains in seconds on a CPU.
+Throughput is in samples/sec (``images_per_sec`` in the record, ``params.unit`` says so).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from workloads.errors import InputError
+
+
+@dataclass
+class FathomWorkload:
+    """A built model with its synthetic batch and loss."""
+
+    name: str
+    model: Any
+    inputs: Any  # a tensor or a list of tensors
+    targets: Any
+    loss: Callable[[Any, Any], Any]
+    unit: str = "samples"
+
+
+def _builders() -> dict[str, Callable[[int, str], FathomWorkload]]:
+    from workloads.fathom import conv_models, seq_models
+
+    return {
+        "seq2seq": seq_models.seq2seq,
+        "memnet": seq_models.memnet,
+        "speech": seq_models.speech,
+        "autoenc": seq_models.autoenc,
+        "residual": conv_models.residual,
+        "vgg": conv_models.vgg,
+        "alexnet": conv_models.alexnet,
+        "deepq": conv_models.deepq,
+    }
+
+
+FATHOM_MODELS = ("seq2seq", "memnet", "speech", "autoenc", "residual", "vgg", "alexnet", "deepq")
+DEFAULT_BATCH = {"seq2seq": 64, "memnet": 32, "speech": 32, "autoenc": 100, "residual": 32,
+                 "vgg": 32, "alexnet": 128, "deepq": 32}
+SIZES = ("full", "tiny")
+
+
+def model_names() -> tuple[str, ...]:
+    return FATHOM_MODELS
+
+
+def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"size": "full"}
+    for key, value in options.items():
+        if key not in ("size", "learning_rate"):
+            raise InputError(f"option {key!r} is unknown for scenario 'fathom' "
+                             "(known: learning_rate, size)")
+        out[key] = value
+    if out["size"] not in SIZES:
+        raise InputError(f"option 'size' must be one of {', '.join(SIZES)}, got {out['size']!r}")
+    lr = out.get("learning_rate")
+    if lr is not None and (isinstance(lr, bool) or not isinstance(lr, int | float) or lr <= 0):
+        raise InputError(f"option 'learning_rate' must be a number > 0, got {lr!r}")
+    return out
+
+
+def build(name: str, batch: int, size: str = "full") -> FathomWorkload:
+    if name not in FATHOM_MODELS:
+        raise InputError(f"Fathom model {name!r} is not one of {', '.join(FATHOM_MODELS)}")
+    if size not in SIZES:
+        raise InputError(f"Fathom size {size!r} is not one of {', '.join(SIZES)}")
+    return _builders()[name](batch, size)
+
+
+def run(job: Any) -> dict[str, Any]:
+    """The ``fathom`` scenario: train one Fathom model on synthetic data, tf_cnn timing."""
+    from workloads.step import blocking, build_train_step, make_optimizer, select_backend
+    from workloads.timing import timed_loop
+
+    select_backend(job.backend)
+    opts = check_options(job.options)
+    work = build(job.model, job.batch, opts["size"])
+    lr = float(opts.get("learning_rate", 0.001))
+    step = build_train_step(work.model, make_optimizer(lr), work.loss)
+    pair = (work.inputs, work.targets)
+    run_step = blocking(step, lambda: pair)
+    timing = timed_loop(run_step, job.warmup, job.steps, on_step=job.on_step)
+    step.finish()
+    return {
+        "images_per_sec": timing.images_per_sec(job.batch),
+        "step_times_s": timing.step_times_s,
+        "batch_size": job.batch,
+        "global_batch": job.batch,
+        "metrics": dict(timing.summary()),
+        "params": {
+            "suite_model": "fathom",
+            "size": opts["size"],
+            "unit": work.unit,
+            "param_count": int(work.model.count_params()),
+            "optimizer": "sgd",
+            "learning_rate": lr,
+            "backend": job.backend,
+            "warmup_times_s": timing.warmup_times_s,
+        },
+    }
