@@ -1,0 +1,173 @@
+"""``python -m workloads``: the runner's command line (a stable interface).
+
+Used by Ansible's ``workload_run`` role and by ``gpulab run local``; keep it stable::
+
+    python -m workloads bench --suite NAME --out FILE
+                              [--steps T] [--warmup W] [--repeats R]     (override every entry)
+                              [--topology T] [--arm LABEL] [--backend tensorflow|jax|torch]
+    python -m workloads bench --model M [--batch N] [--steps T] [--warmup W] [--repeats R]
+                              [--image-size PX] --out FILE
+                              [--topology T] [--arm LABEL] [--backend tensorflow|jax|torch]
+    python -m workloads fingerprint        # this machine's environment fingerprint as JSON
+    python -m workloads list               # models (default batch, input size) and suites
+
+``--suite`` takes a name under ``workloads/suites/`` or a path to a ``.yaml`` file. ``--out``
+is a JSON Lines file that records are appended to, one per measurement as it finishes.
+Defaults: the model's batch and full image size, 100 timed steps, 10 warm-up steps, 1 repeat,
+topology ``local``, arm ``native``, backend TensorFlow when installed (else JAX, else PyTorch).
+Each repetition runs in its own process (``python -m workloads _measure``, internal).
+
+Exit codes: 0 every measurement ok; 1 some measurement failed (its record says why); 2 bad
+input (one line on stderr naming the key or value); 130 interrupted by Ctrl-C or SIGTERM
+(finished records kept, the running one written with status ``interrupted``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+import traceback
+from datetime import UTC, datetime
+from typing import Any, NoReturn
+
+from workloads.errors import InputError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def add_bench_arguments(p: argparse.ArgumentParser) -> None:
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--suite", help="suite name under workloads/suites/ or a .yaml path")
+    what.add_argument("--model", help="one model: alexnet, inception_v3, resnet50, mnist_cnn")
+    p.add_argument("--batch", type=int, help="per-device batch (default: the model's)")
+    p.add_argument("--steps", type=int, help="timed steps T (default 100)")
+    p.add_argument("--warmup", type=int, help="warm-up steps W, not timed (default 10)")
+    p.add_argument("--repeats", type=int, help="repetitions R, each its own process (default 1)")
+    p.add_argument("--image-size", type=int, dest="image_size", help="square input size in px")
+    p.add_argument("--out", required=True, help="JSON Lines file the records are appended to")
+    p.add_argument("--topology", default="local", help="topology label (default local)")
+    p.add_argument("--arm", default="native", help="comparison-arm label (default native)")
+    p.add_argument("--backend", choices=("tensorflow", "jax", "torch"), help="Keras backend")
+
+
+def resolve_suite(
+    suite: str | None, model: str | None, batch: int | None = None, steps: int | None = None,
+    warmup: int | None = None, repeats: int | None = None, image_size: int | None = None,
+) -> Any:
+    """The suite a bench command line asks for, validated (InputError on bad input)."""
+    from workloads.suites import load_suite, model_suite, with_overrides
+
+    if model is not None:
+        return model_suite(model, batch=batch, steps=steps, warmup=warmup, repeats=repeats,
+                           image_size=image_size)
+    assert suite is not None
+    if batch is not None or image_size is not None:
+        raise InputError("--batch and --image-size apply to --model only (a suite sets them "
+                         "per entry)")
+    return with_overrides(load_suite(suite), steps=steps, warmup=warmup, repeats=repeats)
+
+
+def _bench(args: argparse.Namespace) -> int:
+    from workloads.bench import run_bench
+
+    suite = resolve_suite(args.suite, args.model, args.batch, args.steps, args.warmup,
+                          args.repeats, args.image_size)
+
+    def progress(event: Any) -> None:
+        if event.kind == "finish":
+            rec = event.record
+            ips = rec.get("images_per_sec")
+            rate = f"{ips:.1f} images/sec" if ips else rec.get("error") or ""
+            print(f"[{event.index + 1}/{event.total}] {rec['experiment']} repeat "
+                  f"{rec['repeat']}: {rec['status']} {rate}", file=sys.stderr, flush=True)
+
+    result = run_bench(suite, args.out, topology=args.topology, arm=args.arm,
+                       backend=args.backend, progress=progress)
+    print(f"{len(result.records)} record(s) -> {result.out}", file=sys.stderr)
+    return result.exit_code
+
+
+def _measure() -> int:
+    """Internal: run one job (JSON on stdin) and print the protocol lines (see bench.py)."""
+    proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)  # anything else printed to stdout (framework noise) goes to stderr
+    from workloads.bench import PREFIX
+    from workloads.scenarios import Job, get_scenario
+
+    job = Job.from_json(json.loads(sys.stdin.read()))
+
+    def progress(phase: str, step: int, total: int) -> None:
+        proto.write(PREFIX + "progress " + json.dumps(
+            {"phase": phase, "step": step, "total": total}) + "\n")
+
+    job.progress = progress
+    fields: dict[str, Any]
+    try:
+        fields = get_scenario(job.scenario)(job)
+        fields.setdefault("status", "ok")
+    except Exception as exc:
+        traceback.print_exc()
+        fields = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"[:2000]}
+    fields["elapsed_s"] = time.time() - job.launched_at
+    fields["started_at"] = datetime.fromtimestamp(job.launched_at, UTC).isoformat(
+        timespec="milliseconds")
+    fields["finished_at"] = datetime.now(UTC).isoformat(timespec="milliseconds")
+    try:
+        from workloads.fingerprint import collect
+
+        fields["fingerprint"] = collect()
+    except Exception as exc:  # a fingerprint problem must not lose the measurement
+        fields["fingerprint"] = {"error": f"{type(exc).__name__}: {exc}"}
+    proto.write(PREFIX + "result " + json.dumps(fields, default=str) + "\n")
+    proto.flush()
+    return 0
+
+
+def _list() -> int:
+    from workloads.models import MODELS
+    from workloads.suites import list_suites
+
+    for spec in MODELS.values():
+        print(f"model {spec.name}: batch {spec.default_batch}, input "
+              f"{spec.image_size}x{spec.image_size}x{spec.channels}, min {spec.min_image_size} px")
+    for name in list_suites():
+        print(f"suite {name}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _Parser(prog="python -m workloads", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    add_bench_arguments(sub.add_parser("bench", help="run a suite or one model"))
+    sub.add_parser("fingerprint", help="print this machine's environment fingerprint")
+    sub.add_parser("list", help="list models and suites")
+    sub.add_parser("_measure")
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "bench":
+            return _bench(args)
+        if args.command == "_measure":
+            return _measure()
+        if args.command == "list":
+            return _list()
+        from workloads.fingerprint import collect
+
+        print(json.dumps(collect(), indent=2, sort_keys=True))
+        return 0
+    except InputError as exc:
+        print(f"python -m workloads: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("python -m workloads: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,290 @@
+"""Run a suite: every repetition in its own process, one record per measurement.
+
+The parent (this module) plans the measurements, starts ``python -m workloads _measure`` for each
+repetition, follows its progress lines, and writes its record with :class:`RecordWriter` as soon
+as it ends (flushed and fsynced, so ``kill -9`` of the parent loses no finished record; the
+child dies with its parent). A child that fails, crashes or passes its ``timeout_s`` becomes a
+``failed`` record with the error. Ctrl-C or SIGTERM stops the running child and writes it as
+``interrupted``; records already written stay.
+
+Child protocol (stdout of ``_measure``; everything else the child prints goes to stderr):
+``@gpulab progress {"phase": "warmup"|"timed", "step": i, "total": n}`` and, last,
+``@gpulab result {record fields}``. The job comes as one JSON object on stdin.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import json
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from workloads.records import RecordWriter, make_record, new_run_id
+from workloads.scenarios import Job
+from workloads.step import check_backend, default_backend
+from workloads.suites import Entry, Suite
+
+PREFIX = "@gpulab "
+REPO_ROOT = Path(__file__).resolve().parents[1]
+STOP_GRACE_S = 10.0
+
+
+@dataclass
+class Event:
+    """A progress event: ``start`` / ``step`` / ``finish`` of measurement ``index`` of ``total``."""
+
+    kind: str
+    index: int
+    total: int
+    entry: Entry
+    repeat: int
+    phase: str | None = None
+    step: int = 0
+    steps: int = 0
+    record: dict[str, Any] | None = None
+
+
+ProgressHook = Callable[[Event], None]
+
+
+@dataclass
+class BenchResult:
+    out: Path
+    run_id: str
+    records: list[dict[str, Any]] = field(default_factory=list)
+    interrupted: bool = False
+
+    @property
+    def failed(self) -> int:
+        return sum(1 for r in self.records if r["status"] == "failed")
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
+        return 1 if self.failed else 0
+
+
+class Interrupted(Exception):
+    """SIGTERM (or SIGINT) arrived while a suite was running."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+def _raise_interrupted(signum: int, frame: Any) -> None:
+    raise Interrupted(signum)
+
+
+def _die_with_parent() -> None:
+    """In the child (preexec): SIGKILL when the parent dies, even by ``kill -9`` (Linux)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _stop(proc: subprocess.Popen[str]) -> None:
+    """Stop a child's whole process group: SIGTERM, then SIGKILL after a grace period."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=STOP_GRACE_S)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _tail(path: Path, lines: int = 3, limit: int = 600) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    keep = [ln for ln in text.splitlines() if ln.strip()][-lines:]
+    return " | ".join(keep)[-limit:]
+
+
+def run_job(
+    job: Job, python: str = sys.executable, on_progress: Callable[[dict], None] | None = None
+) -> dict[str, Any]:
+    """Run ``job`` in a child process; returns the child's record fields (status set)."""
+    env = dict(os.environ)
+    env["KERAS_BACKEND"] = job.backend
+    env["PYTHONUNBUFFERED"] = "1"
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p
+    )
+    job.launched_at = time.time()
+    result: dict[str, Any] | None = None
+    with tempfile.TemporaryDirectory(prefix="gpulab-job-") as tmp:
+        errpath = Path(tmp) / "stderr.log"
+        with open(errpath, "w", encoding="utf-8") as err:
+            proc = subprocess.Popen(
+                [python, "-m", "workloads", "_measure"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, env=env,
+                start_new_session=True, preexec_fn=_die_with_parent,
+            )
+        try:
+            assert proc.stdin is not None and proc.stdout is not None
+            proc.stdin.write(json.dumps(job.to_json()))
+            proc.stdin.close()
+            lines: queue.Queue[str | None] = queue.Queue()
+            stdout = proc.stdout
+
+            def pump() -> None:
+                for line in stdout:
+                    lines.put(line)
+                lines.put(None)
+
+            threading.Thread(target=pump, name="child-stdout", daemon=True).start()
+            deadline = time.monotonic() + job.timeout_s
+            while True:
+                try:
+                    line = lines.get(timeout=0.25)
+                except queue.Empty:
+                    if time.monotonic() > deadline:
+                        _stop(proc)
+                        return {"status": "failed",
+                                "error": f"timed out after {job.timeout_s:g} s (timeout_s)",
+                                "elapsed_s": time.time() - job.launched_at}
+                    continue
+                if line is None:
+                    break
+                if not line.startswith(PREFIX):
+                    continue
+                kind, _, payload = line[len(PREFIX):].partition(" ")
+                with contextlib.suppress(json.JSONDecodeError):
+                    if kind == "progress" and on_progress is not None:
+                        on_progress(json.loads(payload))
+                    elif kind == "result":
+                        result = json.loads(payload)
+            rc = proc.wait()
+        except BaseException:
+            _stop(proc)
+            raise
+        if result is not None:
+            return result
+        why = _tail(errpath) or "no output"
+        return {"status": "failed",
+                "error": f"measurement process exited with code {rc} and no result: {why}",
+                "elapsed_s": time.time() - job.launched_at}
+
+
+def _record(
+    suite: Suite, entry: Entry, repeat: int, job: Job, fields: dict[str, Any], run_id: str,
+    topology: str, arm: str,
+) -> dict[str, Any]:
+    params = {
+        "image_size": entry.image_size,
+        "options": dict(entry.options),
+        "backend": job.backend,
+        "timeout_s": entry.timeout_s,
+    }
+    params.update(fields.pop("params", None) or {})
+    fingerprint = fields.pop("fingerprint", None) or {}
+    rec: dict[str, Any] = {
+        "run_id": run_id, "suite": suite.name, "experiment": entry.experiment,
+        "model": entry.model, "scenario": entry.scenario, "data": entry.data,
+        "batch_size": entry.batch, "global_batch": entry.batch, "warmup": entry.warmup,
+        "steps": entry.steps, "repeat": repeat, "claims": list(entry.claims),
+        "topology": topology, "arm": arm,
+        "host": fingerprint.get("host") or socket.gethostname(),
+        "images_per_sec": None, "elapsed_s": None,
+    }
+    rec.update(fields)
+    rec["params"] = params
+    rec["fingerprint"] = fingerprint
+    rec.setdefault("finished_at", _iso(time.time()))
+    rec.setdefault("started_at", _iso(job.launched_at))
+    return make_record(**rec)
+
+
+def _iso(t: float) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds")
+
+
+def run_bench(
+    suite: Suite,
+    out: str | os.PathLike[str],
+    *,
+    topology: str = "local",
+    arm: str = "native",
+    backend: str | None = None,
+    progress: ProgressHook | None = None,
+    python: str = sys.executable,
+    run_id: str | None = None,
+) -> BenchResult:
+    """Run every repetition of every entry of ``suite``; append records to ``out``."""
+    backend = check_backend(backend or default_backend())
+    writer = RecordWriter(out)  # an unwritable path fails here, before anything runs
+    result = BenchResult(Path(out), run_id or new_run_id())
+    plan = [(e, r) for e in suite.entries for r in range(e.repeats)]
+    emit = progress or (lambda event: None)
+    old_term = signal.getsignal(signal.SIGTERM)
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main:
+        signal.signal(signal.SIGTERM, _raise_interrupted)
+    try:
+        _run_plan(suite, plan, writer, result, topology, arm, backend, python, emit)
+    except (KeyboardInterrupt, Interrupted):
+        result.interrupted = True  # between measurements: nothing was running
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, old_term)
+        writer.close()
+    return result
+
+
+def _run_plan(
+    suite: Suite, plan: list[tuple[Entry, int]], writer: RecordWriter, result: BenchResult,
+    topology: str, arm: str, backend: str, python: str, emit: ProgressHook,
+) -> None:
+    for index, (entry, repeat) in enumerate(plan):
+        job = Job(
+            suite=suite.name, experiment=entry.experiment, model=entry.model,
+            scenario=entry.scenario, data=entry.data, batch=entry.batch, steps=entry.steps,
+            warmup=entry.warmup, repeat=repeat, image_size=entry.image_size,
+            claims=list(entry.claims), options=dict(entry.options), backend=backend,
+            timeout_s=entry.timeout_s,
+        )
+        emit(Event("start", index, len(plan), entry, repeat))
+        done = {"phase": None, "step": 0}
+
+        def on_progress(p: dict, index: int = index, entry: Entry = entry,
+                        repeat: int = repeat, done: dict = done) -> None:
+            done.update(phase=p.get("phase"), step=p.get("step", 0))
+            emit(Event("step", index, len(plan), entry, repeat, p.get("phase"),
+                       int(p.get("step", 0)), int(p.get("total", 0))))
+
+        try:
+            fields = run_job(job, python, on_progress)
+        except (KeyboardInterrupt, Interrupted) as exc:
+            name = exc.args[0] if isinstance(exc, Interrupted) else "SIGINT"
+            fields = {
+                "status": "interrupted",
+                "error": f"interrupted by {name} during {done['phase'] or 'start-up'}"
+                f" (step {done['step']})",
+                "elapsed_s": time.time() - job.launched_at,
+            }
+            result.interrupted = True
+        rec = _record(suite, entry, repeat, job, fields, result.run_id, topology, arm)
+        writer.write(rec)
+        result.records.append(rec)
+        emit(Event("finish", index, len(plan), entry, repeat, record=rec))
+        if result.interrupted:
+            break

@@ -1,0 +1,82 @@
+"""Framework, backend and library versions, and the runner's git revision."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+PACKAGES = (
+    "tensorflow", "tensorflow-cpu", "keras", "jax", "jaxlib", "torch", "numpy",
+    "nvidia-ml-py", "pyyaml",
+)
+REPO = Path(__file__).resolve().parents[2]
+
+
+def package_versions() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def backend_info() -> dict[str, Any]:
+    """The Keras backend in use and its CUDA/cuDNN build, only for modules already imported."""
+    info: dict[str, Any] = {"keras_backend": None}
+    try:
+        if "keras" in sys.modules:
+            info["keras_backend"] = sys.modules["keras"].backend.backend()
+        if "tensorflow" in sys.modules:
+            build = dict(sys.modules["tensorflow"].sysconfig.get_build_info())
+            info["tensorflow_build"] = {
+                k: str(build[k]) for k in ("cuda_version", "cudnn_version", "is_cuda_build")
+                if k in build
+            }
+        if "torch" in sys.modules:
+            torch = sys.modules["torch"]
+            info["torch_cuda"] = torch.version.cuda
+            info["torch_cudnn"] = torch.backends.cudnn.version()
+        if "jax" in sys.modules:
+            info["jax_platform"] = sys.modules["jax"].default_backend()
+    except Exception as exc:  # version probes must never fail a record
+        info["error"] = f"{type(exc).__name__}: {exc}"
+    return info
+
+
+def git_revision(repo: Path = REPO) -> dict[str, Any]:
+    """HEAD of the runner's checkout; ``$GPULAB_GIT_REV`` when the code was copied without .git."""
+    try:
+        rev = subprocess.run(
+            ["git", "-C", str(repo), "rev-parse", "HEAD"],
+            capture_output=True, text=True, timeout=5, check=False,
+        )
+        if rev.returncode == 0:
+            status = subprocess.run(
+                ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+                capture_output=True, text=True, timeout=5, check=False,
+            )
+            return {"revision": rev.stdout.strip(), "dirty": bool(status.stdout.strip())}
+    except (OSError, subprocess.SubprocessError):
+        pass
+    env = os.environ.get("GPULAB_GIT_REV")
+    return {"revision": env or None, "dirty": None}
+
+
+def collect_software() -> dict[str, Any]:
+    from workloads import __version__
+
+    return {
+        "python": platform.python_version(),
+        "python_implementation": platform.python_implementation(),
+        "gpulab_runner": __version__,
+        "packages": package_versions(),
+        "backend": backend_info(),
+        "git": git_revision(),
+    }

@@ -1,0 +1,112 @@
+"""Scenario and data-source registries.
+
+A scenario runs ONE measurement in the current process (the runner starts one process per
+repetition) and returns record fields. Register new ones with :func:`register`; see
+docs/runner.md for the contract. Importing this module must stay cheap (no framework imports):
+scenario modules import TensorFlow/Keras inside their functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from workloads.errors import InputError
+from workloads.synthetic import synthetic_source
+
+ProgressFn = Callable[[str, int, int], None]  # (phase, step, total)
+
+
+@dataclass
+class Job:
+    """One measurement: a suite entry's resolved fields plus where and how it runs."""
+
+    suite: str
+    experiment: str
+    model: str
+    scenario: str = "single"
+    data: str = "synthetic"
+    batch: int = 32
+    steps: int = 100
+    warmup: int = 10
+    repeat: int = 0
+    image_size: int | None = None
+    claims: list[str] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+    backend: str = "tensorflow"
+    launched_at: float = 0.0  # time.time() when the job's process was launched
+    timeout_s: float = 1800.0
+    progress: ProgressFn | None = field(default=None, repr=False, compare=False)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("progress")
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Job:
+        return cls(**{k: v for k, v in d.items() if k != "progress"})
+
+    def on_step(self, phase: str, step: int, total: int) -> None:
+        if self.progress is not None:
+            self.progress(phase, step, total)
+
+
+ScenarioFn = Callable[[Job], dict[str, Any]]
+OptionCheck = Callable[[Mapping[str, Any]], dict[str, Any]]
+DataSource = Callable[[Any, int, "int | None", Mapping[str, Any]], Callable[[], tuple[Any, Any]]]
+
+SCENARIOS: dict[str, ScenarioFn] = {}
+OPTION_CHECKS: dict[str, OptionCheck] = {}
+MODEL_NAMES: dict[str, Callable[[], Iterable[str]]] = {}
+DATA_SOURCES: dict[str, DataSource] = {"synthetic": synthetic_source}
+
+
+def register(
+    name: str,
+    run: ScenarioFn,
+    check_options: OptionCheck | None = None,
+    model_names: Callable[[], Iterable[str]] | None = None,
+) -> None:
+    SCENARIOS[name] = run
+    if check_options is not None:
+        OPTION_CHECKS[name] = check_options
+    if model_names is not None:
+        MODEL_NAMES[name] = model_names
+
+
+def _registry_models() -> Iterable[str]:
+    from workloads.models import MODELS
+
+    return MODELS
+
+
+def model_names(scenario: str) -> list[str]:
+    return sorted(MODEL_NAMES.get(scenario, _registry_models)())
+
+
+def check_options(scenario: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate an entry's ``options`` for ``scenario``; InputError names the bad key."""
+    check = OPTION_CHECKS.get(scenario)
+    if check is None:
+        if options:
+            raise InputError(
+                f"scenario {scenario!r} takes no options (got {', '.join(map(str, options))})"
+            )
+        return {}
+    return check(options)
+
+
+def get_scenario(name: str) -> ScenarioFn:
+    try:
+        return SCENARIOS[name]
+    except KeyError:
+        raise InputError(
+            f"unknown scenario {name!r} (known: {', '.join(sorted(SCENARIOS))})"
+        ) from None
+
+
+from workloads.scenarios import single as _single  # noqa: E402
+
+register("single", _single.run, _single.check_options)

@@ -1,0 +1,220 @@
+"""The runner's own training step (SGD), compiled for the active Keras 3 backend.
+
+Keras 3 ``model.fit`` breaks under multi-worker strategies and tf_cnn timing needs the step
+anyway, so the runner owns it. Backend-specific code is the three small ``_*_step`` builders
+below; everything else (models, data, timing) is backend-neutral Keras.
+
+- ``tensorflow`` (default): ``tf.function`` around a GradientTape step (graph mode, no XLA:
+  XLA is slower on CPU and tf_cnn_benchmarks ran without it).
+- ``jax``: ``jax.jit`` of a stateless step (``model.stateless_call`` + ``optimizer
+  .stateless_apply``), state carried between calls and written back by ``finish()``.
+- ``torch``: eager autograd step (what Keras' own torch trainer does by default).
+
+Each step returns the scalar loss; ``float(loss)`` waits for the device, which is how the timed
+loop synchronizes per step (tf_cnn_benchmarks fetches the loss every step too).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Callable
+from typing import Any
+
+from workloads.errors import InputError
+
+BACKENDS = ("tensorflow", "jax", "torch")
+DEFAULT_LEARNING_RATE = 0.005  # tf_cnn_benchmarks AlexNet default; throughput ignores it
+
+
+def installed_backends() -> list[str]:
+    return [b for b in BACKENDS if importlib.util.find_spec(b) is not None]
+
+
+def default_backend() -> str:
+    """``$KERAS_BACKEND`` when set, else TensorFlow, else JAX, else PyTorch (what is installed)."""
+    env = os.environ.get("KERAS_BACKEND")
+    if env:
+        return env
+    found = installed_backends()
+    if not found:
+        raise InputError("no Keras backend installed (need tensorflow, jax or torch)")
+    return found[0]
+
+
+def check_backend(name: str) -> str:
+    if name not in BACKENDS:
+        raise InputError(f"unknown backend {name!r} (known: {', '.join(BACKENDS)})")
+    if importlib.util.find_spec(name) is None:
+        raise InputError(f"backend {name!r} is not installed in this Python environment")
+    return name
+
+
+def select_backend(name: str) -> Any:
+    """Make ``name`` the Keras backend (call before Keras is imported); returns keras."""
+    os.environ["KERAS_BACKEND"] = name
+    import keras
+
+    active = keras.backend.backend()
+    if active != name:
+        raise RuntimeError(f"keras was already imported with backend {active!r}, not {name!r}")
+    return keras
+
+
+def make_optimizer(learning_rate: float = DEFAULT_LEARNING_RATE) -> Any:
+    import keras
+
+    return keras.optimizers.SGD(learning_rate=learning_rate)
+
+
+def default_loss() -> Any:
+    import keras
+
+    return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+
+class TrainStep:
+    """``step(images, labels) -> loss``; ``finish()`` writes carried state back to the model."""
+
+    def __init__(self, fn: Callable[[Any, Any], Any], finish: Callable[[], None] | None = None):
+        self._fn = fn
+        self._finish = finish
+
+    def __call__(self, images: Any, labels: Any) -> Any:
+        return self._fn(images, labels)
+
+    def finish(self) -> None:
+        if self._finish is not None:
+            self._finish()
+
+
+def build_train_step(
+    model: Any, optimizer: Any | None = None, loss_fn: Any | None = None, compile: bool = True
+) -> TrainStep:
+    """A training step for ``model`` on the active backend.
+
+    ``compile=False`` returns the plain step body (TensorFlow: for wrapping in a distribution
+    strategy's ``run`` inside the caller's own ``tf.function``; JAX: un-jitted).
+    """
+    import keras
+
+    optimizer = optimizer or make_optimizer()
+    loss_fn = loss_fn or default_loss()
+    optimizer.build(model.trainable_variables)
+    backend = keras.backend.backend()
+    if backend == "tensorflow":
+        return _tf_step(model, optimizer, loss_fn, compile)
+    if backend == "jax":
+        return _jax_step(model, optimizer, loss_fn, compile)
+    if backend == "torch":
+        return _torch_step(model, optimizer, loss_fn)
+    raise InputError(f"unsupported Keras backend {backend!r} (known: {', '.join(BACKENDS)})")
+
+
+def _tf_step(model: Any, optimizer: Any, loss_fn: Any, compile: bool) -> TrainStep:
+    import tensorflow as tf
+
+    def step(images: Any, labels: Any) -> Any:
+        with tf.GradientTape() as tape:
+            logits = model(images, training=True)
+            loss = loss_fn(labels, logits)
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply(grads, model.trainable_variables)
+        return loss
+
+    return TrainStep(tf.function(step, jit_compile=False) if compile else step)
+
+
+def _jax_step(model: Any, optimizer: Any, loss_fn: Any, compile: bool) -> TrainStep:
+    import jax
+
+    def compute_loss(trainable: Any, non_trainable: Any, images: Any, labels: Any) -> Any:
+        logits, non_trainable = model.stateless_call(
+            trainable, non_trainable, images, training=True
+        )
+        return loss_fn(labels, logits), non_trainable
+
+    grad_fn = jax.value_and_grad(compute_loss, has_aux=True)
+
+    def pure_step(state: Any, images: Any, labels: Any) -> Any:
+        trainable, non_trainable, opt_vars = state
+        (loss, non_trainable), grads = grad_fn(trainable, non_trainable, images, labels)
+        trainable, opt_vars = optimizer.stateless_apply(opt_vars, grads, trainable)
+        return loss, (trainable, non_trainable, opt_vars)
+
+    jitted = jax.jit(pure_step, donate_argnums=0) if compile else pure_step
+    state = [
+        (
+            [v.value for v in model.trainable_variables],
+            [v.value for v in model.non_trainable_variables],
+            [v.value for v in optimizer.variables],
+        )
+    ]
+
+    def step(images: Any, labels: Any) -> Any:
+        loss, state[0] = jitted(state[0], images, labels)
+        return loss
+
+    def finish() -> None:
+        trainable, non_trainable, opt_vars = state[0]
+        for var, val in zip(model.trainable_variables, trainable, strict=True):
+            var.assign(val)
+        for var, val in zip(model.non_trainable_variables, non_trainable, strict=True):
+            var.assign(val)
+        for var, val in zip(optimizer.variables, opt_vars, strict=True):
+            var.assign(val)
+
+    return TrainStep(step, finish)
+
+
+def _torch_step(model: Any, optimizer: Any, loss_fn: Any) -> TrainStep:
+    import torch
+
+    def step(images: Any, labels: Any) -> Any:
+        logits = model(images, training=True)
+        loss = loss_fn(labels, logits)
+        model.zero_grad()
+        loss.backward()
+        grads = [v.value.grad for v in model.trainable_variables]
+        with torch.no_grad():
+            optimizer.apply(grads, model.trainable_variables)
+        return loss.detach()
+
+    return TrainStep(step)
+
+
+def blocking(step: TrainStep, get_batch: Callable[[], tuple[Any, Any]]) -> Callable[[], float]:
+    """A no-argument step for :func:`workloads.timing.timed_loop` that waits for the device."""
+
+    def run() -> float:
+        images, labels = get_batch()
+        return float(step(images, labels))
+
+    return run
+
+
+def device_summary() -> list[str]:
+    """The devices the active backend computes on (GPUs first; CPU when there is none)."""
+    import keras
+
+    backend = keras.backend.backend()
+    try:
+        if backend == "tensorflow":
+            import tensorflow as tf
+
+            gpus = tf.config.list_logical_devices("GPU")
+            return [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
+        if backend == "jax":
+            import jax
+
+            return [str(d) for d in jax.devices()]
+        if backend == "torch":
+            import torch
+
+            if torch.cuda.is_available():
+                return [f"cuda:{i} {torch.cuda.get_device_name(i)}"
+                        for i in range(torch.cuda.device_count())]
+            return ["cpu"]
+    except Exception as exc:  # a device query must never fail a measurement
+        return [f"unknown ({type(exc).__name__})"]
+    return []

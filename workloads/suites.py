@@ -1,0 +1,208 @@
+"""Suites: YAML files under ``workloads/suites/``, validated on load (schema: docs/runner.md).
+
+Every problem raises :class:`InputError` naming the suite, the entry and the key. Validation
+needs no framework import, so a bad suite fails in milliseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from workloads import scenarios
+from workloads.errors import InputError
+
+SUITES_DIR = Path(__file__).resolve().parent / "suites"
+TOP_KEYS = ("name", "description", "defaults", "experiments")
+ENTRY_KEYS = (
+    "experiment", "model", "scenario", "data", "batch", "steps", "warmup", "repeats",
+    "image_size", "claims", "options", "timeout_s",
+)
+DEFAULT_STEPS, DEFAULT_WARMUP, DEFAULT_REPEATS, DEFAULT_TIMEOUT_S = 100, 10, 1, 1800
+
+
+@dataclass(frozen=True)
+class Entry:
+    experiment: str
+    model: str
+    scenario: str = "single"
+    data: str = "synthetic"
+    batch: int = 32
+    steps: int = DEFAULT_STEPS
+    warmup: int = DEFAULT_WARMUP
+    repeats: int = DEFAULT_REPEATS
+    image_size: int | None = None
+    claims: tuple[str, ...] = ()
+    options: Mapping[str, Any] = field(default_factory=dict)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    entries: tuple[Entry, ...]
+    description: str = ""
+    path: str | None = None
+
+    @property
+    def measurements(self) -> int:
+        return sum(e.repeats for e in self.entries)
+
+
+def list_suites() -> list[str]:
+    return sorted(p.stem for p in SUITES_DIR.glob("*.yaml"))
+
+
+def _int(where: str, key: str, value: Any, minimum: int, label: Callable[[str], str]) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InputError(f"{where}: {label(key)} must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _plain(key: str) -> str:
+    return key
+
+
+def validate_entry(
+    raw: Mapping[str, Any], where: str, label: Callable[[str], str] = _plain
+) -> Entry:
+    """Check one entry (defaults already merged) and resolve the model's defaults."""
+    unknown = [k for k in raw if k not in ENTRY_KEYS]
+    if unknown:
+        raise InputError(
+            f"{where}: unknown key {label(str(unknown[0]))!r} (allowed: {', '.join(ENTRY_KEYS)})"
+        )
+    for key in ("experiment", "model"):
+        if not isinstance(raw.get(key), str) or not raw[key]:
+            raise InputError(f"{where}: {label(key)} is required (a non-empty string)")
+    scenario = raw.get("scenario", "single")
+    if scenario not in scenarios.SCENARIOS:
+        raise InputError(f"{where}: unknown {label('scenario')} {scenario!r} "
+                         f"(known: {', '.join(sorted(scenarios.SCENARIOS))})")
+    model = raw["model"]
+    known = scenarios.model_names(scenario)
+    if model not in known:
+        raise InputError(f"{where}: unknown {label('model')} {model!r} "
+                         f"(known for scenario {scenario!r}: {', '.join(known)})")
+    data = raw.get("data", "synthetic")
+    if data not in scenarios.DATA_SOURCES:
+        raise InputError(f"{where}: unknown {label('data')} source {data!r} "
+                         f"(known: {', '.join(sorted(scenarios.DATA_SOURCES))})")
+    from workloads.models import MODELS
+
+    spec = MODELS.get(model)
+    batch = _int(where, "batch", raw.get("batch", spec.default_batch if spec else 1), 1, label)
+    steps = _int(where, "steps", raw.get("steps", DEFAULT_STEPS), 1, label)
+    warmup = _int(where, "warmup", raw.get("warmup", DEFAULT_WARMUP), 0, label)
+    repeats = _int(where, "repeats", raw.get("repeats", DEFAULT_REPEATS), 1, label)
+    timeout = raw.get("timeout_s", DEFAULT_TIMEOUT_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 1:
+        raise InputError(f"{where}: {label('timeout_s')} must be a number >= 1, got {timeout!r}")
+    image_size = raw.get("image_size")
+    if image_size is not None:
+        image_size = _int(where, "image_size", image_size, 1, label)
+        if spec is not None and image_size < spec.min_image_size:
+            raise InputError(f"{where}: {label('image_size')} {image_size} is too small for "
+                             f"model {model!r} (at least {spec.min_image_size} px)")
+    claims = raw.get("claims", [])
+    if not isinstance(claims, list) or not all(isinstance(c, str) for c in claims):
+        raise InputError(f"{where}: {label('claims')} must be a list of strings")
+    options = raw.get("options") or {}
+    if not isinstance(options, Mapping):
+        raise InputError(f"{where}: {label('options')} must be a mapping")
+    try:
+        options = scenarios.check_options(scenario, options)
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}") from None
+    return Entry(
+        experiment=raw["experiment"], model=model, scenario=scenario, data=data, batch=batch,
+        steps=steps, warmup=warmup, repeats=repeats, image_size=image_size,
+        claims=tuple(claims), options=options, timeout_s=float(timeout),
+    )
+
+
+def parse_suite(doc: Any, name: str, path: str | None = None) -> Suite:
+    where = f"suite {name!r}"
+    if not isinstance(doc, Mapping):
+        raise InputError(f"{where}: must be a YAML mapping with an 'experiments' list")
+    unknown = [k for k in doc if k not in TOP_KEYS]
+    if unknown:
+        raise InputError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(TOP_KEYS)})")
+    defaults = doc.get("defaults") or {}
+    if not isinstance(defaults, Mapping):
+        raise InputError(f"{where}: 'defaults' must be a mapping")
+    bad = [k for k in defaults if k not in ENTRY_KEYS or k == "experiment"]
+    if bad:
+        raise InputError(f"{where}: unknown key {bad[0]!r} in defaults "
+                         f"(allowed: {', '.join(k for k in ENTRY_KEYS if k != 'experiment')})")
+    items = doc.get("experiments")
+    if not isinstance(items, list) or not items:
+        raise InputError(f"{where}: 'experiments' must be a non-empty list")
+    entries: list[Entry] = []
+    seen: set[str] = set()
+    for i, item in enumerate(items):
+        label = f"{where}: experiments[{i}]"
+        if not isinstance(item, Mapping):
+            raise InputError(f"{label} must be a mapping")
+        if isinstance(item.get("experiment"), str):
+            label += f" ({item['experiment']})"
+        entry = validate_entry({**defaults, **item}, label)
+        if entry.experiment in seen:
+            raise InputError(f"{label}: experiment {entry.experiment!r} appears twice")
+        seen.add(entry.experiment)
+        entries.append(entry)
+    suite_name = doc.get("name", name)
+    if not isinstance(suite_name, str) or not suite_name:
+        raise InputError(f"{where}: 'name' must be a non-empty string")
+    return Suite(suite_name, tuple(entries), str(doc.get("description", "")), path)
+
+
+def load_suite(name_or_path: str) -> Suite:
+    """A suite by name (``workloads/suites/<name>.yaml``) or by path to a ``.yaml`` file."""
+    path = Path(name_or_path)
+    if not (name_or_path.endswith((".yaml", ".yml")) or path.is_file()):
+        path = SUITES_DIR / f"{name_or_path}.yaml"
+        if not path.is_file():
+            raise InputError(
+                f"unknown suite {name_or_path!r} (known: {', '.join(list_suites())})"
+            )
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"suite file {str(path)!r} cannot be read: {exc.strerror}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        raise InputError(f"suite file {str(path)!r} is not valid YAML{at}") from None
+    return parse_suite(doc, path.stem, str(path))
+
+
+def cli_label(key: str) -> str:
+    return "--" + key.replace("_", "-")
+
+
+def model_suite(model: str, **fields: Any) -> Suite:
+    """A one-entry suite for ``--model M [--batch ...]``; errors name the command-line option."""
+    raw = {"experiment": f"{model}-single", "model": model}
+    raw.update({k: v for k, v in fields.items() if v is not None})
+    entry = validate_entry(raw, f"--model {model}", cli_label)
+    return Suite(f"model:{model}", (entry,), "one model from the command line")
+
+
+def with_overrides(suite: Suite, **overrides: Any) -> Suite:
+    """``--steps/--warmup/--repeats`` applied to every entry of a suite."""
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if not given:
+        return suite
+    entries = []
+    for e in suite.entries:
+        raw = {k: getattr(e, k) for k in ENTRY_KEYS}
+        raw["claims"] = list(e.claims)
+        raw["options"] = dict(e.options)
+        raw.update(given)
+        entries.append(validate_entry(raw, f"suite {suite.name!r}", cli_label))
+    return replace(suite, entries=tuple(entries))
