@@ -86,7 +86,7 @@ class Lab:
 
     # -- plumbing -------------------------------------------------------------------------
 
-    def _check(self) -> Any:
+    def _check_files(self) -> None:
         if not (self.repo / "Pulumi.yaml").is_file():
             raise UsageError(f"no Pulumi.yaml in {self.repo}: not a gpulab project")
         stack_file = self.repo / f"Pulumi.{self.stack_name}.yaml"
@@ -96,6 +96,9 @@ class Lab:
                 f"stack {self.stack_name!r} has no stack file {stack_file.name}; "
                 f"known stacks: {', '.join(known) or 'none'}"
             )
+
+    def _check(self) -> Any:
+        self._check_files()
         if self._auto is None:
             pulumi = self.pulumi_path or find_pulumi()
             if pulumi is None:
@@ -108,6 +111,7 @@ class Lab:
 
     def validate_config(self) -> None:
         """Validate the stack file before the engine starts (when the config loader exists)."""
+        self._check_files()
         try:
             from infra.config import load_stack_file
         except ImportError:

@@ -1,0 +1,1 @@
+"""Lifecycle: dynamic resources, automation layer, gpulab run local, results summary."""
