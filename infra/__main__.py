@@ -1,0 +1,17 @@
+"""Pulumi entry point (Pulumi.yaml ``main: infra/``): validate the stack config, then build.
+
+The config is checked before any resource is made; a bad ``gpulab:<key>`` stops the program
+with one message naming the key and what it allows.
+"""
+
+import pulumi
+
+from infra.config import ConfigError, from_pulumi_config
+from infra.program import run
+
+try:
+    cfg = from_pulumi_config()
+except ConfigError as exc:
+    raise pulumi.RunError(f"invalid stack config: {exc}") from None
+
+run(cfg)

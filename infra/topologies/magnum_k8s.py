@@ -1,0 +1,109 @@
+"""``magnum-k8s``: a Magnum Kubernetes cluster; workloads run as GPU containers (k8s Jobs).
+
+Magnum makes the cluster's servers and its own security groups; the lab network, router and
+keypair come from the shared OpenStack parts. The kubeconfig is exported as a secret.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlparse
+
+import pulumi
+import pulumi_openstack as openstack
+
+from infra.config import LabConfig
+from infra.hosts import Host
+from infra.topologies.common import TYPE_PREFIX, host_groups, host_output
+from infra.topologies.openstack_base import build_base
+
+
+def cluster_labels(cfg: LabConfig) -> dict[str, str]:
+    """Magnum labels: the lab's name first, the operator's ``gpulab:labels`` over them."""
+    return {"gpulab_lab": cfg.lab, "gpulab_topology": cfg.topology, **cfg.labels}
+
+
+def _api_host(url: str | None) -> str | None:
+    if not url:
+        return url
+    return urlparse(url if "://" in url else f"https://{url}").hostname
+
+
+def _nth(index: int):
+    return lambda items: items[index] if items and index < len(items) else None
+
+
+class MagnumK8sLab(pulumi.ComponentResource):
+    hosts: list[Host]
+
+    def __init__(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TYPE_PREFIX}:MagnumK8sLab", cfg.lab, None, opts)
+        base = build_base(cfg, self, secgroup=False)
+        child = pulumi.ResourceOptions(
+            parent=self, provider=base.provider, depends_on=[base.router_interface]
+        )
+        labels = cluster_labels(cfg)
+        self.template = openstack.containerinfra.ClusterTemplate(
+            f"{cfg.lab}-k8s-template",
+            name=f"{cfg.lab}-k8s-template",
+            coe="kubernetes",
+            server_type=cfg.server_type,
+            image=cfg.image,
+            master_flavor=cfg.master_flavor,
+            flavor=cfg.node_flavor,
+            network_driver=cfg.network_driver,
+            docker_volume_size=cfg.docker_volume_size if cfg.server_type == "vm" else None,
+            external_network_id=base.external.id,
+            fixed_network=base.network.id,
+            fixed_subnet=base.subnet.id,
+            dns_nameserver=cfg.dns_nameservers[0] if cfg.dns_nameservers else None,
+            keypair_id=base.keypair.name,
+            floating_ip_enabled=True,
+            master_lb_enabled=False,
+            public=False,
+            labels=labels,
+            opts=child,
+        )
+        self.cluster = openstack.containerinfra.Cluster(
+            f"{cfg.lab}-k8s",
+            name=f"{cfg.lab}-k8s",
+            cluster_template_id=self.template.id,
+            master_count=cfg.master_count,
+            node_count=cfg.node_count,
+            keypair=base.keypair.name,
+            labels=labels,
+            merge_labels=True,
+            opts=child,
+        )
+        self.kubeconfig: pulumi.Output[str] = pulumi.Output.secret(
+            self.cluster.kubeconfig.apply(lambda k: (k or {}).get("raw_config"))
+        )
+        api = self.cluster.api_address
+        self.hosts = [
+            Host(
+                name=f"{cfg.lab}-k8s-api",
+                address=api.apply(_api_host),
+                ssh_user=cfg.ssh_user,
+                groups=["k8s_api"],
+                gpu_path="none",
+                ssh_port=22,
+                vars={"lab": cfg.lab, "api_url": api},
+            )
+        ]
+        gpu_path = "container-bm" if cfg.server_type == "bm" else "container-vm"
+        for i in range(cfg.node_count or 1):
+            self.hosts.append(
+                Host(
+                    name=f"{cfg.lab}-k8s-node-{i}",
+                    address=self.cluster.node_addresses.apply(_nth(i)),
+                    ssh_user=cfg.ssh_user,
+                    groups=host_groups(cfg, "k8s_nodes"),
+                    gpu_path=gpu_path,
+                    vars={"lab": cfg.lab, "k8s_cluster": f"{cfg.lab}-k8s"},
+                )
+            )
+        self.register_outputs({"hosts": [host_output(h) for h in self.hosts]})
+
+
+def build(cfg: LabConfig) -> tuple[pulumi.ComponentResource, list[Host]]:
+    lab = MagnumK8sLab(cfg)
+    return lab, lab.hosts
