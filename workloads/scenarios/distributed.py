@@ -1,0 +1,201 @@
+"""Scenario ``distributed``: one model trained by several processes (CLOSER 2018, figs 6-9).
+
+Options::
+
+    mode: ps | allreduce     ps: 1 parameter server + N workers + a coordinating chief
+                             (ParameterServerStrategy, the paper's setting); allreduce: N
+                             workers with MultiWorkerMirroredStrategy. Default ps.
+    workers: 2               worker tasks
+    hosts: [127.0.0.1]       addresses; tasks are placed round-robin (ps mode: chief and ps on
+                             hosts[0], workers on the others when there are others)
+    base_port: 0             first port per host (0: free ports, 127.0.0.1 only)
+    launch: local | task     local: start every task here; task: start only ``task`` (one
+                             process per host, started on each host by the playbook)
+    task: "worker:0"         this host's task when launch is task
+    deadline_s: 600          every process is SIGKILLed after this; the run is then failed
+    data_dir: DIR            ImageNet-format shards for data: real (default $GPULAB_DATA_DIR)
+    learning_rate: 0.005
+
+TF_CONFIG for each task is rendered from ``templates/tf_config.json.j2``. The record carries
+the total throughput (``images_per_sec``: images of all workers / timed wall-clock) and the
+job's elapsed time (``metrics.job_elapsed_s``: first task launched to reporting task done).
+A worker whose peers never come hangs and ignores SIGTERM: at the deadline every process
+group is SIGKILLed and the record is ``failed`` naming the tasks killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from workloads.errors import InputError
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "tf_config.json.j2"
+WORKER_MODULE = "workloads.scenarios.distributed_worker"
+DEFAULTS: dict[str, Any] = {"mode": "ps", "workers": 2, "hosts": ["127.0.0.1"], "base_port": 0,
+                            "launch": "local", "deadline_s": 600.0, "learning_rate": 0.005}
+KNOWN = {*DEFAULTS, "task", "data_dir"}
+
+
+def _int_opt(out: dict[str, Any], key: str, low: int) -> None:
+    v = out[key]
+    if isinstance(v, bool) or not isinstance(v, int) or v < low:
+        raise InputError(f"option {key!r} must be an integer >= {low}, got {v!r}")
+
+
+def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(DEFAULTS)
+    for key, value in options.items():
+        if key not in KNOWN:
+            raise InputError(f"option {key!r} is unknown for scenario 'distributed' "
+                             f"(known: {', '.join(sorted(KNOWN))})")
+        out[key] = value
+    if out["mode"] not in ("ps", "allreduce"):
+        raise InputError(f"option 'mode' must be ps or allreduce, got {out['mode']!r}")
+    _int_opt(out, "workers", 1)
+    _int_opt(out, "base_port", 0)
+    hosts = out["hosts"]
+    if not isinstance(hosts, list) or not hosts or not all(isinstance(h, str) and h
+                                                           for h in hosts):
+        raise InputError(f"option 'hosts' must be a non-empty list of addresses, got {hosts!r}")
+    if out["base_port"] == 0 and any(not _is_local(h) for h in hosts):
+        raise InputError("option 'base_port' must be set when 'hosts' names other machines")
+    if out["launch"] not in ("local", "task"):
+        raise InputError(f"option 'launch' must be local or task, got {out['launch']!r}")
+    if out["launch"] == "task":
+        _parse_task(out.get("task"))
+    dl = out["deadline_s"]
+    if isinstance(dl, bool) or not isinstance(dl, int | float) or dl <= 0:
+        raise InputError(f"option 'deadline_s' must be a number > 0, got {dl!r}")
+    lr = out["learning_rate"]
+    if isinstance(lr, bool) or not isinstance(lr, int | float) or lr <= 0:
+        raise InputError(f"option 'learning_rate' must be a number > 0, got {lr!r}")
+    return out
+
+
+def _is_local(host: str) -> bool:
+    return host == "localhost" or host.startswith("127.")
+
+
+def _parse_task(task: Any) -> tuple[str, int]:
+    role, _, idx = str(task or "").partition(":")
+    if role not in ("chief", "ps", "worker") or not idx.isdigit():
+        raise InputError(f"option 'task' must be chief:0, ps:N or worker:N, got {task!r}")
+    return role, int(idx)
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cluster_spec(mode: str, hosts: list[str], workers: int, base_port: int = 0) -> dict[str, list]:
+    """Task type -> ["addr:port", ...], tasks placed round-robin over ``hosts``."""
+    next_port: dict[str, int] = {}
+
+    def addr(host: str) -> str:
+        if base_port == 0:
+            return f"{host}:{_free_port()}"
+        port = next_port.get(host, base_port)
+        next_port[host] = port + 1
+        return f"{host}:{port}"
+
+    if mode == "allreduce":
+        return {"worker": [addr(hosts[i % len(hosts)]) for i in range(workers)]}
+    rest = hosts[1:] or hosts
+    return {"chief": [addr(hosts[0])], "ps": [addr(hosts[0])],
+            "worker": [addr(rest[i % len(rest)]) for i in range(workers)]}
+
+
+def render_tf_config(cluster: Mapping[str, list[str]], task_type: str, task_index: int) -> str:
+    """TF_CONFIG JSON for one task, from templates/tf_config.json.j2."""
+    import jinja2
+
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+    text = env.from_string(TEMPLATE.read_text(encoding="utf-8")).render(
+        cluster=dict(cluster), task_type=task_type, task_index=task_index)
+    json.loads(text)  # the template must produce JSON
+    return text
+
+
+def _reporters(mode: str, cluster: Mapping[str, list[str]]) -> list[tuple[str, int]]:
+    if mode == "ps":
+        return [("chief", 0)]
+    return [("worker", i) for i in range(len(cluster["worker"]))]
+
+
+def run(job: Any) -> dict[str, Any]:
+    from workloads.scenarios.procs import ProcGroup
+
+    opts = check_options(job.options)
+    cluster = cluster_spec(opts["mode"], opts["hosts"], opts["workers"], opts["base_port"])
+    tasks = [(role, i) for role, addrs in cluster.items() for i in range(len(addrs))]
+    if opts["launch"] == "task":
+        tasks = [_parse_task(opts["task"])]
+    deadline_s = min(float(opts["deadline_s"]), max(1.0, float(job.timeout_s) - 15.0))
+    data_dir = opts.get("data_dir") or os.environ.get("GPULAB_DATA_DIR", "")
+    if job.data == "real" and not data_dir:
+        raise InputError("data 'real' needs option 'data_dir' or $GPULAB_DATA_DIR")
+    reporters = [t for t in _reporters(opts["mode"], cluster) if t in tasks]
+    with tempfile.TemporaryDirectory(prefix="gpulab-dist-") as tmp:
+        group = ProcGroup(Path(tmp) / "logs")
+        launched = time.time()
+        results: dict[tuple[str, int], Path] = {}
+        try:
+            by_task = {}
+            for role, idx in tasks:
+                result = Path(tmp) / f"{role}-{idx}.json"
+                results[(role, idx)] = result
+                spec = {"mode": opts["mode"], "model": job.model, "batch": job.batch,
+                        "image_size": job.image_size, "warmup": job.warmup, "steps": job.steps,
+                        "data": job.data, "data_dir": data_dir, "result": str(result),
+                        "learning_rate": float(opts["learning_rate"])}
+                env = {"TF_CONFIG": render_tf_config(cluster, role, idx),
+                       "GPULAB_DIST_SPEC": json.dumps(spec), "KERAS_BACKEND": "tensorflow"}
+                by_task[(role, idx)] = group.start_python(f"{role}:{idx}", WORKER_MODULE, [], env)
+            deadline = time.monotonic() + deadline_s
+            waiting = [by_task[t] for t in reporters] or list(by_task.values())
+            done = group.wait(waiting, deadline)
+            finished = time.time()
+            killed = group.close()  # servers never exit by themselves; hung workers neither
+            pids = group.pids()
+            tails = {p.name: p.tail() for p in group.procs}
+            codes = {p.name: p.popen.returncode for p in group.procs}
+            outputs = {t: json.loads(results[t].read_text()) for t in reporters
+                       if results[t].exists()}
+        finally:
+            group.close()
+    params = {"mode": opts["mode"], "cluster": cluster, "tasks": [f"{r}:{i}" for r, i in tasks],
+              "pids": pids, "exit_codes": codes, "deadline_s": deadline_s,
+              "strategy": ("ParameterServerStrategy" if opts["mode"] == "ps"
+                           else "MultiWorkerMirroredStrategy")}
+    if not done or len(outputs) < len(reporters):
+        missing = [f"{r}:{i}" for r, i in reporters if (r, i) not in outputs]
+        why = (f"deadline {deadline_s:g} s passed" if not done
+               else "a reporting task exited without a result")
+        bad = "; ".join(f"{n}: rc {codes[n]} {tails[n]}" for n in missing if n in tails)
+        return {"status": "failed",
+                "error": f"{why}; SIGKILLed {', '.join(killed) or 'none'}; no result from "
+                         f"{', '.join(missing)}" + (f" ({bad})" if bad and done else ""),
+                "params": params, "metrics": {"job_elapsed_s": time.time() - launched}}
+    if not reporters:  # this host serves only (launch: task, ps mode): no throughput of its own
+        return {"kind": "job", "params": params,
+                "metrics": {"job_elapsed_s": finished - launched}}
+    main = outputs[reporters[0]]
+    workers = int(main["workers"])
+    metrics = {"job_elapsed_s": max(o["finished_at"] for o in outputs.values()) - launched,
+               "timed_wall_s": float(main["wall_s"]), "workers": float(workers)}
+    for (role, idx), out in outputs.items():
+        metrics[f"{role}{idx}_images_per_sec"] = float(out["images_per_sec"])
+    params["image_size"] = main["size"]
+    params["killed_after_done"] = killed
+    return {"images_per_sec": float(main["images_per_sec"]), "step_times_s": main["step_times_s"],
+            "batch_size": job.batch, "global_batch": job.batch * workers,
+            "metrics": metrics, "params": params}

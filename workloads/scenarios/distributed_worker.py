@@ -1,0 +1,129 @@
+"""One task of a distributed training job (started by workloads/scenarios/distributed.py).
+
+``TF_CONFIG`` says which task this process is; ``GPULAB_DIST_SPEC`` (JSON) says what to train:
+mode (``ps`` or ``allreduce``), model, batch, image_size, warmup, steps, data, data_dir,
+learning_rate, result (path the reporting task writes its JSON result to).
+
+- mode ``ps`` (ParameterServerStrategy, as the CLOSER 2018 distributed runs): ``ps`` and
+  ``worker`` tasks serve until killed; the ``chief`` coordinates: per-worker datasets,
+  ``warmup x workers`` steps scheduled and joined, then ``steps x workers`` timed.
+- mode ``allreduce`` (MultiWorkerMirroredStrategy): every worker trains in lock-step; each
+  writes its result, worker 0's is the job's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any
+
+
+def _dataset_fn(spec: dict[str, Any], model_spec: Any, size: int) -> Any:
+    import tensorflow as tf
+
+    def make(_ctx: Any = None) -> Any:
+        if spec["data"] == "real":
+            from workloads.data.imagenet import train_dataset
+
+            return train_dataset(spec["data_dir"], spec["batch"], size)
+        shape = (spec["batch"], *model_spec.input_shape(size))
+        images = tf.random.truncated_normal(shape, mean=127.0, stddev=60.0, seed=1234)
+        labels = tf.random.uniform((spec["batch"],), 0, model_spec.num_classes, tf.int32, seed=5)
+        return tf.data.Dataset.from_tensors((images, labels)).repeat()
+
+    return make
+
+
+def _build(spec: dict[str, Any], strategy: Any) -> tuple[Any, Any, int]:
+    from workloads.models import get_model
+    from workloads.step import build_train_step, make_optimizer
+
+    model_spec = get_model(spec["model"])
+    size = model_spec.check_image_size(spec.get("image_size"))
+    with strategy.scope():
+        model = model_spec.build(size)
+        body = build_train_step(model, make_optimizer(spec["learning_rate"]), compile=False)
+    return model_spec, body, size
+
+
+def run_chief(spec: dict[str, Any], resolver: Any) -> dict[str, Any]:
+    import tensorflow as tf
+
+    strategy = tf.distribute.ParameterServerStrategy(resolver)
+    coord = tf.distribute.coordinator.ClusterCoordinator(strategy)
+    model_spec, body, size = _build(spec, strategy)
+    workers = len(resolver.cluster_spec().as_dict().get("worker", []))
+    per_worker = coord.create_per_worker_dataset(_dataset_fn(spec, model_spec, size))
+    iterator = iter(per_worker)
+
+    @tf.function
+    def train(it: Any) -> Any:
+        images, labels = next(it)
+        return strategy.run(body, args=(images, labels))
+
+    for _ in range(spec["warmup"] * workers):
+        coord.schedule(train, args=(iterator,))
+    coord.join()
+    start = time.perf_counter()
+    for _ in range(spec["steps"] * workers):
+        coord.schedule(train, args=(iterator,))
+    coord.join()
+    wall = time.perf_counter() - start
+    images = spec["batch"] * spec["steps"] * workers
+    return {"images_per_sec": images / wall, "wall_s": wall, "images": images,
+            "workers": workers, "step_times_s": [], "size": size}
+
+
+def run_allreduce_worker(spec: dict[str, Any]) -> dict[str, Any]:
+    import tensorflow as tf
+
+    from workloads.timing import timed_loop
+
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    model_spec, body, size = _build(spec, strategy)
+    workers = strategy.num_replicas_in_sync
+    batches = iter(_dataset_fn(spec, model_spec, size)())
+
+    @tf.function
+    def train(images: Any, labels: Any) -> Any:
+        per = strategy.run(body, args=(images, labels))
+        return strategy.reduce(tf.distribute.ReduceOp.SUM, per, axis=None)
+
+    def one_step() -> float:
+        images, labels = next(batches)
+        return float(train(images, labels))
+
+    timing = timed_loop(one_step, spec["warmup"], spec["steps"])
+    return {"images_per_sec": timing.images_per_sec(spec["batch"] * workers),
+            "wall_s": timing.wall_s, "images": spec["batch"] * workers * spec["steps"],
+            "workers": workers, "step_times_s": timing.step_times_s, "size": size}
+
+
+def main() -> int:
+    spec = json.loads(os.environ["GPULAB_DIST_SPEC"])
+    os.environ["KERAS_BACKEND"] = "tensorflow"
+    import tensorflow as tf
+
+    resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+    role, index = resolver.task_type, resolver.task_id
+    if spec["mode"] == "ps" and role in ("ps", "worker"):
+        server = tf.distribute.Server(resolver.cluster_spec(), job_name=role, task_index=index,
+                                      protocol="grpc", start=True)
+        print(f"{role}:{index} serving", flush=True)
+        server.join()  # never returns: the launcher kills servers when the chief is done
+        return 0
+    result = run_chief(spec, resolver) if spec["mode"] == "ps" else run_allreduce_worker(spec)
+    result.update(role=role, index=index, finished_at=time.time())
+    if spec.get("result"):
+        tmp = spec["result"] + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(result, fh)
+        os.replace(tmp, spec["result"])
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
