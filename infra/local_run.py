@@ -246,6 +246,9 @@ def run_docker(
     if python_mode == "host":
         mounts += ["-v", f"{venv_site_packages()}:{HOST_SITE}:ro"]
     gpus = ["--gpus", "all"] if has_nvidia_gpu() else []
+    rev = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
     cmd = [
         engine.cli,
         "run",
@@ -258,6 +261,8 @@ def run_docker(
         f"{os.getuid()}:{os.getgid()}",
         "-e",
         "HOME=/tmp",
+        "-e",
+        f"GPULAB_GIT_REV={rev or 'unknown'}",
         *gpus,
         *mounts,
         tag,

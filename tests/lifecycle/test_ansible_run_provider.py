@@ -1,0 +1,162 @@
+"""AnsibleRun's provider methods driven for real as plain Python (no engine): localhost over a
+local connection, and an nspawn test host over real SSH when that part is available.
+
+On localhost an NVIDIA DOUBLE (a stub ``nvidia-smi`` on PATH) answers the driver and CUDA
+queries, since this machine has no GPU; the nspawn host has no stub and reports none.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from infra.dynamic.ansible_run import AnsibleRunProvider, secrets_digest, tree_digest
+from infra.hosts import Host
+
+HERE = Path(__file__).parent
+PROBE = str(HERE / "playbooks" / "gpu_probe.yml")
+
+NVIDIA_SMI_DOUBLE = """#!/bin/sh
+# NVIDIA double for tests: answers like a driver 550.54.15 / CUDA 12.4 host.
+case "$*" in
+  *driver_version*) echo "550.54.15" ;;
+  *) echo "| NVIDIA-SMI 550.54.15    Driver Version: 550.54.15    CUDA Version: 12.4 |" ;;
+esac
+"""
+
+
+def props(hosts: list[Host], log: Path, label: str = "one", **extra) -> dict:
+    p = {
+        "hosts": [h.to_output() for h in hosts],
+        "playbook": PROBE,
+        "variables": {"probe_log": str(log), "probe_label": label},
+        "playbook_digest": tree_digest(Path(PROBE)),
+        "triggers": [],
+        "secrets": None,
+    }
+    p.update(extra)
+    return p
+
+
+def runs(log: Path) -> list[str]:
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def test_check_rejects_bad_inputs() -> None:
+    res = AnsibleRunProvider().check({}, {"hosts": [], "playbook": "", "variables": [1]})
+    assert sorted(f.property for f in res.failures) == ["hosts", "playbook", "variables"]
+    ok = AnsibleRunProvider().check({}, {"hosts": [{"name": "a"}], "playbook": "site.yml"})
+    assert ok.failures == []
+
+
+def test_diff_only_on_input_changes(tmp_path: Path) -> None:
+    p = AnsibleRunProvider()
+    old = props([Host("h", "127.0.0.1")], tmp_path / "log")
+    old_outs = dict(old, secrets=None, secrets_digest=None, summary={}, facts={}, status="x")
+    assert p.diff("id", old_outs, dict(old)).changes is False
+    for key, value in (
+        ("variables", {"probe_log": "/other"}),
+        ("playbook_digest", "0" * 64),
+        ("hosts", [Host("h2", "127.0.0.2").to_output()]),
+        ("triggers", ["driver-550"]),
+        ("secrets", {"token": "t"}),
+    ):
+        d = p.diff("id", old_outs, dict(old, **{key: value}))
+        assert d.changes is True, key
+        assert not d.replaces  # re-run in place, never replace
+    with_secret = dict(old_outs, secrets_digest=secrets_digest({"token": "t"}))
+    assert p.diff("id", with_secret, dict(old, secrets={"token": "t"})).changes is False
+
+
+def test_provider_pickles_by_reference_and_loads_in_a_fresh_process() -> None:
+    from pulumi.dynamic.dynamic import serialize_provider
+
+    blob = serialize_provider(AnsibleRunProvider())
+    assert len(blob) < 4000  # plain data, pickled by reference to an importable module
+    code = (
+        "import base64, sys, dill\n"
+        "p = dill.loads(base64.b64decode(sys.stdin.read()))\n"
+        "print(type(p).__module__, p.diff('i', {'hosts': [1]}, {'hosts': [2]}).changes)\n"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        input=blob,
+        cwd="/",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["infra.dynamic.ansible_run", "True"]
+    base64.b64decode(blob)  # what the engine stores is base64 text
+
+
+@pytest.mark.slow
+def test_create_update_delete_on_localhost(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    stub = tmp_path / "bin"
+    stub.mkdir()
+    (stub / "nvidia-smi").write_text(NVIDIA_SMI_DOUBLE)
+    (stub / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{stub}:{os.environ['PATH']}")
+    log = tmp_path / "probe.log"
+    host = Host("localhost", "127.0.0.1", gpu_path="local")
+    p = AnsibleRunProvider()
+
+    created = p.create(props([host], log, label="one"))
+    assert created.id.startswith("ansible-")
+    outs = created.outs
+    assert outs["summary"]["localhost"]["failed"] == 0
+    assert outs["summary"]["localhost"]["unreachable"] == 0
+    assert outs["summary"]["localhost"]["ok"] >= 4
+    assert outs["facts"]["localhost"]["driver_version"] == "550.54.15"
+    assert outs["facts"]["localhost"]["cuda_version"] == "12.4"
+    assert outs["facts"]["localhost"]["facts"]["gpu_facts_probe_label"] == "one"
+    assert outs["status"] == "successful"
+    assert len(runs(log)) == 1
+
+    # Same inputs: the engine would not call update; changed variables re-run the play.
+    assert p.diff(created.id, outs, props([host], log, label="one")).changes is False
+    news = props([host], log, label="two")
+    assert p.diff(created.id, outs, news).changes is True
+    updated = p.update(created.id, outs, news)
+    assert updated.outs["facts"]["localhost"]["facts"]["gpu_facts_probe_label"] == "two"
+    assert len(runs(log)) == 2
+
+    p.delete(created.id, updated.outs)
+    assert len(runs(log)) == 2  # delete runs nothing
+
+
+def test_failure_names_the_host_and_task(tmp_path: Path) -> None:
+    from infra.ansible import PlaybookError
+
+    dead = Host(
+        "dead-0", "127.0.0.1", ssh_port=9, gpu_path="none", vars={"ansible_connection": "ssh"}
+    )
+    with pytest.raises(PlaybookError, match="dead-0"):
+        AnsibleRunProvider().create(props([dead], tmp_path / "log"))
+
+
+@pytest.mark.slow
+@pytest.mark.nspawn
+def test_create_on_an_nspawn_host(request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    from tests.parts import need
+
+    try:
+        handle = request.getfixturevalue("nspawn_host")
+    except pytest.FixtureLookupError:
+        handle = None
+    need(handle is not None, "the nspawn fixture (tests/parts/fixtures_nspawn.py)")
+    host: Host = handle.host
+    log = Path("/tmp/gpulab-probe-test.log")  # on the nspawn host
+    outs = AnsibleRunProvider().create(props([host], log, label="nspawn")).outs
+    s = outs["summary"][host.name]
+    assert (s["failed"], s["unreachable"]) == (0, 0) and s["ok"] >= 4 and s["changed"] >= 1
+    facts = outs["facts"][host.name]
+    assert facts["driver_version"] is None and facts["cuda_version"] is None  # no GPU there
+    assert facts["os"] and facts["os"].startswith("Debian")
