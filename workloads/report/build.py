@@ -1,0 +1,123 @@
+"""The whole report: inputs -> records -> table -> verdicts, figures -> HTML, Markdown, CSV."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from workloads.errors import InputError
+from workloads.report import claims as claims_mod
+from workloads.report.environment import compare
+from workloads.report.exclusions import Excluded, bit_names, split, throttle_bits
+from workloads.report.figures import FigureFile, all_figures
+from workloads.report.load import load_records
+from workloads.report.mapping import SETTING_LABELS, resolve_baseline
+from workloads.report.published import load_published
+from workloads.report.render import (
+    figure_src,
+    render_html,
+    render_markdown,
+    table_sections,
+    write_csv,
+)
+from workloads.report.stats import CV_FLAG, N_BOOT
+from workloads.report.table import Table, arm_of, build_table
+
+NOTES = [
+    "Settings: ironic-bm -> BM; nova-pci -> VM; magnum-k8s container-bm/-vm -> container on "
+    "BM/VM; vsphere-gpu -> VM; local native -> BM-like baseline; a docker, singularity, k8s or "
+    "container-* arm on a BM/VM topology -> container on BM/VM (workloads/report/mapping.py).",
+    "Repetitions of one (suite, experiment, model, scenario, data, batch, variant) and arm are "
+    f"summarized by their median; 95 % CI: percentile bootstrap of the median ({N_BOOT} "
+    "resamples, seeded from the group, so the same records give the same interval); CV = sample "
+    f"stdev / mean, flagged above {CV_FLAG:.0%}.",
+    "Normalized = median / the baseline arm's median of the same group and metric; ratios and "
+    "degradations are already relative and are not normalized.",
+    "Left out: records with status failed or interrupted, and throttled runs: an NVML sample "
+    "over the timed window shows HW slowdown, SW or HW thermal slowdown, or HW power brake "
+    "(mask 0xE8). SW power cap alone is normal at full load: such runs are kept and listed.",
+    "Verdicts: reproduced when every check that has records passes; not reproduced when one "
+    "fails; not measured when no check has records. Tolerances are absolute on normalized "
+    "values (or on ratios/degradations) and are given with each claim.",
+]
+
+
+@dataclass
+class ReportResult:
+    out_dir: Path
+    html: Path
+    markdown: Path
+    csv: Path
+    figures: list[FigureFile]
+    verdicts: list[claims_mod.Verdict]
+    excluded: list[Excluded]
+    table: Table
+
+
+def _excluded_row(e: Excluded) -> dict[str, Any]:
+    r = e.record
+    return {"record_id": e.record_id, "arm": arm_of(r).label, "experiment": r["experiment"],
+            "model": r["model"], "reason": e.reason, "detail": e.detail}
+
+
+def build_report(
+    inputs: Iterable[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
+    baseline: str | None = None,
+    published: str | os.PathLike[str] | None = None,
+    embed_figures: bool = True,
+    title: str = "gpulab report",
+) -> ReportResult:
+    records = load_records(inputs)
+    kept, excluded, capped = split(records)
+    if not kept:
+        reasons = ", ".join(sorted({e.reason for e in excluded}))
+        raise InputError(f"no ok records to report: all {len(records)} are left out ({reasons})")
+    base = resolve_baseline(baseline, {arm_of(r) for r in kept})
+    table = build_table(kept, base)
+    pub = load_published(published)
+    verdicts = claims_mod.verdicts(table, pub, records)
+    out = Path(out_dir)
+    try:
+        (out / "figures").mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"--out {str(out)!r} cannot be created: {exc.strerror}") from None
+    figures = all_figures(table, pub, out / "figures")
+    arms = table.arms
+    env = compare(arms, table.records_per_arm)
+    ctx: dict[str, Any] = {
+        "title": title,
+        "generated_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "baseline": base.label,
+        "counts": {"records": len(records), "ok": len(kept), "excluded": len(excluded)},
+        "arms": [{"label": a.label, "setting": table.settings[a],
+                  "setting_label": SETTING_LABELS.get(table.settings[a], "other"),
+                  "n": len(table.records_per_arm.get(a, [])), "baseline": a == base}
+                 for a in arms],
+        "environment": [{"field": e.field, "key": e.key, "values": list(e.values),
+                         "differs": e.differs} for e in env],
+        "verdicts": [{"claim": v.claim, "text": v.text, "verdict": v.verdict,
+                      "tolerance": v.tolerance, "records_naming": v.records_naming,
+                      "checks": [{"what": c.what, "tolerance": c.tolerance, "status": o.status,
+                                  "measured": o.measured} for c, o in v.results]}
+                     for v in verdicts],
+        "sections": table_sections(table),
+        "figures": [{"title": f.title, "caption": f.caption,
+                     "file": str(f.path.relative_to(out)),
+                     "src": figure_src(f.path, out, embed_figures)} for f in figures],
+        "excluded": [_excluded_row(e) for e in excluded],
+        "power_capped": [{"record_id": r["record_id"], "arm": arm_of(r).label,
+                          "model": r["model"], "bits": bit_names(throttle_bits(r))}
+                         for r in capped],
+        "cv_flagged": sum(1 for r in table.rows if r.summary.cv_flag),
+        "notes": NOTES,
+    }
+    csv_path, md_path, html_path = out / "report.csv", out / "report.md", out / "report.html"
+    write_csv(table, csv_path)
+    md_path.write_text(render_markdown(ctx), encoding="utf-8")
+    html_path.write_text(render_html(ctx), encoding="utf-8")
+    return ReportResult(out, html_path, md_path, csv_path, figures, verdicts, excluded, table)

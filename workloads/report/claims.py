@@ -1,0 +1,253 @@
+"""Verdicts per published claim: one explicit check table, tolerances included.
+
+Every claim of workloads/reference/published-results.yaml ("paper/id") and every numeric
+figure ("paper/figN_...") gets a verdict:
+  reproduced      every check that has records passes,
+  not reproduced  a check with records fails,
+  not measured    no check has records (or the claim has no number a lab can check).
+Values judged are normalized medians (to the baseline arm) or, for ratios and degradations
+(``*_ratio``, ``*_degradation``), the medians themselves; tolerances are absolute on those.
+
+BOUNDS below reads as: claim, what is checked, which rows (metric, experiment, models,
+settings, batch, a model-name test), the bound [lo, hi] and the tolerance added to it, and
+``agg`` ("max": the bound applies to each arm's largest value over models). RELATIONS holds
+the checks that compare arms or models with each other (workloads.report.relations).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from workloads.report import relations as R
+from workloads.report.checks import Outcome, extreme_within, missing, pick, value, within
+from workloads.report.published import Published
+from workloads.report.table import Table
+
+REPRODUCED, NOT_REPRODUCED, NOT_MEASURED = "reproduced", "not reproduced", "not measured"
+FIG_TOL = 0.05  # published figures: each measured normalized value within the paper's ± 0.05
+CL, VW, IBM = "closer2018", "vmware_vgpu_containers", "ibm_containers"
+BF = "vmware_bitfusion_singularity"
+CONTAINERS = ("cbm", "cvm")
+
+
+@dataclass(frozen=True)
+class Bound:
+    claim: str
+    what: str
+    metric: str
+    lo: float | None
+    hi: float | None
+    tol: float
+    experiment: str | None = None
+    models: tuple[str, ...] | None = None
+    settings: tuple[str, ...] | None = None
+    batch: int | None = None
+    match: Callable[[str], bool] | None = None  # model-name test (kernels)
+    variant: Callable[[str], bool] | None = None  # variant test (NUMA affinity)
+    suite: str | None = None  # only rows of this suite (or an experiment naming it)
+    agg: str | None = None  # "max": per arm, the largest value over models
+    with_baseline: bool = False  # judge the baseline arm too (ratios, degradations)
+
+
+def _conv_gemm(m: str) -> bool:
+    return "conv" in m or "gemm" in m
+
+
+def _rnn_lstm(m: str) -> bool:
+    return ("rnn" in m or "lstm" in m or "vanilla" in m) and "gru" not in m
+
+
+def _gru(m: str) -> bool:
+    return "gru" in m
+
+
+def _bandwidth(m: str) -> bool:
+    return "bandwidth" in m
+
+
+BIG, CNNS = R.BIG, R.CNNS
+SS, SR, DS, DR = "single_synthetic", "single_real", "distributed_synthetic", "distributed_real"
+
+BOUNDS: list[Bound] = [
+    Bound(f"{CL}/{SS}", "every non-BM arm within 15 %: imgs/s >= 0.85x", "images_per_sec",
+          0.85, None, 0.03, SS),
+    Bound(f"{CL}/{SS}", "every non-BM arm within 15 %: elapsed <= 1.15x", "elapsed_s",
+          None, 1.15, 0.03, SS),
+    Bound(f"{CL}/{SR}", "container on BM almost the same as BM: imgs/s within 5 %",
+          "images_per_sec", 1.0, 1.0, 0.05, SR, settings=("cbm",)),
+    Bound(f"{CL}/{SR}", "container on BM almost the same as BM: elapsed within 5 %",
+          "elapsed_s", 1.0, 1.0, 0.05, SR, settings=("cbm",)),
+    Bound(f"{CL}/{SR}", "container on VM elapsed almost 30 % longer (max over models 1.30x)",
+          "elapsed_s", 1.30, 1.30, 0.10, SR, settings=("cvm",), agg="max"),
+    Bound(f"{CL}/{SR}", "synthetic data: container on VM elapsed under 20 % longer (max < 1.20x)",
+          "elapsed_s", None, 1.20, 0.02, SS, settings=("cvm",), agg="max"),
+    Bound(f"{CL}/{DS}", "InceptionV3/ResNet-50 imgs/s, container on BM: about 20 % lower (0.80x)",
+          "images_per_sec", 0.80, 0.80, 0.07, DS, models=BIG, settings=("cbm",)),
+    Bound(f"{CL}/{DS}", "InceptionV3/ResNet-50 imgs/s, VM: about 25 % lower (0.75x)",
+          "images_per_sec", 0.75, 0.75, 0.07, DS, models=BIG, settings=("vm",)),
+    Bound(f"{CL}/{DS}", "InceptionV3/ResNet-50 imgs/s, container on VM: about 35 % lower (0.65x)",
+          "images_per_sec", 0.65, 0.65, 0.07, DS, models=BIG, settings=("cvm",)),
+    Bound(f"{CL}/{DR}", "container on VM elapsed up to 1.5x BM (max over models)",
+          "elapsed_s", 1.5, 1.5, 0.10, DR, settings=("cvm",), agg="max"),
+    Bound(f"{CL}/shared", "batch-32 models: elapsed degradation within 20 %",
+          "elapsed_degradation", None, 0.20, 0.02, "shared", models=CNNS, batch=32,
+          with_baseline=True),
+    Bound(f"{CL}/shared", "AlexNet batch 512: elapsed degradation over 30 %",
+          "elapsed_degradation", 0.30, None, 0.03, "shared", models=("alexnet",), batch=512,
+          with_baseline=True),
+    Bound(f"{CL}/shared", "AlexNet batch 32: elapsed degradation under 10 % for container and VM",
+          "elapsed_degradation", None, 0.10, 0.02, "shared", models=("alexnet",), batch=32,
+          settings=("cbm", "vm", "cvm")),
+    Bound(f"{VW}/virtualization_overhead", "MNIST CNN elapsed in a VM (passthrough or vGPU) "
+          "about 4 % over bare metal (<= 1.04x)", "elapsed_s", None, 1.04, 0.04,
+          models=("mnist_cnn",), settings=("vm",)),
+    Bound(f"{IBM}/conv_gemm_parity", "conv and GEMM kernels: container time per call within 5 %",
+          "time_per_call_s", 1.0, 1.0, 0.05, settings=CONTAINERS, match=_conv_gemm),
+    Bound(f"{IBM}/rnn", "vanilla RNN and LSTM kernels: container time per call within 5 %",
+          "time_per_call_s", 1.0, 1.0, 0.05, settings=CONTAINERS, match=_rnn_lstm),
+    Bound(f"{IBM}/rnn", "GRU kernels consistently slower in the container (> 1.0x)",
+          "time_per_call_s", 1.0 + 1e-9, None, 0.0, settings=CONTAINERS, match=_gru),
+    Bound(f"{IBM}/bandwidth_numa", "container affinitized to the GPU's node: GB/s restored "
+          "(>= 0.95x of the baseline pinned the same way)", "gbps", 0.95, None, 0.0,
+          settings=CONTAINERS, match=_bandwidth, variant=R.is_local),
+    Bound(f"{IBM}/fathom_parity", "Fathom convolution models: container imgs/s within 5 %",
+          "images_per_sec", 1.0, 1.0, 0.05, models=("alexnet", "vgg", "residual", "deepq"),
+          settings=CONTAINERS, suite="ibm-containers"),
+    Bound(f"{BF}/sharing_throughput", "4 jobs at 25 % of a GPU: aggregate throughput about 3x "
+          "one full-GPU job", "aggregate_throughput_ratio", 3.0, 3.0, 0.5, with_baseline=True),
+    Bound(f"{BF}/sharing_completion", "4 jobs take about 17 % longer than one "
+          "(completion-time ratio 1.17)", "completion_time_ratio", 1.17, 1.17, 0.10,
+          with_baseline=True),
+]
+
+# (claim, what, tolerance, check)
+RELATIONS: list[tuple[str, str, str, Callable[[Table], Outcome]]] = [
+    (f"{CL}/{SS}", "container on VM has the lowest mean normalized imgs/s", "±0.02",
+     R.cvm_worst),
+    (f"{CL}/{SS}", "elapsed degrades more than throughput (per arm, mean over models)", "-0.02",
+     R.elapsed_more),
+    (f"{CL}/{DS}", "AlexNet much less affected: degradation at most half of InceptionV3/"
+     "ResNet-50's", "+0.02", R.alexnet_less),
+    (f"{CL}/{DR}", "real data like synthetic: normalized imgs/s differ by at most 0.10", "0.10",
+     R.real_like_synthetic),
+    (f"{CL}/shared", "bare metal degrades most, VM least (elapsed, per model and batch)",
+     "±0.02", R.shared_order),
+    (f"{IBM}/bandwidth_numa", "container pinned away from the GPU's NUMA node: host-device "
+     "GB/s considerably lower than pinned to it (< 0.90x)", "none", R.numa_remote_lower),
+    (f"{VW}/mnist_container_vm", "MNIST CNN elapsed, docker in a VM over docker natively: no "
+     "measurable penalty (<= 1.03)", "+0.03", R.ratio_at_most("elapsed_s", "mnist_cnn", "cvm",
+                                                              "cbm", 1.03)),
+]
+
+NOT_CHECKABLE = {
+    f"{VW}/mixed_workloads": "this lab runs no knowledge-worker or 3D CAD VMs",
+    f"{VW}/vgpu_scheduling": "descriptive claim: no number to check",
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    claim: str
+    what: str
+    tolerance: str
+    fn: Callable[[Table], Outcome]
+
+
+@dataclass
+class Verdict:
+    claim: str
+    text: str
+    verdict: str
+    results: list[tuple[Check, Outcome]] = field(default_factory=list)
+    records_naming: int = 0
+
+    @property
+    def tolerance(self) -> str:
+        return "; ".join(dict.fromkeys(c.tolerance for c, _ in self.results))
+
+
+def _tol_text(b: Bound) -> str:
+    if b.tol == 0:
+        return "none"
+    if b.lo is not None and b.hi is not None:
+        return f"±{b.tol:g}"
+    return f"+{b.tol:g}" if b.hi is not None else f"-{b.tol:g}"
+
+
+def bound_check(b: Bound) -> Check:
+    def fn(t: Table) -> Outcome:
+        rows = pick(t, b.metric, experiment=b.experiment, models=b.models, model_match=b.match,
+                    settings=b.settings, batch=b.batch, include_baseline=b.with_baseline,
+                    suite_pref=b.suite or (b.claim.split("/")[0]))
+        if b.variant is not None:
+            rows = [r for r in rows if b.variant(r.key.variant)]
+        if b.suite is not None:
+            rows = [r for r in rows if r.key.suite == b.suite or b.suite in r.key.experiment]
+        why = f"no records of {b.metric}" + (f" in {b.experiment}" if b.experiment else "") + (
+            f" for {'/'.join(b.settings)}" if b.settings else "") + " (with a baseline)"
+        if b.agg:
+            return extreme_within(rows, b.agg == "max", b.lo, b.hi, b.tol, why)  # type: ignore[arg-type]
+        return within(rows, b.lo, b.hi, b.tol, why)
+
+    return Check(b.claim, b.what, _tol_text(b), fn)
+
+
+def figure_checks(pub: Published) -> list[Check]:
+    """One check per numeric published figure: every measured cell within its value ± FIG_TOL."""
+    out = []
+    for fig in pub.figures:
+        norm = fig.normalized()
+
+        def fn(t: Table, fig: Any = fig, norm: Any = norm) -> Outcome:
+            rows = [r for r in pick(t, fig.metric, experiment=fig.experiment,
+                                    suite_pref=fig.paper)
+                    if r.key.model in norm.get(r.setting, {})]
+            if not rows:
+                return missing(f"no {fig.experiment} {fig.metric} records with a baseline")
+            bad, good = [], []
+            for r in rows:
+                lo, hi = norm[r.setting][r.key.model]
+                v = value(r)
+                assert v is not None
+                paper = f"{lo:.2f}" if lo == hi else f"{lo:.2f}-{hi:.2f}"
+                cell = f"{r.arm.label} {r.key.model} {v:.2f} (paper {paper})"
+                (bad if v < lo - FIG_TOL or v > hi + FIG_TOL else good).append(cell)
+            if bad:
+                return Outcome("fail", "outside: " + "; ".join(bad))
+            return Outcome("pass", "; ".join(good))
+
+        what = f"Figure {fig.number}: each measured setting/model within the paper's value"
+        out.append(Check(f"{fig.paper}/{fig.key}", what, f"±{FIG_TOL}", fn))
+    return out
+
+
+def all_checks(pub: Published) -> list[Check]:
+    checks = [bound_check(b) for b in BOUNDS]
+    checks += [Check(c, w, tol, fn) for c, w, tol, fn in RELATIONS]
+    checks += [Check(c, "not checkable", "n/a", lambda t, w=w: missing(w))
+               for c, w in NOT_CHECKABLE.items()]
+    return checks + figure_checks(pub)
+
+
+def verdicts(table: Table | None, pub: Published, records: list[dict[str, Any]]) -> list[Verdict]:
+    """A verdict for every claim and numeric figure of ``pub``, in the file's order."""
+    checks = all_checks(pub)
+    out: list[Verdict] = []
+    for claim, text in pub.claim_texts.items():
+        short = claim.split("/", 1)[1]
+        naming = sum(1 for r in records if {claim, short} & set(r.get("claims") or []))
+        v = Verdict(claim, text, NOT_MEASURED, records_naming=naming)
+        mine = [c for c in checks if c.claim == claim] or [
+            Check(claim, "no check defined", "n/a", lambda t: missing("no check defined"))
+        ]
+        for c in mine:
+            v.results.append((c, c.fn(table) if table is not None else missing("no ok records")))
+        statuses = {o.status for _, o in v.results}
+        if "fail" in statuses:
+            v.verdict = NOT_REPRODUCED
+        elif "pass" in statuses:
+            v.verdict = REPRODUCED
+        out.append(v)
+    return out

@@ -1,0 +1,149 @@
+"""The arms' environment fingerprints side by side, with what differs marked.
+
+Fields are read from ``record.fingerprint`` (workloads.fingerprint.collect). An arm shows the
+distinct values over its ok records, joined with " | " (two hosts of one arm with different
+drivers show both). KEY_FIELDS (driver, virtualization mode, container runtime, NUMA
+placement) always come first and are the ones a reader is told to compare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from workloads.report.mapping import Arm
+
+Getter = Callable[[dict[str, Any]], Any]
+
+
+def _get(fp: dict[str, Any], path: str) -> Any:
+    node: Any = fp
+    for part in path.split("."):
+        if isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def _gpus(fp: dict[str, Any], key: str) -> Any:
+    gpus = _get(fp, "gpu.gpus") or []
+    vals = [g.get(key) for g in gpus if isinstance(g, dict)]
+    vals = [v for v in vals if v is not None]
+    return ",".join(str(v) for v in dict.fromkeys(vals)) if vals else None
+
+
+def _pcie(fp: dict[str, Any]) -> Any:
+    gpus = _get(fp, "gpu.gpus") or []
+    out = []
+    for g in gpus:
+        p = g.get("pcie") or {} if isinstance(g, dict) else {}
+        if p.get("gen_current") is not None:
+            out.append(f"gen{p.get('gen_current')} x{p.get('width_current')}")
+    return ",".join(dict.fromkeys(out)) or None
+
+
+def _virt(fp: dict[str, Any]) -> Any:
+    modes = _get(fp, "gpu.virtualization_modes")
+    if modes:
+        return ",".join(modes)
+    if _get(fp, "gpu.present") is False:
+        return "no GPU"
+    return _gpus(fp, "virtualization_mode")
+
+
+def _vm(fp: dict[str, Any]) -> Any:
+    vm = _get(fp, "vm")
+    if not isinstance(vm, dict):
+        return None
+    if not vm.get("is_vm"):
+        return "no"
+    return f"yes ({vm.get('hypervisor') or vm.get('systemd_detect_virt') or 'detected'})"
+
+
+def _numa(fp: dict[str, Any]) -> Any:
+    nodes = _get(fp, "numa.nodes")
+    gpu_node = _gpus(fp, "numa_node")
+    usable = _get(fp, "cpu.usable_cpus")
+    parts = []
+    if nodes is not None:
+        parts.append(f"{nodes} node(s)")
+    if gpu_node is not None:
+        parts.append(f"GPU on node {gpu_node}")
+    if usable is not None:
+        parts.append(f"{usable} usable CPUs")
+    return ", ".join(parts) or None
+
+
+def _runtime(fp: dict[str, Any]) -> Any:
+    return _get(fp, "container.runtime") or _get(fp, "execution_env") or (
+        "none" if isinstance(_get(fp, "container"), dict) else None
+    )
+
+
+def _framework(fp: dict[str, Any]) -> Any:
+    pk = _get(fp, "software.packages") or {}
+    backend = _get(fp, "software.backend.keras_backend")
+    names = ("tensorflow", "tensorflow-cpu", "keras", "jax", "torch")
+    vers = [f"{n} {pk[n]}" for n in names if isinstance(pk, dict) and n in pk]
+    return ", ".join(([f"backend {backend}"] if backend else []) + vers) or None
+
+
+KEY_FIELDS: list[tuple[str, Getter]] = [
+    ("NVIDIA driver", lambda fp: _get(fp, "gpu.driver_version")
+     or (_get(fp, "gpu.reason") and "none")),
+    ("GPU virtualization mode (NVML)", _virt),
+    ("Container runtime", _runtime),
+    ("NUMA placement", _numa),
+]
+OTHER_FIELDS: list[tuple[str, Getter]] = [
+    ("VM detected", _vm),
+    ("GPU", lambda fp: _gpus(fp, "name")),
+    ("CUDA (driver)", lambda fp: _get(fp, "gpu.cuda_driver_version")),
+    ("PCIe link", _pcie),
+    ("MIG mode", lambda fp: _gpus(fp, "mig_mode")),
+    ("Host", lambda fp: _get(fp, "host")),
+    ("OS", lambda fp: _get(fp, "os.name")),
+    ("Kernel", lambda fp: _get(fp, "kernel")),
+    ("CPU", lambda fp: _get(fp, "cpu.model")),
+    ("Framework", _framework),
+    ("Python", lambda fp: _get(fp, "software.python")),
+    ("git revision", lambda fp: _get(fp, "software.git.revision")),
+]
+
+
+@dataclass(frozen=True)
+class EnvRow:
+    field: str
+    key: bool  # one of KEY_FIELDS
+    values: tuple[str, ...]  # one per arm, in the arms' order
+
+    @property
+    def differs(self) -> bool:
+        return len(set(self.values)) > 1
+
+
+def _value(records: list[dict[str, Any]], getter: Getter) -> str:
+    vals: list[str] = []
+    for rec in records:
+        try:
+            v = getter(rec.get("fingerprint") or {})
+        except (AttributeError, TypeError):
+            v = None
+        s = "—" if v is None or v == "" else str(v)
+        if s not in vals:
+            vals.append(s)
+    return " | ".join(vals) if vals else "—"
+
+
+def compare(arms: list[Arm], per_arm: dict[Arm, list[dict[str, Any]]]) -> list[EnvRow]:
+    rows = []
+    for fields, key in ((KEY_FIELDS, True), (OTHER_FIELDS, False)):
+        for name, getter in fields:
+            rows.append(
+                EnvRow(name, key, tuple(_value(per_arm.get(a, []), getter) for a in arms))
+            )
+    return rows

@@ -1,0 +1,78 @@
+"""Statistics over repetitions: median, seeded percentile-bootstrap 95 % CI, CV with a flag.
+
+The bootstrap resamples the repetitions with replacement (N_BOOT times) and takes the 2.5th
+and 97.5th percentiles of the resampled medians. Its generator is seeded from a string key
+(the group and arm), so the same records always give the same interval.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+N_BOOT = 2000
+LEVEL = 0.95
+CV_FLAG = 0.03  # a coefficient of variation above 3 % is flagged
+
+
+@dataclass(frozen=True)
+class Summary:
+    n: int
+    median: float
+    ci_lo: float
+    ci_hi: float
+    cv: float | None  # sample stdev / mean; None with fewer than 2 values
+    values: tuple[float, ...]
+
+    @property
+    def cv_flag(self) -> bool:
+        return self.cv is not None and self.cv > CV_FLAG
+
+
+def seed_for(key: str) -> int:
+    return int.from_bytes(hashlib.sha256(key.encode("utf-8")).digest()[:8], "big")
+
+
+def bootstrap_ci(
+    values: Sequence[float], key: str, level: float = LEVEL, n_boot: int = N_BOOT
+) -> tuple[float, float]:
+    xs = np.asarray(values, dtype=float)
+    if xs.size == 0:
+        raise ValueError("bootstrap of no values")
+    if xs.size == 1:
+        return float(xs[0]), float(xs[0])
+    rng = np.random.default_rng(seed_for(key))
+    idx = rng.integers(0, xs.size, size=(n_boot, xs.size))
+    meds = np.median(xs[idx], axis=1)
+    alpha = (1.0 - level) / 2.0
+    lo, hi = np.quantile(meds, [alpha, 1.0 - alpha])
+    return float(lo), float(hi)
+
+
+def coefficient_of_variation(values: Sequence[float]) -> float | None:
+    if len(values) < 2:
+        return None
+    mean = statistics.fmean(values)
+    if mean == 0 or not math.isfinite(mean):
+        return None
+    return statistics.stdev(values) / abs(mean)
+
+
+def summarize(values: Sequence[float], key: str) -> Summary:
+    vals = tuple(float(v) for v in values)
+    if not vals:
+        raise ValueError("summary of no values")
+    lo, hi = bootstrap_ci(vals, key)
+    return Summary(
+        n=len(vals),
+        median=float(statistics.median(vals)),
+        ci_lo=lo,
+        ci_hi=hi,
+        cv=coefficient_of_variation(vals),
+        values=vals,
+    )

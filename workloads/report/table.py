@@ -1,0 +1,188 @@
+"""Grouping and normalization: records -> one row per (group, arm, metric).
+
+A group is (suite, experiment, model, scenario, data, batch_size, variant); ``variant`` is
+``params.variant`` when a record sets it (kernel shapes, NUMA affinity ...), else "". Records
+of one group and arm are repetitions: their values are summarized (stats.summarize) and the
+median is divided by the baseline arm's median of the same group and metric.
+
+Metrics per record: ``images_per_sec``, ``elapsed_s``, every finite number in ``metrics``,
+and two derived from the shared scenario's metrics when both halves are present:
+``elapsed_degradation`` = elapsed_shared_s / elapsed_alone_s - 1 and
+``images_per_sec_degradation`` = 1 - images_per_sec_shared / images_per_sec_alone.
+A metric named ``<shape>.<name>`` (the kernel scenario's per-shape metrics, e.g.
+``rnn_gru_h512_b32_t50.time_per_call_s``) becomes metric ``<name>`` of variant ``<shape>``.
+Ratios and degradations (RATIO_METRICS and names ending in ``_ratio``/``_degradation``) are
+already relative, so they are not normalized to the baseline.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from workloads.report.mapping import Arm, setting_of
+from workloads.report.stats import Summary, summarize
+
+RATIO_METRICS = frozenset({"aggregate_throughput_ratio", "completion_time_ratio"})
+HIGHER_IS_BETTER = ("images_per_sec", "per_sec", "tflops", "gbps", "throughput")
+
+
+@dataclass(frozen=True, order=True)
+class GroupKey:
+    suite: str
+    experiment: str
+    model: str
+    scenario: str
+    data: str
+    batch_size: int
+    variant: str
+
+    def label(self) -> str:
+        parts = [self.model, f"b{self.batch_size}" if self.batch_size else ""]
+        if self.variant:
+            parts.append(self.variant)
+        return " ".join(p for p in parts if p)
+
+
+@dataclass
+class Row:
+    key: GroupKey
+    arm: Arm
+    setting: str
+    metric: str
+    summary: Summary
+    norm: float | None = None
+    norm_lo: float | None = None
+    norm_hi: float | None = None
+    baseline_median: float | None = None
+
+
+@dataclass
+class Table:
+    rows: list[Row]
+    baseline: Arm
+    settings: dict[Arm, str]
+    records_per_arm: dict[Arm, list[dict[str, Any]]] = field(default_factory=dict)
+    kinds: dict[GroupKey, str] = field(default_factory=dict)  # record kind per group
+
+    @property
+    def arms(self) -> list[Arm]:
+        order = {"bm": 0, "cbm": 1, "vm": 2, "cvm": 3}
+        return sorted(
+            self.settings,
+            key=lambda a: (a != self.baseline, order.get(self.settings[a], 9), a.label),
+        )
+
+    def experiments(self) -> list[tuple[str, str]]:
+        return sorted({(r.key.suite, r.key.experiment) for r in self.rows})
+
+    def find(self, **kw: Any) -> list[Row]:
+        """Rows whose GroupKey fields / arm / setting / metric equal the given values."""
+        out = []
+        for r in self.rows:
+            ok = True
+            for k, v in kw.items():
+                have = getattr(r, k) if k in ("arm", "setting", "metric") else getattr(r.key, k)
+                if have != v:
+                    ok = False
+                    break
+            if ok:
+                out.append(r)
+        return out
+
+
+def is_relative(metric: str) -> bool:
+    return metric in RATIO_METRICS or metric.endswith(("_ratio", "_degradation"))
+
+
+def higher_is_better(metric: str) -> bool:
+    return any(h in metric for h in HIGHER_IS_BETTER) and not metric.endswith("_degradation")
+
+
+def arm_of(rec: dict[str, Any]) -> Arm:
+    return Arm(rec.get("topology") or "unknown", rec.get("arm") or "native")
+
+
+def key_of(rec: dict[str, Any]) -> GroupKey:
+    params = rec.get("params") or {}
+    variant = params.get("variant", "")
+    return GroupKey(
+        suite=rec["suite"],
+        experiment=rec["experiment"],
+        model=rec["model"],
+        scenario=rec["scenario"],
+        data=rec.get("data") or "",
+        batch_size=int(rec.get("batch_size") or 0),
+        variant=str(variant) if variant is not None else "",
+    )
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, int | float):
+        return None
+    f = float(v)
+    return f if math.isfinite(f) else None
+
+
+def metric_values(rec: dict[str, Any]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name in ("images_per_sec", "elapsed_s"):
+        v = _num(rec.get(name))
+        if v is not None:
+            out[name] = v
+    for name, v in (rec.get("metrics") or {}).items():
+        f = _num(v)
+        if f is not None:
+            out[str(name)] = f
+    ea, es = out.get("elapsed_alone_s"), out.get("elapsed_shared_s")
+    if ea and es is not None and "elapsed_degradation" not in out:
+        out["elapsed_degradation"] = es / ea - 1.0
+    ia, ish = out.get("images_per_sec_alone"), out.get("images_per_sec_shared")
+    if ia and ish is not None and "images_per_sec_degradation" not in out:
+        out["images_per_sec_degradation"] = 1.0 - ish / ia
+    return out
+
+
+def build_table(records: Iterable[dict[str, Any]], baseline: Arm) -> Table:
+    """Summarize ok, unthrottled ``records`` per group/arm/metric and normalize to ``baseline``."""
+    values: dict[tuple[GroupKey, Arm, str], list[float]] = defaultdict(list)
+    settings: dict[Arm, str] = {}
+    per_arm: dict[Arm, list[dict[str, Any]]] = defaultdict(list)
+    kinds: dict[GroupKey, str] = {}
+    for rec in records:
+        arm = arm_of(rec)
+        if arm not in settings:
+            settings[arm] = setting_of(arm.topology, arm.arm, rec.get("fingerprint"))
+        per_arm[arm].append(rec)
+        key = key_of(rec)
+        for metric, v in metric_values(rec).items():
+            k = key
+            if "." in metric:
+                shape, _, metric = metric.rpartition(".")
+                k = replace(key, variant="/".join(p for p in (key.variant, shape) if p))
+            values[(k, arm, metric)].append(v)
+            kinds[k] = rec["kind"]
+    rows: list[Row] = []
+    index: dict[tuple[GroupKey, Arm, str], Row] = {}
+    for (key, arm, metric), vals in sorted(values.items(), key=lambda kv: str(kv[0])):
+        seed_key = f"{key}|{arm.label}|{metric}"
+        row = Row(key, arm, settings[arm], metric, summarize(vals, seed_key))
+        rows.append(row)
+        index[(key, arm, metric)] = row
+    for row in rows:
+        if is_relative(row.metric):
+            continue
+        base = index.get((row.key, baseline, row.metric))
+        if base is None or base.summary.median == 0:
+            continue
+        b = base.summary.median
+        row.baseline_median = b
+        row.norm = row.summary.median / b
+        row.norm_lo = row.summary.ci_lo / b
+        row.norm_hi = row.summary.ci_hi / b
+    return Table(
+        rows=rows, baseline=baseline, settings=settings, records_per_arm=dict(per_arm), kinds=kinds
+    )
