@@ -1,0 +1,180 @@
+"""Stack config validation, through the program's own path under the Pulumi mock runtime
+(config handed over as the engine does: strings, JSON for lists/maps, secrets marked).
+
+Each bad case yields exactly one message naming ``gpulab:<key>`` and what is allowed, and the
+program creates no resource."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+
+from infra.config import ConfigError, from_pulumi_config, load_stack_file
+from tests.pulumi.helpers import check, settle
+from tests.pulumi.mocks import REPO, STACKS, LabMocks, stack_raw, use_config
+
+PT = {"gpu_host": None, "pci_device_ids": None, "gpus_per_vm": None, "gpu_bar_gb": None}
+CASES: list[tuple[str, dict[str, Any], str]] = [
+    # unknown keys
+    ("nova-pci", {"hostcount": 2}, "gpulab:hostcount is not a known key (did you mean "
+     "gpulab:host_count?); allowed for nova-pci: admin_cidr, anti_affinity,"),
+    ("nova-pci", {"resource_class": "gpu"},
+     "gpulab:resource_class is not used by topology nova-pci (only by ironic-bm)"),
+    ("local", {"image": "x"}, "gpulab:image is not used by topology local (only by "
+     "ironic-bm, nova-pci, magnum-k8s)"),
+    # wrong types
+    ("nova-pci", {"host_count": "two"}, "gpulab:host_count must be an integer >= 1, got 'two'"),
+    ("nova-pci", {"cpu_pinning": "yes"}, "gpulab:cpu_pinning must be true or false, got 'yes'"),
+    ("ironic-bm", {"required_traits": "CUSTOM_X"},
+     "gpulab:required_traits must be a list of trait names, got 'CUSTOM_X'"),
+    ("ironic-bm", {"required_traits": ["custom_gpu"]},
+     "gpulab:required_traits must be a list of trait names"),
+    ("nova-pci", {"dns_nameservers": ["8.8.8"]},
+     "gpulab:dns_nameservers must be a list of IP addresses"),
+    ("magnum-k8s", {"labels": ["kube_tag"]},
+     "gpulab:labels must be a mapping of label names to string values"),
+    ("nova-pci", {"lab": "My_Lab"}, "gpulab:lab must be 2-32 characters: lowercase letters, "
+     "digits and '-', starting with a letter, got 'My_Lab'"),
+    ("nova-pci", {"ssh_public_key": "not a key"},
+     "gpulab:ssh_public_key must be an OpenSSH public key line"),
+    # missing required keys
+    ("nova-pci", {"pci_alias": None}, "gpulab:pci_alias is required for nova-pci: GPU alias "
+     "and count per VM"),
+    ("ironic-bm", {"resource_class": None}, "gpulab:resource_class is required for ironic-bm"),
+    ("magnum-k8s", {"server_type": None}, "gpulab:server_type is required for magnum-k8s"),
+    ("vsphere-gpu", {"vsphere_password": None},
+     "gpulab:vsphere_password is required for vsphere-gpu: vCenter password"),
+    ("nova-pci", {"topology": None}, "gpulab:topology is required: one of ironic-bm, nova-pci, "
+     "magnum-k8s, vsphere-gpu, local"),
+    ("vsphere-gpu", {"gpu_bar_gb": None},
+     "gpulab:gpu_bar_gb is required for vsphere-gpu mode passthrough"),
+    ("vsphere-gpu", {"mode": "vgpu", **PT},
+     "gpulab:vgpu_profile is required for vsphere-gpu mode vgpu"),
+    ("vsphere-gpu", {"mode": "bitfusion", **PT},
+     "gpulab:bitfusion_server is required for vsphere-gpu mode bitfusion"),
+    # bad enum values
+    ("nova-pci", {"topology": "openstack"}, "gpulab:topology must be one of ironic-bm, "
+     "nova-pci, magnum-k8s, vsphere-gpu, local, got 'openstack'"),
+    ("vsphere-gpu", {"mode": "sriov"},
+     "gpulab:mode must be one of passthrough, vgpu, bitfusion, got 'sriov'"),
+    ("magnum-k8s", {"server_type": "metal"}, "gpulab:server_type must be one of vm, bm, "
+     "got 'metal'"),
+    ("magnum-k8s", {"network_driver": "weave"},
+     "gpulab:network_driver must be one of calico, flannel, got 'weave'"),
+    # invalid CIDRs
+    ("nova-pci", {"admin_cidr": "10.0.0.0/33"}, "gpulab:admin_cidr must be an IPv4/IPv6 "
+     "network in CIDR notation with host bits zero, e.g. 203.0.113.0/24, got '10.0.0.0/33'"),
+    ("nova-pci", {"admin_cidr": "203.0.113.5/24"}, "gpulab:admin_cidr must be an IPv4/IPv6 "
+     "network in CIDR notation"),
+    ("ironic-bm", {"lab_cidr": "10.42.0.0"}, "gpulab:lab_cidr must be an IPv4/IPv6 network"),
+    ("magnum-k8s", {"admin_cidr": "anywhere"}, "gpulab:admin_cidr must be an IPv4/IPv6"),
+    # counts below 1
+    ("nova-pci", {"host_count": 0}, "gpulab:host_count must be an integer >= 1, got '0'"),
+    ("magnum-k8s", {"node_count": 0}, "gpulab:node_count must be an integer >= 1, got '0'"),
+    ("magnum-k8s", {"master_count": -1}, "gpulab:master_count must be an integer >= 1"),
+    ("nova-pci", {"flavor_vcpus": 0}, "gpulab:flavor_vcpus must be an integer >= 1"),
+    ("nova-pci", {"numa_nodes": 0}, "gpulab:numa_nodes must be an integer >= 1"),
+    ("vsphere-gpu", {"gpus_per_vm": 0}, "gpulab:gpus_per_vm must be an integer >= 1"),
+    ("vsphere-gpu", {"vm_memory_mb": 0}, "gpulab:vm_memory_mb must be an integer >= 1"),
+    # malformed alias:count
+    *(("nova-pci", {"pci_alias": bad}, "gpulab:pci_alias must be <alias>:<count> with a "
+       f"nova.conf [pci] alias name and a count >= 1, e.g. a100:1, got '{bad}'")
+      for bad in ("p100", "p100:0", "p100:x", ":1", "p100:1:2", "p 100:1")),
+    # malformed vGPU profile names
+    *(("vsphere-gpu", {"mode": "vgpu", **PT, "vgpu_profile": bad},
+       "gpulab:vgpu_profile must be an NVIDIA vGPU profile name like grid_p100-4q, "
+       f"grid_t4-8c or grid_a100-3-20c, got '{bad}'")
+      for bad in ("p100-4q", "grid_p100", "GRID_P100-4Q", "grid_p100-4x", "grid_-4q")),
+    # cross-key rules
+    ("vsphere-gpu", {"mode": "vgpu", "vgpu_profile": "grid_p100-4q", "gpu_host": None,
+                     "gpus_per_vm": None, "gpu_bar_gb": None},
+     "gpulab:pci_device_ids is only used with gpulab:mode passthrough, not vgpu"),
+    ("vsphere-gpu", {"pci_device_ids": ["0000:3b:00.0"]},
+     "gpulab:pci_device_ids must list host_count x gpus_per_vm = 2 devices, got 1"),
+    ("vsphere-gpu", {"pci_device_ids": ["0000:3b:00.0", "0000:3b:00.0"]},
+     "gpulab:pci_device_ids must not repeat a device"),
+    ("vsphere-gpu", {"pci_device_ids": ["3b:00.0", "0000:d8:00.0"]},
+     "gpulab:pci_device_ids must be a list of PCI addresses like 0000:3b:00.0"),
+    ("magnum-k8s", {"server_type": "bm"},
+     "gpulab:docker_volume_size is only allowed with gpulab:server_type vm"),
+]
+
+
+def _problems(topology: str, overrides: dict[str, Any]) -> list[str]:
+    use_config(stack_raw(topology, **overrides))
+    with pytest.raises(ConfigError) as err:
+        from_pulumi_config()
+    assert str(err.value) == "; ".join(err.value.problems)
+    return err.value.problems
+
+
+@pytest.mark.parametrize(("topology", "overrides", "message"), CASES,
+                         ids=[f"{t}-{next(iter(o))}-{i}" for i, (t, o, _) in enumerate(CASES)])
+def test_bad_config_one_message_naming_the_key_mock(
+    topology: str, overrides: dict[str, Any], message: str
+) -> None:
+    problems = _problems(topology, overrides)
+    assert len(problems) == 1, problems
+    assert problems[0].startswith(message), problems[0]
+
+
+def test_plaintext_secret_is_rejected_without_echoing_it_mock() -> None:
+    [problem] = _problems("vsphere-gpu", {"vsphere_password": "hunter2-plain"})
+    assert problem.startswith("gpulab:vsphere_password must be a secret: set it with "
+                              "`pulumi config set --secret`")
+    assert "hunter2" not in problem
+
+
+def test_several_problems_are_all_reported_mock() -> None:
+    problems = _problems("nova-pci", {"host_count": 0, "pci_alias": "p100", "bogus": 1})
+    assert [p.split(" ")[0] for p in problems] == [
+        "gpulab:bogus", "gpulab:host_count", "gpulab:pci_alias"]
+
+
+@pytest.mark.parametrize("overrides", [{"pci_alias": "p100"}, {"topology": "aws"},
+                                       {"admin_cidr": "0.0.0.0/99"}])
+def test_program_creates_no_resource_on_bad_config_mock(
+    overrides: dict[str, Any], pulumi_mocks: LabMocks
+) -> None:
+    @pulumi.runtime.test
+    def body() -> Any:
+        use_config(stack_raw("nova-pci", **overrides))
+        with pytest.raises(pulumi.RunError, match=r"^invalid stack config: gpulab:"):
+            runpy.run_path(str(REPO / "infra" / "__main__.py"), run_name="__main__")
+
+        async def go() -> None:
+            await settle()
+            assert pulumi_mocks.resources == [] and pulumi_mocks.calls == []
+
+        return check(go())
+
+    body()
+
+
+@pytest.mark.parametrize("topology", sorted(STACKS))
+def test_example_stack_files_validate_without_pulumi(topology: str) -> None:
+    cfg = load_stack_file(STACKS[topology])
+    assert cfg.topology == topology
+    for key in ("vsphere_password", "os_password", "vgpu_license_token"):
+        value = getattr(cfg, key)
+        assert value is None or repr(value) == f"<secret gpulab:{key}>"
+
+
+def test_stack_file_errors_name_the_file(tmp_path: Path) -> None:
+    from infra.cli.errors import UsageError
+
+    with pytest.raises(UsageError, match="does not exist"):
+        load_stack_file(tmp_path / "Pulumi.none.yaml")
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text("config:\n  gpulab:topology: [\n")
+    with pytest.raises(UsageError, match=r"is not valid YAML at line \d+"):
+        load_stack_file(bad)
+    typed = tmp_path / "Pulumi.typed.yaml"
+    typed.write_text("config:\n  gpulab:topology: local\n  gpulab:lab: l1\n"
+                     "  gpulab:ssh_user: [x]\n  aws:region: us-east-1\n")
+    with pytest.raises(ConfigError, match=r"^gpulab:ssh_user must be a name of letters"):
+        load_stack_file(typed)
