@@ -7,6 +7,7 @@ with one message naming the key and what it allows.
 import pulumi
 
 from infra.config import ConfigError, from_pulumi_config
+from infra.dynamic import measure
 from infra.program import run
 
 try:
@@ -14,4 +15,5 @@ try:
 except ConfigError as exc:
     raise pulumi.RunError(f"invalid stack config: {exc}") from None
 
-run(cfg)
+# topology -> AnsibleRun(site.yml) -> WorkloadRun(s) -> exports provision, results
+measure(cfg, *run(cfg))

@@ -118,6 +118,33 @@ def summarize(
     return summary
 
 
+def merge_summaries(summaries: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
+    """One summary of several runs (e.g. one workload run per execution environment)."""
+    parts = [x for x in summaries if x]
+    counts = {"records": 0, "ok": 0, "failed": 0, "interrupted": 0}
+    rows: list[dict[str, Any]] = []
+    records: list[str] = []
+    arms: list[str] = []
+    for part in parts:
+        for key in counts:
+            counts[key] += int(part.get("counts", {}).get(key, 0))
+        rows.extend(part.get("rows", []))
+        records.extend(part.get("records", []))
+        arms.extend(a for a in part.get("arms", []) if a not in arms)
+    merged = {
+        "schema_version": SUMMARY_VERSION,
+        "run_id": ",".join(p["run_id"] for p in parts if p.get("run_id")),
+        "suite": ",".join(sorted({p["suite"] for p in parts if p.get("suite")})),
+        "status": run_status(counts),
+        "counts": counts,
+        "records": records,
+        "arms": arms,
+        "rows": rows,
+    }
+    merged["ratios"] = arm_ratios(merged) if len(arms) > 1 else []
+    return merged
+
+
 def summarize_files(paths: Iterable[str | Path], suite: str | None = None) -> dict[str, Any]:
     """Read JSON Lines record files (missing files count as no records) and summarize them."""
     from workloads.records import iter_records

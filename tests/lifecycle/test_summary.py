@@ -110,3 +110,18 @@ def test_summary_is_plain_json_and_renders(tmp_path: Path) -> None:
     console.print(summary_table(s))
     text = console.export_text()
     assert "alexnet" in text and "12.50" in text
+
+
+def test_merge_summaries_of_two_execution_environments() -> None:
+    from infra.summary import merge_summaries
+
+    native = summarize([rec("native", "alexnet", 20.0, 5.0)], ["results/lab/a/h.jsonl"])
+    docker = summarize(
+        [rec("docker", "alexnet", 15.0, 6.0, status="ok")], ["results/lab/b/h.jsonl"]
+    )
+    m = merge_summaries([native, None, docker])
+    assert m["arms"] == ["native", "docker"]
+    assert m["counts"]["records"] == 2 and m["status"] == "ok"
+    assert m["records"] == ["results/lab/a/h.jsonl", "results/lab/b/h.jsonl"]
+    assert m["ratios"][0]["ratio"] == 0.75
+    assert merge_summaries([None])["status"] == "empty"

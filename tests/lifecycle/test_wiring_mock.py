@@ -1,0 +1,124 @@
+"""infra.dynamic.measure wired after a topology, under Pulumi's MOCK runtime (no engine here):
+topology -> AnsibleRun(site.yml) -> WorkloadRun per execution environment -> exports."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pulumi
+import pytest
+
+from infra import program
+from infra.config import SecretRef, from_pulumi_config
+from infra.dynamic import execution_envs, measure
+from tests.pulumi.mocks import SECRET_VALUES, LabMocks, stack_raw, use_config
+
+ANSIBLE = "pulumi-python:dynamic/gpulab:AnsibleRun"
+WORKLOAD = "pulumi-python:dynamic/gpulab:WorkloadRun"
+
+
+@pytest.fixture
+def mocks() -> LabMocks:
+    m = LabMocks()
+    pulumi.runtime.set_mocks(m, project="gpulab", stack="test", preview=False)
+    return m
+
+
+def build(topology: str, exports: dict, **overrides: Any) -> Any:
+    use_config(stack_raw(topology, **overrides))
+    cfg = from_pulumi_config()
+    original = pulumi.export
+    pulumi.export = exports.__setitem__  # type: ignore[assignment]
+    try:
+        component, hosts = program.run(cfg)
+        made = measure(cfg, component, hosts)
+    finally:
+        pulumi.export = original  # type: ignore[assignment]
+    return cfg, hosts, made
+
+
+async def value(out: Any) -> tuple[Any, bool]:
+    o = pulumi.Output.from_input(out)
+    return await o.future(), await o.is_secret()
+
+
+def test_local_stack_runs_site_then_workloads_mock(mocks: LabMocks) -> None:
+    @pulumi.runtime.test
+    def body() -> Any:
+        exports: dict = {}
+        _cfg, hosts, made = build("local", exports)
+
+        async def go() -> None:
+            from pulumi.runtime.stack import wait_for_rpcs
+
+            await wait_for_rpcs(await_all_outstanding_tasks=False)
+            assert {"topology", "lab", "hosts", "provision", "results"} <= set(exports)
+            (site,) = mocks.of_type(ANSIBLE)
+            (work,) = mocks.of_type(WORKLOAD)
+            assert site.inputs["playbook"] == "site.yml"
+            assert len(site.inputs["playbook_digest"] or "x" * 64) == 64
+            assert [h["name"] for h in site.inputs["hosts"]] == [h.name for h in hosts]
+            assert work.inputs["suite"] == "smoke" and work.inputs["execution_env"] == "native"
+            assert work.inputs["suite_digest"]  # editing the suite re-runs it
+            results, secret = await value(exports["results"])
+            assert not secret and results["status"] == "empty"  # mocks run no provider
+            assert set(results) >= {"status", "counts", "rows", "records", "arms", "ratios"}
+            provision, _ = await value(exports["provision"])
+            assert set(provision) == {"status", "hosts", "facts"}
+            assert len(made["workloads"]) == 1
+
+        return pulumi.Output.from_input(go())
+
+    body()
+
+
+def test_vgpu_license_token_reaches_ansible_only_as_a_secret_mock(mocks: LabMocks) -> None:
+    overrides = {
+        "mode": "vgpu",
+        "vgpu_profile": "grid_p100-4q",
+        "vgpu_license_token": SecretRef("vgpu_license_token"),
+        "gpu_host": None,
+        "pci_device_ids": None,
+        "gpus_per_vm": None,
+        "gpu_bar_gb": None,
+    }
+
+    @pulumi.runtime.test
+    def body() -> Any:
+        exports: dict = {}
+        build("vsphere-gpu", exports, **overrides)
+
+        async def go() -> None:
+            from pulumi.runtime.stack import wait_for_rpcs
+
+            await wait_for_rpcs(await_all_outstanding_tasks=False)
+            (site,) = mocks.of_type(ANSIBLE)
+            token = SECRET_VALUES["vgpu_license_token"]
+            secret_sig = "4dabf18193072939515e22adb298388d"  # Pulumi's secret envelope
+            wrapped = site.inputs["secrets"]
+            assert wrapped[secret_sig] and wrapped["value"] == {
+                "nvidia_vgpu_guest_license_token": token
+            }
+            rest = {k: v for k, v in site.inputs.items() if k != "secrets"}
+            for inputs in [rest] + [r.inputs for r in mocks.of_type(WORKLOAD)]:
+                assert token not in json.dumps(inputs, default=str)
+            for name in ("provision", "results"):
+                plain, _ = await value(exports[name])
+                assert token not in json.dumps(plain, default=str)
+
+        return pulumi.Output.from_input(go())
+
+    body()
+
+
+def test_execution_envs_by_topology() -> None:
+    from types import SimpleNamespace as NS
+
+    assert execution_envs(NS(topology="local")) == ["native"]
+    assert execution_envs(NS(topology="magnum-k8s")) == ["k8s"]
+    assert execution_envs(NS(topology="vsphere-gpu", mode="bitfusion")) == ["bitfusion"]
+    assert execution_envs(NS(topology="nova-pci", execution_envs=("native", "docker"))) == [
+        "native",
+        "docker",
+    ]
