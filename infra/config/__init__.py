@@ -24,6 +24,7 @@ from infra.config.model import ConfigError, LabConfig, validate
 NAMESPACE = "gpulab"
 
 __all__ = [
+    "BY_KEY",
     "FIELDS",
     "TOPOLOGIES",
     "ConfigError",
