@@ -178,3 +178,26 @@ def test_stack_file_errors_name_the_file(tmp_path: Path) -> None:
                      "  gpulab:ssh_user: [x]\n  aws:region: us-east-1\n")
     with pytest.raises(ConfigError, match=r"^gpulab:ssh_user must be a name of letters"):
         load_stack_file(typed)
+
+
+@pytest.mark.parametrize("topology", ["nova-pci", "local"])
+def test_entry_point_builds_the_configured_topology_mock(
+    topology: str, pulumi_mocks: LabMocks
+) -> None:
+    @pulumi.runtime.test
+    def body() -> Any:
+        use_config(stack_raw(topology))
+        runpy.run_path(str(REPO / "infra" / "__main__.py"), run_name="__main__")
+
+        async def go() -> None:
+            await settle()
+            kinds = {r.typ for r in pulumi_mocks.resources}
+            if topology == "local":
+                assert kinds == {"gpulab:topology:LocalLab"}
+            else:
+                assert {"gpulab:topology:NovaPciLab", "openstack:compute/flavor:Flavor",
+                        "openstack:compute/instance:Instance"} <= kinds
+
+        return check(go())
+
+    body()
