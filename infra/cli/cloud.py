@@ -17,6 +17,7 @@ STACK_FILE = typer.Argument(..., help="Pulumi.<stack>.yaml of the lab", show_def
 def render_checks(rows: list[Any], title: str, console: Any = None) -> int:
     """Print ``rows`` (infra.clouds.Check) as one rich table; return the number of failures."""
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = console or Console()
@@ -27,7 +28,7 @@ def render_checks(rows: list[Any], title: str, console: Any = None) -> int:
     table.add_column("fix", overflow="fold")
     for r in rows:
         result = "[green]PASS[/green]" if r.passed else "[red]FAIL[/red]"
-        table.add_row(r.name, result, r.detail, "" if r.passed else r.fix)
+        table.add_row(escape(r.name), result, escape(r.detail), "" if r.passed else escape(r.fix))
     console.print(table)
     failed = sum(1 for r in rows if not r.passed)
     summary = f"{len(rows)} checks, {failed} failed"
