@@ -124,21 +124,22 @@ BOUNDS: list[Bound] = [
 
 # (claim, what, tolerance, check)
 RELATIONS: list[tuple[str, str, str, Callable[[Table], Outcome]]] = [
-    (f"{CL}/{SS}", "container on VM has the lowest mean normalized imgs/s", "±0.02",
+    (f"{CL}/{SS}", "container on VM has the lowest mean normalized imgs/s", "<= others + 0.02",
      R.cvm_worst),
-    (f"{CL}/{SS}", "elapsed degrades more than throughput (per arm, mean over models)", "-0.02",
+    (f"{CL}/{SS}", "elapsed degrades more than throughput (per arm, mean over models)",
+     "elapsed increase >= imgs/s decrease - 0.02",
      R.elapsed_more),
     (f"{CL}/{DS}", "AlexNet much less affected: degradation at most half of InceptionV3/"
-     "ResNet-50's", "+0.02", R.alexnet_less),
-    (f"{CL}/{DR}", "real data like synthetic: normalized imgs/s differ by at most 0.10", "0.10",
-     R.real_like_synthetic),
+     "ResNet-50's", "<= half of theirs + 0.02", R.alexnet_less),
+    (f"{CL}/{DR}", "real data like synthetic: normalized imgs/s differ by at most 0.10",
+     "|diff| <= 0.10", R.real_like_synthetic),
     (f"{CL}/shared", "bare metal degrades most, VM least (elapsed, per model and batch)",
-     "±0.02", R.shared_order),
+     "bm >= max - 0.02, vm <= min + 0.02", R.shared_order),
     (f"{IBM}/bandwidth_numa", "container pinned away from the GPU's NUMA node: host-device "
-     "GB/s considerably lower than pinned to it (< 0.90x)", "none", R.numa_remote_lower),
+     "GB/s considerably lower than pinned to it (< 0.90x)", "< 0.90 (none)", R.numa_remote_lower),
     (f"{VW}/mnist_container_vm", "MNIST CNN elapsed, docker in a VM over docker natively: no "
-     "measurable penalty (<= 1.03)", "+0.03", R.ratio_at_most("elapsed_s", "mnist_cnn", "cvm",
-                                                              "cbm", 1.03)),
+     "measurable penalty (<= 1.03)", "<= 1.03 (1.0 + 0.03)",
+     R.ratio_at_most("elapsed_s", "mnist_cnn", "cvm", "cbm", 1.03)),
 ]
 
 NOT_CHECKABLE = {
@@ -169,11 +170,15 @@ class Verdict:
 
 
 def _tol_text(b: Bound) -> str:
-    if b.tol == 0:
-        return "none"
-    if b.lo is not None and b.hi is not None:
-        return f"±{b.tol:g}"
-    return f"+{b.tol:g}" if b.hi is not None else f"-{b.tol:g}"
+    """The tolerance and the bound it gives, e.g. "0.80 ± 0.07" or ">= 0.82 (0.85 - 0.03)"."""
+    if b.lo is not None and b.hi is not None and b.lo == b.hi:
+        return f"{b.lo:g} ± {b.tol:g}"
+    parts = []
+    if b.lo is not None:
+        parts.append(f">= {b.lo - b.tol:.3g}" + (f" ({b.lo:g} - {b.tol:g})" if b.tol else ""))
+    if b.hi is not None:
+        parts.append(f"<= {b.hi + b.tol:.3g}" + (f" ({b.hi:g} + {b.tol:g})" if b.tol else ""))
+    return ", ".join(parts)
 
 
 def bound_check(b: Bound) -> Check:
@@ -219,7 +224,7 @@ def figure_checks(pub: Published) -> list[Check]:
             return Outcome("pass", "; ".join(good))
 
         what = f"Figure {fig.number}: each measured setting/model within the paper's value"
-        out.append(Check(f"{fig.paper}/{fig.key}", what, f"±{FIG_TOL}", fn))
+        out.append(Check(f"{fig.paper}/{fig.key}", what, f"paper ± {FIG_TOL}", fn))
     return out
 
 

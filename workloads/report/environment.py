@@ -2,8 +2,9 @@
 
 Fields are read from ``record.fingerprint`` (workloads.fingerprint.collect). An arm shows the
 distinct values over its ok records, joined with " | " (two hosts of one arm with different
-drivers show both). KEY_FIELDS (driver, virtualization mode, container runtime, NUMA
-placement) always come first and are the ones a reader is told to compare.
+drivers show both); records that lack a fact are skipped, "—" when none has it. KEY_FIELDS
+(driver, virtualization mode, container runtime, NUMA placement) always come first and are
+the ones a reader is told to compare.
 """
 
 from __future__ import annotations
@@ -133,9 +134,10 @@ def _value(records: list[dict[str, Any]], getter: Getter) -> str:
             v = getter(rec.get("fingerprint") or {})
         except (AttributeError, TypeError):
             v = None
-        s = "—" if v is None or v == "" else str(v)
-        if s not in vals:
-            vals.append(s)
+        if v is None or v == "":
+            continue  # a record without this fact (an old or partial fingerprint)
+        if str(v) not in vals:
+            vals.append(str(v))
     return " | ".join(vals) if vals else "—"
 
 

@@ -1,0 +1,77 @@
+"""``gpulab report``: result records -> a report normalized to a baseline, with verdicts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+VERDICT_STYLE = {"reproduced": "green", "not reproduced": "red", "not measured": "dim"}
+
+
+def report_cmd(
+    inputs: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Record files (*.jsonl), results directories, or stack-output summaries "
+            "(*.json). Default: ./results.",
+            show_default=False,
+        ),
+    ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline",
+            help="Baseline arm, TOPOLOGY or TOPOLOGY/ARM (default: ironic-bm, else local/native).",
+            show_default=False,
+        ),
+    ] = None,
+    out: Annotated[Path, typer.Option("--out", help="Output directory.")] = Path("report"),
+    published: Annotated[
+        Path | None,
+        typer.Option(help="Published results YAML (default: workloads/reference/).",
+                     show_default=False),
+    ] = None,
+    link_figures: Annotated[
+        bool,
+        typer.Option("--link-figures", help="Link the PNGs from the HTML instead of embedding."),
+    ] = False,
+    title: Annotated[str, typer.Option(help="Report title.")] = "gpulab report",
+) -> None:
+    """Compare arms normalized to a baseline, judge the published claims, write HTML/MD/CSV."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from infra.cli.errors import UsageError
+    from workloads.report import build_report
+
+    if not inputs:
+        default = Path("results")
+        if not default.is_dir():
+            raise UsageError(
+                "no inputs given and ./results does not exist: name record files (*.jsonl), "
+                "results directories or summaries (*.json)"
+            )
+        inputs = [default]
+    res = build_report(
+        inputs, out, baseline=baseline, published=published,
+        embed_figures=not link_figures, title=title,
+    )
+    console = Console()
+    table = Table(title=f"claims (baseline {res.table.baseline.label})")
+    table.add_column("claim", overflow="fold")
+    table.add_column("verdict")
+    table.add_column("tolerance")
+    for v in res.verdicts:
+        style = VERDICT_STYLE.get(v.verdict, "")
+        table.add_row(v.claim, f"[{style}]{v.verdict}[/]", v.tolerance)
+    console.print(table)
+    if res.excluded:
+        reasons = ", ".join(sorted({e.reason for e in res.excluded}))
+        console.print(f"left out: {len(res.excluded)} run(s) ({reasons}), listed in the report")
+    console.print(f"wrote {res.html}, {res.markdown}, {res.csv} and {len(res.figures)} figure(s)")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report_cmd)

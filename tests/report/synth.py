@@ -1,0 +1,230 @@
+"""Synthetic record sets with known ratios (test data; also `python -m tests.report.synth DIR`).
+
+``paper_like()`` builds records whose medians reproduce the published CLOSER 2018 figures and
+the other papers' stated ratios, for four arms (ironic-bm/native = BM, magnum-k8s/container-bm,
+nova-pci/native = VM, magnum-k8s/container-vm) plus vSphere and kernel arms. Repetition noise
+is deterministic: value x (1 + noise x k) for k in a fixed symmetric pattern, so the median of
+the repetitions is exactly the value given.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from workloads.records import make_record
+
+PATTERN = (0.0, -1.0, 1.0, -0.5, 0.5)  # symmetric: the median is the centre value
+ARMS = {
+    "bm": ("ironic-bm", "native"),
+    "cbm": ("magnum-k8s", "container-bm"),
+    "vm": ("nova-pci", "native"),
+    "cvm": ("magnum-k8s", "container-vm"),
+}
+
+
+def fingerprint(setting: str, virt: str | None = None, gpu_node: int = 0) -> dict[str, Any]:
+    is_vm = setting in ("vm", "cvm")
+    runtime = "kubernetes" if setting in ("cbm", "cvm") else None
+    return {
+        "host": f"{setting}-host",
+        "os": {"name": "Ubuntu 22.04.4 LTS"},
+        "kernel": "5.15.0-105-generic",
+        "cpu": {"model": "Intel Xeon E5-2650 v4", "usable_cpus": 24 if not is_vm else 16},
+        "numa": {"nodes": 2 if not is_vm else 1},
+        "vm": {"is_vm": is_vm, "hypervisor": "kvm" if is_vm else None},
+        "container": {"in_container": runtime is not None, "runtime": runtime},
+        "execution_env": runtime or "native",
+        "gpu": {
+            "present": True,
+            "count": 2,
+            "driver_version": "535.104.05" if not is_vm else "535.129.03",
+            "cuda_driver_version": "12.2",
+            "virtualization_modes": [virt or ("passthrough" if is_vm else "none")],
+            "gpus": [{"name": "NVIDIA GeForce GTX 1080", "numa_node": gpu_node,
+                      "pcie": {"gen_current": 3, "width_current": 16}}],
+        },
+        "software": {"python": "3.11.2", "packages": {"tensorflow": "2.21.0", "keras": "3.15.0"},
+                     "backend": {"keras_backend": "tensorflow"}, "git": {"revision": "abc1234"}},
+    }
+
+
+def reps(
+    topology: str,
+    arm: str,
+    *,
+    experiment: str,
+    model: str,
+    ips: float | None = None,
+    elapsed: float | None = None,
+    suite: str = "closer2018",
+    scenario: str = "single",
+    data: str = "synthetic",
+    batch: int = 32,
+    repeats: int = 5,
+    noise: float = 0.01,
+    metrics: dict[str, float] | None = None,
+    kind: str = "training",
+    fp: dict[str, Any] | None = None,
+    params: dict[str, Any] | None = None,
+    claims: list[str] | None = None,
+) -> list[dict[str, Any]]:
+    out = []
+    for i in range(repeats):
+        f = 1.0 + noise * PATTERN[i % len(PATTERN)] * (1 + i // len(PATTERN))
+        rec: dict[str, Any] = {
+            "run_id": "synthetic",
+            "kind": kind,
+            "suite": suite,
+            "experiment": experiment,
+            "model": model,
+            "scenario": scenario,
+            "data": data,
+            "batch_size": batch,
+            "repeat": i,
+            "topology": topology,
+            "arm": arm,
+            "host": "h",
+            "fingerprint": fp if fp is not None else {},
+            "metrics": {k: v * f for k, v in (metrics or {}).items()},
+            "params": params or {},
+            "claims": claims or [],
+        }
+        if ips is not None:
+            rec["images_per_sec"] = ips * f
+        if elapsed is not None:
+            rec["elapsed_s"] = elapsed / f
+        out.append(make_record(**rec))
+    return out
+
+
+BATCH = {"inception_v3": 32, "resnet50": 32, "alexnet": 512}
+# single instance, synthetic data (figs 2-3 carry no numbers; ratios from the text)
+SINGLE_SYN_BM = {
+    "inception_v3": (100.0, 60.0),
+    "resnet50": (120.0, 50.0),
+    "alexnet": (900.0, 140.0),
+}
+SINGLE_SYN = {"bm": (1.0, 1.0), "cbm": (0.98, 1.02), "vm": (0.93, 1.10), "cvm": (0.90, 1.15)}
+SINGLE_REAL_IPS = {"bm": 1.0, "cbm": 0.99, "vm": 0.90, "cvm": 0.88}
+FIG5 = {"bm": {"inception_v3": 72, "resnet50": 52, "alexnet": 157},
+        "cbm": {"inception_v3": 73, "resnet50": 53, "alexnet": 160},
+        "vm": {"inception_v3": 79, "resnet50": 58, "alexnet": 184},
+        "cvm": {"inception_v3": 81, "resnet50": 60, "alexnet": 200}}
+FIG6 = {"bm": {"inception_v3": 57, "resnet50": 52, "alexnet": 284},
+        "cbm": {"inception_v3": 47, "resnet50": 43, "alexnet": 282},
+        "vm": {"inception_v3": 44, "resnet50": 39, "alexnet": 247},
+        "cvm": {"inception_v3": 38, "resnet50": 35, "alexnet": 240}}
+FIG7 = {"bm": {"inception_v3": 261, "resnet50": 322, "alexnet": 800},
+        "cbm": {"inception_v3": 320, "resnet50": 338, "alexnet": 818},
+        "vm": {"inception_v3": 353, "resnet50": 375, "alexnet": 943},
+        "cvm": {"inception_v3": 391, "resnet50": 389, "alexnet": 944}}
+FIG8 = {"bm": {"inception_v3": 54, "resnet50": 47, "alexnet": 282},
+        "cbm": {"inception_v3": 45, "resnet50": 43, "alexnet": 279},
+        "vm": {"inception_v3": 39, "resnet50": 37, "alexnet": 241},
+        "cvm": {"inception_v3": 36.5, "resnet50": 35, "alexnet": 239}}
+FIG9 = {"bm": {"inception_v3": 278, "resnet50": 336, "alexnet": 869},
+        "cbm": {"inception_v3": 354, "resnet50": 364, "alexnet": 895},
+        "vm": {"inception_v3": 384, "resnet50": 408, "alexnet": 984},
+        "cvm": {"inception_v3": 419, "resnet50": 429, "alexnet": 1003}}
+# shared host: elapsed degradation with a background AlexNet b512 (fig. 10 shape)
+SHARED = {("inception_v3", 32): {"bm": 0.18, "cbm": 0.12, "vm": 0.08},
+          ("resnet50", 32): {"bm": 0.17, "cbm": 0.12, "vm": 0.07},
+          ("alexnet", 512): {"bm": 0.60, "cbm": 0.45, "vm": 0.35},
+          ("alexnet", 32): {"bm": 0.15, "cbm": 0.08, "vm": 0.05}}
+
+
+def closer(scale: dict[str, float] | None = None) -> list[dict[str, Any]]:
+    """The CLOSER 2018 matrix; ``scale`` multiplies a setting's distributed throughput."""
+    scale = scale or {}
+    recs: list[dict[str, Any]] = []
+    for s, (topo, arm) in ARMS.items():
+        fp = fingerprint(s)
+        for model, (ips, ela) in SINGLE_SYN_BM.items():
+            fi, fe = SINGLE_SYN[s]
+            b = BATCH[model]
+            recs += reps(topo, arm, experiment="single_synthetic", model=model, batch=b,
+                         ips=ips * fi, elapsed=ela * fe, fp=fp, claims=["single_synthetic"])
+            recs += reps(topo, arm, experiment="single_real", model=model, batch=b, data="real",
+                         ips=ips * SINGLE_REAL_IPS[s], elapsed=FIG5[s][model], fp=fp)
+            for exp, data, ips_t, ela_t in (("distributed_synthetic", "synthetic", FIG6, FIG7),
+                                           ("distributed_real", "real", FIG8, FIG9)):
+                recs += reps(topo, arm, experiment=exp, model=model, batch=b, data=data,
+                             scenario="distributed", ips=ips_t[s][model] * scale.get(s, 1.0),
+                             elapsed=ela_t[s][model], fp=fp)
+        if s == "cvm":
+            continue
+        for (model, b), degs in SHARED.items():
+            alone = 100.0
+            recs += reps(topo, arm, experiment="shared", model=model, batch=b, scenario="shared",
+                         fp=fp, metrics={"elapsed_alone_s": alone,
+                                         "elapsed_shared_s": alone * (1 + degs[s]),
+                                         "images_per_sec_alone": 50.0,
+                                         "images_per_sec_shared": 50.0 / (1 + degs[s])},
+                         noise=0.0)
+    return recs
+
+
+def others() -> list[dict[str, Any]]:
+    """vSphere MNIST, Bitfusion sharing, IBM kernels and Fathom-style models."""
+    recs: list[dict[str, Any]] = []
+    mn = {"suite": "vmware-mnist", "experiment": "mnist", "model": "mnist_cnn", "batch": 128}
+    recs += reps("ironic-bm", "native", elapsed=100.0, fp=fingerprint("bm"), **mn)  # type: ignore[arg-type]
+    recs += reps("ironic-bm", "docker", elapsed=100.0, fp=fingerprint("cbm"), **mn)  # type: ignore[arg-type]
+    recs += reps("vsphere-gpu", "vgpu", elapsed=103.0, fp=fingerprint("vm", "vgpu"), **mn)  # type: ignore[arg-type]
+    recs += reps("vsphere-gpu", "docker", elapsed=100.5, fp=fingerprint("cvm", "vgpu"), **mn)  # type: ignore[arg-type]
+    recs += reps("vsphere-gpu", "bitfusion", suite="bitfusion-sharing", experiment="sharing",
+                 model="resnet50", scenario="sharing", fp=fingerprint("vm", "passthrough"),
+                 metrics={"aggregate_throughput_ratio": 3.05, "completion_time_ratio": 1.19})
+    kernels = {
+        "gemm": {"gemm_1760x16x1760": (1.0, 1.0)},
+        "conv": {"conv_7x7x832_n16_k256_1x1_s1": (1.0, 1.01)},
+        "rnn": {"rnn_vanilla_h1760_b16_t50": (1.0, 1.0), "rnn_lstm_h512_b16_t25": (1.0, 1.02),
+                "rnn_gru_h512_b32_t1": (1.0, 1.15)},
+        "bandwidth": {"bandwidth_h2d_local_33554432": (1.0, 1.0)},
+    }
+    for arm, idx, s in (("native", 0, "bm"), ("docker", 1, "cbm")):
+        for kern, shapes in kernels.items():
+            m = {f"{sh}.time_per_call_s": v[idx] * 1e-3 for sh, v in shapes.items()}
+            if kern == "bandwidth":
+                m = {"bandwidth_h2d_local_33554432.gbps": 12.0,
+                     "bandwidth_h2d_remote_33554432.gbps": 12.0 if s == "bm" else 7.0}
+            recs += reps("ironic-bm", arm, suite="ibm-containers", experiment=f"deepbench-{kern}",
+                         model=kern, kind="kernel", scenario="kernel", metrics=m,
+                         fp=fingerprint(s))
+        for model in ("alexnet", "vgg", "residual"):
+            recs += reps("ironic-bm", arm, suite="ibm-containers", experiment=f"fathom-{model}",
+                         model=model, ips=200.0 * (1.0 if s == "bm" else 0.99), fp=fingerprint(s))
+    return recs
+
+
+def bad_runs() -> list[dict[str, Any]]:
+    """One failed and one throttled run (HW thermal slowdown in the NVML samples)."""
+    failed = make_record(run_id="x", suite="closer2018", experiment="single_synthetic",
+                         model="resnet50", scenario="single", status="failed",
+                         error="ResourceExhaustedError: OOM when allocating tensor",
+                         topology="nova-pci", arm="native", batch_size=32)
+    throttled = reps("ironic-bm", "native", experiment="single_synthetic", model="resnet50",
+                     ips=10.0, elapsed=500.0, repeats=1,
+                     params={"nvml_samples": [{"gpu": 0, "throttle_mask": 0x0},
+                                              {"gpu": 0, "throttle_mask": 0x40}]})[0]
+    capped = reps("ironic-bm", "native", experiment="single_synthetic", model="alexnet",
+                  batch=512, ips=900.0, elapsed=140.0, repeats=1,
+                  params={"nvml_samples": [{"gpu": 0, "throttle_mask": 0x4}]})[0]
+    return [failed, throttled, capped]
+
+
+def paper_like() -> list[dict[str, Any]]:
+    return closer() + others() + bad_runs()
+
+
+def write(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+if __name__ == "__main__":
+    write(Path(sys.argv[1]) / "paper-like.jsonl", paper_like())

@@ -1,0 +1,151 @@
+"""Verdict logic per published claim, on record sets with known ratios (tests.report.synth)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.report import synth
+from workloads.report.claims import (
+    BOUNDS,
+    NOT_MEASURED,
+    NOT_REPRODUCED,
+    REPRODUCED,
+    all_checks,
+    verdicts,
+)
+from workloads.report.exclusions import split
+from workloads.report.mapping import Arm
+from workloads.report.published import load_published
+from workloads.report.table import build_table
+
+PUB = load_published()
+UNCHECKABLE = {"vmware_vgpu_containers/mixed_workloads", "vmware_vgpu_containers/vgpu_scheduling"}
+
+
+BM = Arm("ironic-bm", "native")
+
+
+def judge(records: list[dict[str, Any]], baseline: Arm = BM) -> dict:
+    kept, _, _ = split(records)
+    return {v.claim: v for v in verdicts(build_table(kept, baseline), PUB, records)}
+
+
+def scaled(recs: list[dict], field: str, factor: float, **match: Any) -> list[dict]:
+    """Copies of ``recs``; those matching ``match`` get ``field`` (or metrics[field]) x factor."""
+    out = []
+    for r in recs:
+        r = copy.deepcopy(r)
+        if all(r.get(k) == v for k, v in match.items()):
+            if field in r and r[field] is not None:
+                r[field] *= factor
+            for k in list(r["metrics"]):
+                if k == field or k.endswith("." + field) or field in k.split("."):
+                    r["metrics"][k] *= factor
+        out.append(r)
+    return out
+
+
+def test_every_published_claim_gets_a_check() -> None:
+    claims = set(PUB.claim_texts)
+    checked = {c.claim for c in all_checks(PUB)}
+    assert claims == checked, claims ^ checked
+    assert len([c for c in claims if "/fig" in c]) == 5
+
+
+def test_the_papers_own_numbers_reproduce_every_checkable_claim() -> None:
+    """Records built from the published figures and stated ratios must pass every check."""
+    v = judge(synth.paper_like())
+    for claim, verdict in v.items():
+        expected = NOT_MEASURED if claim in UNCHECKABLE else REPRODUCED
+        assert verdict.verdict == expected, (claim, [(c.what, o) for c, o in verdict.results])
+    assert v["closer2018/single_synthetic"].records_naming == 60
+
+
+CL = "closer2018"
+PERTURB: list[tuple[str, Callable[[list[dict]], list[dict]]]] = [
+    (f"{CL}/single_synthetic", lambda r: scaled(r, "images_per_sec", 0.85,
+                                                experiment="single_synthetic", arm="native",
+                                                topology="nova-pci")),
+    (f"{CL}/single_real", lambda r: scaled(r, "elapsed_s", 1.10, experiment="single_real",
+                                           arm="container-bm")),
+    (f"{CL}/distributed_synthetic", lambda r: scaled(r, "images_per_sec", 1.2,
+                                                     experiment="distributed_synthetic",
+                                                     topology="nova-pci")),
+    (f"{CL}/fig6_distributed_synthetic_images_per_sec",
+     lambda r: scaled(r, "images_per_sec", 1.2, experiment="distributed_synthetic",
+                      topology="nova-pci")),
+    (f"{CL}/distributed_real", lambda r: scaled(r, "elapsed_s", 1.3, experiment="distributed_real",
+                                                arm="container-vm")),
+    (f"{CL}/fig9_distributed_real_elapsed_s",
+     lambda r: scaled(r, "elapsed_s", 1.3, experiment="distributed_real", arm="container-vm")),
+    (f"{CL}/shared", lambda r: scaled(r, "elapsed_shared_s", 1.5, experiment="shared",
+                                      topology="nova-pci")),
+    ("vmware_vgpu_containers/mnist_container_vm",
+     lambda r: scaled(r, "elapsed_s", 1.10, model="mnist_cnn", topology="vsphere-gpu",
+                      arm="docker")),
+    ("vmware_vgpu_containers/virtualization_overhead",
+     lambda r: scaled(r, "elapsed_s", 1.2, model="mnist_cnn", arm="vgpu")),
+    ("ibm_containers/conv_gemm_parity", lambda r: scaled(r, "time_per_call_s", 1.3, model="gemm",
+                                                         arm="docker")),
+    ("ibm_containers/rnn", lambda r: scaled(r, "rnn_gru_h512_b32_t1", 1 / 1.15, model="rnn",
+                                            arm="docker")),
+    ("ibm_containers/bandwidth_numa",
+     lambda r: scaled(r, "bandwidth_h2d_remote_33554432", 12 / 7, model="bandwidth",
+                      arm="docker")),
+    ("ibm_containers/fathom_parity", lambda r: scaled(r, "images_per_sec", 0.8,
+                                                      suite="ibm-containers", arm="docker")),
+    ("vmware_bitfusion_singularity/sharing_throughput",
+     lambda r: scaled(r, "aggregate_throughput_ratio", 1 / 3.05)),
+    ("vmware_bitfusion_singularity/sharing_completion",
+     lambda r: scaled(r, "completion_time_ratio", 4.0)),
+]
+
+
+@pytest.mark.parametrize(("claim", "perturb"), PERTURB, ids=[c for c, _ in PERTURB])
+def test_a_perturbed_result_is_not_reproduced(claim: str, perturb: Callable) -> None:
+    v = judge(perturb(synth.paper_like()))
+    assert v[claim].verdict == NOT_REPRODUCED, [(c.what, o) for c, o in v[claim].results]
+    failing = [o for _, o in v[claim].results if o.status == "fail"]
+    assert failing and all(o.measured for o in failing)
+
+
+def test_only_local_smoke_records_measure_no_claim() -> None:
+    recs = synth.reps("local", "native", suite="smoke", experiment="smoke-alexnet",
+                      model="alexnet", ips=50.0, elapsed=10.0)
+    recs += synth.reps("local", "docker", suite="smoke", experiment="smoke-alexnet",
+                       model="alexnet", ips=49.0, elapsed=10.2)
+    v = judge(recs, Arm("local", "native"))
+    assert {x.verdict for x in v.values()} == {NOT_MEASURED}
+    assert all(o.measured for x in v.values() for _, o in x.results)
+
+
+def test_local_docker_arm_measures_container_claims_as_cbm() -> None:
+    """A single machine (local native vs docker) can judge 'container on BM' checks."""
+    recs = []
+    for arm, f in (("native", 1.0), ("docker", 0.99)):
+        for model, (ips, ela) in synth.SINGLE_SYN_BM.items():
+            recs += synth.reps("local", arm, experiment="single_real", data="real", model=model,
+                               ips=ips * f, elapsed=ela / f, batch=synth.BATCH[model])
+    v = judge(recs, Arm("local", "native"))["closer2018/single_real"]
+    statuses = [o.status for _, o in v.results]
+    assert v.verdict == REPRODUCED
+    assert statuses.count("pass") == 2 and statuses.count("missing") == 2
+
+
+@pytest.mark.parametrize(("ratio", "verdict"), [(0.86, REPRODUCED), (0.88, NOT_REPRODUCED),
+                                                (0.74, REPRODUCED), (0.72, NOT_REPRODUCED)])
+def test_tolerance_edges_of_distributed_container_on_bm(ratio: float, verdict: str) -> None:
+    """'about 20 % degradation' for container on BM: 0.80 ± 0.07."""
+    recs = []
+    for topo, arm, f in (("ironic-bm", "native", 1.0), ("magnum-k8s", "container-bm", ratio)):
+        for model in ("inception_v3", "resnet50"):
+            recs += synth.reps(topo, arm, experiment="distributed_synthetic",
+                               scenario="distributed", model=model, ips=50.0 * f, noise=0.0)
+    bound = next(b for b in BOUNDS if b.settings == ("cbm",) and b.lo == 0.80)
+    assert (bound.lo, bound.tol) == (0.80, 0.07)
+    v = judge(recs)["closer2018/distributed_synthetic"]
+    assert v.verdict == verdict

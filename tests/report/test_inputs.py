@@ -1,0 +1,117 @@
+"""Loading records (files, directories, stack-output summaries), bad input, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from infra.cli import main
+from tests.report import synth
+from workloads.errors import InputError
+from workloads.report import build_report
+from workloads.report.load import load_records
+
+
+def two_arms() -> list[dict]:
+    recs = synth.reps("local", "native", experiment="e", model="alexnet", ips=10.0, elapsed=5.0)
+    return recs + synth.reps("local", "docker", experiment="e", model="alexnet", ips=9.0,
+                             elapsed=5.5)
+
+
+def test_directory_and_duplicates(tmp_path: Path) -> None:
+    recs = two_arms()
+    synth.write(tmp_path / "a" / "one.jsonl", recs[:5])
+    synth.write(tmp_path / "a" / "sub" / "two.jsonl", recs[5:])
+    got = load_records([tmp_path / "a", tmp_path / "a" / "sub" / "two.jsonl"])
+    assert sorted(r["record_id"] for r in got) == sorted(r["record_id"] for r in recs)
+
+
+def test_truncated_last_line_is_skipped(tmp_path: Path) -> None:
+    p = synth.write(tmp_path / "r.jsonl", two_arms())
+    p.write_text(p.read_text() + '{"schema_version": 1, "rec', encoding="utf-8")
+    assert len(load_records([p])) == 10
+
+
+def test_stack_output_summary_from_the_lifecycle(tmp_path: Path, monkeypatch) -> None:
+    """A summary made by infra.summary (the stack-output shape) points at its record files."""
+    from infra.summary import summarize_files
+
+    monkeypatch.chdir(tmp_path)
+    synth.write(Path("results/local/run1.jsonl"), two_arms())
+    summary = summarize_files(["results/local/run1.jsonl"], suite="smoke")
+    Path("results/local/run1.summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    nested = {"results": {"value": summary}}  # `pulumi stack output --json` shape
+    Path("outputs.json").write_text(json.dumps(nested), encoding="utf-8")
+    assert len(load_records(["results/local/run1.summary.json"])) == 10
+    assert len(load_records(["outputs.json"])) == 10
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        (lambda d: [], "no inputs"),
+        (lambda d: [d / "missing.jsonl"], "does not exist"),
+        (lambda d: [synth.write(d / "empty.jsonl", [])], "no records in"),
+        (lambda d: [(d / "x").mkdir() or d / "x"], "holds no *.jsonl"),
+        (lambda d: [d.joinpath("s.json").write_text('{"a": 1}') and d / "s.json"],
+         "names no existing"),
+        (lambda d: [d.joinpath("b.jsonl").write_text('{"x": 1\n{}\n') and d / "b.jsonl"],
+         "b.jsonl:1: not a JSON record"),
+    ],
+)
+def test_bad_inputs(tmp_path: Path, setup, message: str) -> None:
+    with pytest.raises(InputError, match=message.replace("*", r"\*")):
+        load_records(setup(tmp_path))
+
+
+def test_mixed_schema_versions(tmp_path: Path) -> None:
+    recs = two_arms()
+    recs[3] = dict(recs[3], schema_version=2)
+    p = synth.write(tmp_path / "mixed.jsonl", recs)
+    with pytest.raises(InputError, match=r"mix schema versions: 1 .*; 2 \(.*mixed.jsonl:4\)"):
+        load_records([p])
+    only2 = synth.write(tmp_path / "v2.jsonl", [dict(r, schema_version=2) for r in recs])
+    with pytest.raises(InputError, match="schema_version 2 is not supported"):
+        load_records([only2])
+
+
+def test_invalid_record_names_file_and_line(tmp_path: Path) -> None:
+    recs = two_arms()
+    recs[1] = dict(recs[1], surprise=1)
+    p = synth.write(tmp_path / "r.jsonl", recs)
+    with pytest.raises(InputError, match=r"r.jsonl:2: record has unknown field 'surprise'"):
+        load_records([p])
+
+
+def test_no_ok_records_and_missing_baseline(tmp_path: Path) -> None:
+    failed = synth.write(tmp_path / "f.jsonl", synth.bad_runs()[:1])
+    with pytest.raises(InputError, match="no ok records to report"):
+        build_report([failed], tmp_path / "out")
+    ok = synth.write(tmp_path / "ok.jsonl", two_arms())
+    with pytest.raises(InputError, match="baseline 'ironic-bm' has no ok records"):
+        build_report([ok], tmp_path / "out", baseline="ironic-bm")
+
+
+def test_cli_writes_the_report(tmp_path: Path, capsys) -> None:
+    src = synth.write(tmp_path / "r.jsonl", two_arms())
+    out = tmp_path / "out"
+    assert main(["report", str(src), "--out", str(out), "--baseline", "local/native"]) == 0
+    for name in ("report.html", "report.md", "report.csv"):
+        assert (out / name).is_file()
+    assert any((out / "figures").glob("*.png"))
+    assert "not measured" in capsys.readouterr().out
+
+
+def test_cli_bad_input_is_one_line_exit_2(tmp_path: Path, capsys, monkeypatch) -> None:
+    src = synth.write(tmp_path / "r.jsonl", two_arms())
+    assert main(["report", str(src), "--out", str(tmp_path / "o"), "--baseline", "nova-pci"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("gpulab: error: baseline 'nova-pci' has no ok records")
+    assert len(err.splitlines()) == 1
+    monkeypatch.chdir(tmp_path)
+    assert not os.path.exists("results")
+    assert main(["report", "--out", "o"]) == 2
+    assert "./results does not exist" in capsys.readouterr().err
