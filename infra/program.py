@@ -31,7 +31,8 @@ def export_lab(cfg: LabConfig, component: Any, hosts: list[Host]) -> None:
 
 
 def run(cfg: LabConfig) -> tuple[pulumi.ComponentResource, list[Host]]:
-    """The whole program for a validated config."""
+    """The whole program for a validated config: build, export, then (one call, added by the
+    lifecycle work) provision the hosts and run workloads on them."""
     component, hosts = build(cfg)
     export_lab(cfg, component, hosts)
     return component, hosts
