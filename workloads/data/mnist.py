@@ -93,26 +93,31 @@ def load_mnist(data_dir: str | os.PathLike[str], split: str = "train") -> tuple[
     return images, labels
 
 
+def generate_mnist_like(n: int, seed: int = 0) -> tuple[Any, Any]:
+    """``n`` digit-like 28x28 uint8 images (one bright bar position per class, noise) + labels."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 10, size=n, dtype=np.uint8)
+    images = np.zeros((n, 28, 28), dtype=np.uint8)
+    for k in range(10):  # one blob position per class, so the data is learnable
+        sel = labels == k
+        r, c = 4 + 2 * (k // 5) * 5, 4 + (k % 5) * 4
+        images[sel, r : r + 10, c : c + 6] = 255
+    noise = rng.integers(0, 64, size=images.shape, dtype=np.uint8)
+    return np.maximum(images, noise), labels
+
+
 def write_mnist_like(
     out_dir: str | os.PathLike[str], train: int = 60000, test: int = 10000,
     gz: bool = True, seed: int = 0,
 ) -> list[Path]:
-    """Write generated digit-like IDX files (random strokes, labels 0-9) under ``out_dir``."""
-    import numpy as np
-
+    """Write generated digit-like IDX files (MNIST's names and format) under ``out_dir``."""
     if train < 1 or test < 1:
         raise InputError(f"train and test counts must be >= 1, got {train} and {test}")
-    rng = np.random.default_rng(seed)
     paths = []
-    for split, n in (("train", train), ("test", test)):
-        labels = rng.integers(0, 10, size=n, dtype=np.uint8)
-        images = np.zeros((n, 28, 28), dtype=np.uint8)
-        for k in range(10):  # one blob position per class, so the data is learnable
-            sel = labels == k
-            r, c = 4 + 2 * (k // 5) * 5, 4 + (k % 5) * 4
-            images[sel, r : r + 10, c : c + 6] = 255
-        noise = rng.integers(0, 64, size=images.shape, dtype=np.uint8)
-        images = np.maximum(images, noise)
+    for i, (split, n) in enumerate((("train", train), ("test", test))):
+        images, labels = generate_mnist_like(n, seed + i)
         suffix = ".gz" if gz else ""
         img_name, lbl_name = FILES[split]
         paths.append(write_idx(Path(out_dir) / f"{img_name}{suffix}", images))

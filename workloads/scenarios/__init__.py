@@ -110,3 +110,7 @@ def get_scenario(name: str) -> ScenarioFn:
 from workloads.scenarios import single as _single  # noqa: E402
 
 register("single", _single.run, _single.check_options)
+
+from workloads.scenarios import catalogue as _catalogue  # noqa: E402  (issue 3's scenarios)
+
+_catalogue.register_all(register, DATA_SOURCES)

@@ -64,14 +64,19 @@ class ProcGroup:
     log_dir: Path
     procs: list[Proc] = field(default_factory=list)
 
-    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> Proc:
+    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None,
+              stdin: str | None = None) -> Proc:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = self.log_dir / f"{name.replace(':', '-')}.log"
         with open(log, "wb") as fh:
             popen = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=fh, stderr=subprocess.STDOUT,
+                argv, stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                stdout=fh, stderr=subprocess.STDOUT,
                 env=child_env(env), start_new_session=True, preexec_fn=_die_with_parent,
             )
+        if stdin is not None and popen.stdin is not None:
+            popen.stdin.write(stdin.encode())
+            popen.stdin.close()
         proc = Proc(name, popen, log, time.time())
         self.procs.append(proc)
         return proc

@@ -1,0 +1,118 @@
+"""Scenario ``mnist_epochs``: the VMware experiment (seeds 000/002): train the MNIST CNN for E
+epochs and record the wall-clock time, the number the blog compares natively vs in a VM.
+
+Data ``real`` reads the standard IDX files (plain or ``.gz``) from option ``data_dir`` or
+``$GPULAB_MNIST_DIR``; ``synthetic`` generates digit-like images of the same shape in memory.
+Each step feeds a host batch (as Keras ``fit`` does on MNIST), shuffled per epoch.
+
+Options: epochs (12), data_dir, limit (use only the first N training images; CI), seed,
+learning_rate (0.05). The record (kind ``job``): ``metrics.train_wall_s`` (E epochs),
+``epoch_s_<i>``, ``final_loss``, ``test_accuracy`` (on the test split when present);
+``images_per_sec`` = images x epochs / train_wall_s; ``elapsed_s`` the whole job.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from workloads.errors import InputError
+
+DEFAULTS: dict[str, Any] = {"epochs": 12, "limit": None, "seed": 0, "learning_rate": 0.05}
+KNOWN = {*DEFAULTS, "data_dir"}
+
+
+def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(DEFAULTS)
+    for key, value in options.items():
+        if key not in KNOWN:
+            raise InputError(f"option {key!r} is unknown for scenario 'mnist_epochs' "
+                             f"(known: {', '.join(sorted(KNOWN))})")
+        out[key] = value
+    for key, low in (("epochs", 1), ("limit", 1), ("seed", 0)):
+        v = out[key]
+        if v is None and key == "limit":
+            continue
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise InputError(f"option {key!r} must be an integer >= {low}, got {v!r}")
+    lr = out["learning_rate"]
+    if isinstance(lr, bool) or not isinstance(lr, int | float) or lr <= 0:
+        raise InputError(f"option 'learning_rate' must be a number > 0, got {lr!r}")
+    if "data_dir" in out and not isinstance(out["data_dir"], str):
+        raise InputError(f"option 'data_dir' must be a path, got {out['data_dir']!r}")
+    return out
+
+
+def model_names() -> tuple[str, ...]:
+    return ("mnist_cnn",)
+
+
+def load(job: Any, opts: Mapping[str, Any]) -> tuple[Any, Any, Any]:
+    """(train images, train labels, test pair or None) for the job's data source."""
+    from workloads.data import mnist
+
+    if job.data == "real":
+        data_dir = opts.get("data_dir") or os.environ.get("GPULAB_MNIST_DIR")
+        if not data_dir:
+            raise InputError("data 'real' for mnist_epochs needs option 'data_dir' or "
+                             "$GPULAB_MNIST_DIR (IDX files; gpulab data mnist-like writes some)")
+        x, y = mnist.load_mnist(data_dir, "train")
+        try:
+            test = mnist.load_mnist(data_dir, "test")
+        except InputError:
+            test = None
+    else:
+        x, y = mnist.generate_mnist_like(opts["limit"] or 60000, seed=opts["seed"])
+        test = mnist.generate_mnist_like(2000, seed=opts["seed"] + 1)
+    if opts["limit"]:
+        x, y = x[: opts["limit"]], y[: opts["limit"]]
+    return x, y, test
+
+
+def run(job: Any) -> dict[str, Any]:
+    import numpy as np
+
+    from workloads.models import get_model
+    from workloads.step import build_train_step, make_optimizer, select_backend
+
+    keras = select_backend(job.backend)
+    opts = check_options(job.options)
+    x, y, test = load(job, opts)
+    if len(x) < job.batch:
+        raise InputError(f"batch {job.batch} is larger than the {len(x)} training images")
+    xf = (x.astype("float32") / 255.0)[..., None]
+    yi = y.astype("int32")
+    model = get_model("mnist_cnn").build(28)
+    step = build_train_step(model, make_optimizer(float(opts["learning_rate"])))
+    rng = np.random.default_rng(opts["seed"])
+    steps_per_epoch = len(xf) // job.batch
+    epoch_times: list[float] = []
+    loss = float("nan")
+    start = time.perf_counter()
+    for epoch in range(opts["epochs"]):
+        t0 = time.perf_counter()
+        order = rng.permutation(len(xf))
+        out = None
+        for i in range(steps_per_epoch):
+            idx = order[i * job.batch:(i + 1) * job.batch]
+            out = step(keras.ops.convert_to_tensor(xf[idx]), keras.ops.convert_to_tensor(yi[idx]))
+        loss = float(out)  # waits for the epoch's last step
+        epoch_times.append(time.perf_counter() - t0)
+        job.on_step("epoch", epoch + 1, opts["epochs"])
+    wall = time.perf_counter() - start
+    step.finish()
+    metrics: dict[str, float] = {"train_wall_s": wall, "final_loss": loss,
+                                 "epochs": float(opts["epochs"])}
+    metrics.update({f"epoch_s_{i}": t for i, t in enumerate(epoch_times)})
+    if test is not None:
+        tx = (test[0].astype("float32") / 255.0)[..., None]
+        pred = np.argmax(keras.ops.convert_to_numpy(model(tx[:2000], training=False)), axis=-1)
+        metrics["test_accuracy"] = float(np.mean(pred == test[1][:2000]))
+    images = steps_per_epoch * job.batch * opts["epochs"]
+    return {"kind": "job", "images_per_sec": images / wall, "step_times_s": epoch_times,
+            "batch_size": job.batch, "global_batch": job.batch, "metrics": metrics,
+            "params": {"train_images": len(xf), "steps_per_epoch": steps_per_epoch,
+                       "data_dir": opts.get("data_dir") if job.data == "real" else None,
+                       "learning_rate": float(opts["learning_rate"]), "backend": job.backend}}

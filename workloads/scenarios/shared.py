@@ -1,0 +1,109 @@
+"""Scenario ``shared``: a foreground job alone, then beside a background job (CLOSER fig. 10).
+
+The foreground is the entry's model/batch/steps as a ``single`` measurement in its own
+process. It runs once alone; then the background job (default AlexNet, batch 512, the paper's)
+is started first on the same host and GPU, the foreground starts once the background has
+finished its warm-up, and the background is killed when the foreground is done. The record is
+the foreground under contention, with the degradation against the alone run::
+
+    metrics.alone_images_per_sec, shared_images_per_sec, images_per_sec_degradation
+            (1 - shared / alone), alone_elapsed_s, shared_elapsed_s, elapsed_increase
+            (shared / alone - 1), background_steps_during (background steps overlapping)
+
+Options: background_model (alexnet), background_batch (512), background_image_size (the
+model's full size), foreground_env / background_env (e.g. {CUDA_VISIBLE_DEVICES: "1"} to put
+them on different GPUs), deadline_s (600), plus the ``single`` options seed, learning_rate.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from workloads.errors import InputError
+from workloads.scenarios import jobs
+
+DEFAULTS: dict[str, Any] = {"background_model": "alexnet", "background_batch": 512,
+                            "background_image_size": None, "foreground_env": {},
+                            "background_env": {}, "deadline_s": 600.0}
+
+
+def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    out = jobs.check_common(options, DEFAULTS, "shared")
+    from workloads.models import MODELS
+
+    if out["background_model"] not in MODELS:
+        raise InputError(f"option 'background_model' {out['background_model']!r} is not one of "
+                         f"{', '.join(sorted(MODELS))}")
+    for key in ("background_batch", "background_image_size"):
+        v = out[key]
+        if v is None and key == "background_image_size":
+            continue
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise InputError(f"option {key!r} must be an integer >= 1, got {v!r}")
+    for key in ("foreground_env", "background_env"):
+        v = out[key]
+        if not isinstance(v, dict) or not all(isinstance(x, str) for x in (*v, *v.values())):
+            raise InputError(f"option {key!r} must map variable names to strings, got {v!r}")
+    dl = out["deadline_s"]
+    if isinstance(dl, bool) or not isinstance(dl, int | float) or dl <= 0:
+        raise InputError(f"option 'deadline_s' must be a number > 0, got {dl!r}")
+    return out
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a and b else None
+
+
+def run(job: Any) -> dict[str, Any]:
+    from workloads.scenarios.procs import ProcGroup
+
+    opts = check_options(job.options)
+    deadline_s = min(float(opts["deadline_s"]), max(1.0, float(job.timeout_s) - 15.0))
+    fg_job = jobs.single_job(job)
+    bg_job = jobs.single_job(job, model=opts["background_model"], batch=opts["background_batch"],
+                             image_size=opts["background_image_size"], steps=100_000,
+                             warmup=max(1, min(job.warmup, 10)))
+    with tempfile.TemporaryDirectory(prefix="gpulab-shared-") as tmp, \
+            ProcGroup(Path(tmp)) as group:
+        end = time.monotonic() + deadline_s
+        job.on_step("alone", 0, 2)
+        alone_p = jobs.start_job(group, "alone", fg_job, env=opts["foreground_env"])
+        alone = jobs.finish(group, [alone_p], end)[0]
+        job.on_step("background", 1, 2)
+        bg = jobs.start_job(group, "background", bg_job, env=opts["background_env"])
+        if not jobs.wait_timed(bg, end):
+            group.close()
+            return {"status": "failed", "error": f"background job never reached its timed steps: "
+                    f"{bg.tail()}", "metrics": {}, "params": {"alone": alone}}
+        bg_before = len(jobs.protocol(bg)[0])
+        shared_p = jobs.start_job(group, "shared", fg_job, env=opts["foreground_env"])
+        shared = jobs.finish(group, [shared_p], end)[0]
+        bg_during = len(jobs.protocol(bg)[0]) - bg_before
+        bg_alive = bg.popen.poll() is None
+        group.close()
+    failed = [n for n, r in (("alone", alone), ("shared", shared)) if r.get("status") != "ok"]
+    params = {"background_model": bg_job.model, "background_batch": bg_job.batch,
+              "background_image_size": bg_job.image_size, "background_ran_throughout": bg_alive,
+              "alone_params": alone.get("params", {}), "alone_step_times_s":
+              alone.get("step_times_s", [])}
+    if failed:
+        errs = "; ".join(f"{n}: {r.get('error')}" for n, r in (("alone", alone),
+                                                               ("shared", shared)) if n in failed)
+        return {"status": "failed", "error": errs, "params": params, "metrics": {}}
+    a_ips, s_ips = alone["images_per_sec"], shared["images_per_sec"]
+    a_el, s_el = alone["elapsed_s"], shared["elapsed_s"]
+    metrics = {"alone_images_per_sec": a_ips, "shared_images_per_sec": s_ips,
+               "alone_elapsed_s": a_el, "shared_elapsed_s": s_el,
+               "background_steps_during": float(bg_during)}
+    if (r := _ratio(s_ips, a_ips)) is not None:
+        metrics["images_per_sec_degradation"] = 1.0 - r
+    if (r := _ratio(s_el, a_el)) is not None:
+        metrics["elapsed_increase"] = r - 1.0
+    params.update(shared.get("params", {}))
+    return {"images_per_sec": s_ips, "step_times_s": shared.get("step_times_s", []),
+            "batch_size": job.batch, "global_batch": job.batch, "metrics": metrics,
+            "params": params}
