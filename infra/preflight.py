@@ -19,11 +19,19 @@ from infra.config import LabConfig
 OPENSTACK = ("ironic-bm", "nova-pci", "magnum-k8s")
 
 
+FIXES = {
+    "openstack connection": "check gpulab:os_cloud and its clouds.yaml entry, or the OS_* "
+                            "variables (OS_AUTH_URL, OS_USERNAME, OS_PASSWORD, ...)",
+    "vcenter connection": "check gpulab:vsphere_server (host[:port]), gpulab:vsphere_user "
+                          "(or VSPHERE_USER), VSPHERE_PASSWORD and gpulab:vsphere_insecure",
+}
+
+
 def _connected(name: str, make: Callable[[], Any]) -> tuple[Any, list[Check]]:
     try:
         return make(), []
     except CloudError as exc:
-        return None, [fail(name, str(exc), "fix the connection settings or credentials")]
+        return None, [fail(name, str(exc), FIXES[name])]
 
 
 def openstack_connection(cfg: LabConfig) -> Any:
