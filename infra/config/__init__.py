@@ -87,11 +87,13 @@ def from_pulumi_config() -> LabConfig:
     keys = set(runtime_config.get_config_env()) | set(runtime_config.CONFIG.get())
     prefix = f"{NAMESPACE}:"
     cfg = pulumi.Config(NAMESPACE)
+    secret_keys = set(runtime_config.get_config_secret_keys_env())
     raw: dict[str, Any] = {}
     for full_key in sorted(k for k in keys if k.startswith(prefix)):
         key = full_key[len(prefix):]
         field = BY_KEY.get(key)
-        if field is not None and field.secret and runtime_config.is_config_secret(full_key):
+        is_secret = runtime_config.is_config_secret(full_key) or full_key in secret_keys
+        if field is not None and field.secret and is_secret:
             raw[key] = cfg.require_secret(key)
         else:
             raw[key] = runtime_config.get_config(full_key)

@@ -201,3 +201,20 @@ def test_entry_point_builds_the_configured_topology_mock(
         return check(go())
 
     body()
+
+
+def test_config_from_engine_environment_with_secret_keys_mock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import json
+
+    from tests.pulumi.mocks import SECRET_VALUES, engine_config
+
+    config, secret_keys = engine_config(stack_raw("vsphere-gpu"))
+    pulumi.runtime.set_all_config({}, [])
+    monkeypatch.setenv("PULUMI_CONFIG", json.dumps(config))
+    monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", json.dumps(secret_keys))
+    cfg = from_pulumi_config()
+    assert cfg.mode == "passthrough" and cfg.pci_device_ids == ("0000:3b:00.0", "0000:d8:00.0")
+    assert isinstance(cfg.vsphere_password, pulumi.Output)
+    assert SECRET_VALUES["vsphere_password"] not in repr(cfg)
