@@ -24,7 +24,10 @@ def run_local_cmd(
     suite: Annotated[
         str, typer.Option(help="Suite name under workloads/suites/ or a .yaml path.")
     ] = "smoke",
-    stack: Annotated[str, typer.Option(help="Results go to results/<stack>/.")] = "local",
+    stack: Annotated[str, typer.Option(help="Results go to <results-dir>/<stack>/.")] = "local",
+    results_dir: Annotated[
+        str | None, typer.Option(help="Results root (default: results/ in the repository).")
+    ] = None,
     docker: Annotated[
         bool, typer.Option("--docker/--no-docker", help="Also run the docker arm if reachable.")
     ] = True,
@@ -49,6 +52,8 @@ def run_local_cmd(
     ] = "image",
 ) -> None:
     """Run a suite natively and, when a Docker engine is reachable, in a container too."""
+    from pathlib import Path
+
     from rich.console import Console
 
     from infra.local_run import run_local
@@ -62,6 +67,7 @@ def run_local_cmd(
         docker_host=docker_host,
         base_image=base_image,
         python_mode=docker_python,
+        results_root=Path(results_dir) if results_dir else None,
         console=console,
     )
     results = run.summary["results"]

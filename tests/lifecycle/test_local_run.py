@@ -1,0 +1,161 @@
+"""``gpulab run local`` end to end: the real runner with real TensorFlow, natively and in a
+container on a real (private) dockerd; and the machine-without-Docker path."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from infra.local_run import HOST_SITE, find_docker, render_dockerfile
+
+REPO = Path(__file__).resolve().parents[2]
+MODELS = {"alexnet", "resnet50", "inception_v3", "mnist_cnn"}
+TINY_SUITE = """name: tiny
+experiments:
+  - experiment: tiny-mnist
+    model: mnist_cnn
+    batch: 32
+    warmup: 1
+    steps: 2
+"""
+
+
+def gpulab(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, COLUMNS="160", TERM="dumb")
+    return subprocess.run(
+        [sys.executable, "-m", "infra.cli", *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def only_run(results: Path) -> tuple[list[dict], dict]:
+    (jsonl,) = results.glob("*.jsonl")
+    (summary,) = results.glob("*.summary.json")
+    assert summary.name == jsonl.name.replace(".jsonl", ".summary.json")
+    records = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    return records, json.loads(summary.read_text())
+
+
+@pytest.mark.slow
+@pytest.mark.tf
+@pytest.mark.docker
+def test_smoke_suite_native_and_docker_arms(dockerd, tmp_path: Path) -> None:
+    t0 = time.monotonic()
+    r = gpulab(
+        "run",
+        "local",
+        "--suite",
+        "smoke",
+        "--stack",
+        "e2e",
+        "--results-dir",
+        str(tmp_path),
+        "--docker-host",
+        dockerd.host,
+        "--base-image",
+        dockerd.base_image,
+        "--docker-python",
+        "host",
+    )
+    took = time.monotonic() - t0
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    print(f"\n[run-local] smoke, native + docker arms: {took:.1f} s")
+
+    records, summary = only_run(tmp_path / "e2e")
+    by_arm = {arm: [x for x in records if x["arm"] == arm] for arm in ("native", "docker")}
+    assert {x["model"] for x in by_arm["native"]} == MODELS
+    assert {x["model"] for x in by_arm["docker"]} == MODELS
+    assert len(records) == 8 and all(x["status"] == "ok" for x in records)
+    assert all(x["images_per_sec"] > 0 for x in records)
+    # The runner found itself in a container by itself; the arm label came from us.
+    docker_fp = by_arm["docker"][0]["fingerprint"]
+    assert docker_fp["container"]["dockerenv"] is True
+    assert {x["host"] for x in by_arm["docker"]}.isdisjoint({x["host"] for x in by_arm["native"]})
+
+    # The summary has the stack outputs' shape.
+    assert set(summary) == {"topology", "lab", "hosts", "results"}
+    assert summary["topology"] == "local" and summary["lab"] == "e2e"
+    assert summary["hosts"][0]["gpu_path"] == "local"
+    res = summary["results"]
+    assert res["status"] == "ok" and res["arms"] == ["native", "docker"]
+    assert res["counts"] == {"records": 8, "ok": 8, "failed": 0, "interrupted": 0}
+    assert len(res["rows"]) == 8 and len(res["ratios"]) == 4
+    assert all(
+        row["images_per_sec_median"] > 0 and row["elapsed_s_median"] > 0 for row in res["rows"]
+    )
+    assert res["records"] == [str(next((tmp_path / "e2e").glob("*.jsonl")))]
+    for arm in ("native", "docker"):
+        assert list((tmp_path / "e2e").glob(f"*.{arm}.log"))
+    # The final table shows both arms and every model.
+    for word in ("native", "docker", *MODELS, "images/sec"):
+        assert word in r.stdout, word
+    # No container is left behind.
+    assert dockerd.docker("ps", "-aq") == ""
+
+
+@pytest.mark.tf
+def test_without_a_docker_engine_one_line_and_native_only(tmp_path: Path) -> None:
+    suite = tmp_path / "tiny.yaml"
+    suite.write_text(TINY_SUITE)
+    sock = tmp_path / "no-such.sock"
+    r = gpulab(
+        "run",
+        "local",
+        "--suite",
+        str(suite),
+        "--stack",
+        "nodocker",
+        "--results-dir",
+        str(tmp_path / "res"),
+        "--docker-host",
+        f"unix://{sock}",
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    lines = [ln for ln in r.stdout.splitlines() if "Docker engine" in ln]
+    assert lines == [
+        f"gpulab: no Docker engine reachable at unix://{sock}: running the native arm only"
+    ]
+    records, summary = only_run(tmp_path / "res" / "nodocker")
+    assert [x["arm"] for x in records] == ["native"]
+    assert summary["results"]["arms"] == ["native"] and summary["results"]["ratios"] == []
+
+
+def test_unknown_suite_is_one_line_exit_2(tmp_path: Path) -> None:
+    r = gpulab(
+        "run", "local", "--suite", "no-such-suite", "--no-docker", "--results-dir", str(tmp_path)
+    )
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "no-such-suite" in r.stderr, r.stderr
+
+
+def test_bad_docker_python_mode_is_one_line(tmp_path: Path) -> None:
+    r = gpulab("run", "local", "--docker-python", "conda", "--results-dir", str(tmp_path))
+    assert r.returncode == 2 and "--docker-python 'conda'" in r.stderr
+
+
+def test_no_docker_cli_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    engine, why = find_docker()
+    assert engine is None and why == "no docker CLI on PATH"
+
+
+def test_dockerfile_template_modes() -> None:
+    host = render_dockerfile("debian:bookworm", "host")
+    assert [ln for ln in host.splitlines() if ln.startswith("FROM")] == ["FROM debian:bookworm"]
+    assert f"PYTHONPATH=/opt/gpulab:{HOST_SITE}" in host
+    assert "COPY workloads /opt/gpulab/workloads" in host
+    assert 'ENTRYPOINT ["python3", "-m", "workloads"]' in host
+    image = render_dockerfile("tensorflow/tensorflow:2.21.0-gpu", "image", ["pynvml"])
+    assert "PYTHONPATH=/opt/gpulab \\" in image or "PYTHONPATH=/opt/gpulab\n" in image
+    assert HOST_SITE not in image
+    assert "pip install --no-cache-dir pynvml" in image
