@@ -58,7 +58,7 @@ def pick(
         r
         for r in table.rows
         if r.metric == metric
-        and (not exps or r.key.experiment in exps)
+        and (not exps or r.key.base_experiment in exps)
         and (mods is None or r.key.model in mods)
         and (model_match is None or model_match(f"{r.key.model} {r.key.variant}"))
         and (sets is None or r.setting in sets)

@@ -114,7 +114,7 @@ def bar_figure(table: Table, pub: Published, rows: list[Row], metric: str, title
             lows.append(r.norm_lo or r.norm)
             highs.append(r.norm_hi or r.norm)
             tops.append(max(r.norm_hi or r.norm, r.norm))
-            fig_pub = pub.figure_for(key.experiment, metric)
+            fig_pub = pub.figure_for(key.base_experiment, metric)
             paper = fig_pub.normalized().get(table.settings[arm], {}).get(key.model) \
                 if fig_pub else None
             if paper is not None:

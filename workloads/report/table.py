@@ -1,12 +1,16 @@
 """Grouping and normalization: records -> one row per (group, arm, metric).
 
 A group is (suite, experiment, model, scenario, data, batch_size, variant); ``variant`` is
-``params.variant`` when a record sets it (kernel shapes, NUMA affinity ...), else "". Records
+``params.variant`` when a record sets it, "<N> jobs" for the sharing scenario
+(``params.jobs``), else "". Records
 of one group and arm are repetitions: their values are summarized (stats.summarize) and the
 median is divided by the baseline arm's median of the same group and metric.
 
-Metrics per record: ``images_per_sec``, ``elapsed_s``, every finite number in ``metrics``,
-and two derived from the shared scenario's metrics when both halves are present:
+Metrics per record: ``images_per_sec``, ``elapsed_s``, every finite number in ``metrics``
+(the scenarios' names renamed by ALIASES: ``alone_elapsed_s`` -> ``elapsed_alone_s``,
+``elapsed_increase`` -> ``elapsed_degradation``, ``throughput_ratio`` ->
+``aggregate_throughput_ratio`` ...), and two derived from the shared scenario's metrics
+when both halves are present:
 ``elapsed_degradation`` = elapsed_shared_s / elapsed_alone_s - 1 and
 ``images_per_sec_degradation`` = 1 - images_per_sec_shared / images_per_sec_alone.
 A metric named ``<shape>.<name>`` (the kernel scenario's per-shape metrics, e.g.
@@ -18,6 +22,7 @@ already relative, so they are not normalized to the baseline.
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -27,6 +32,16 @@ from workloads.report.mapping import Arm, setting_of
 from workloads.report.stats import Summary, summarize
 
 RATIO_METRICS = frozenset({"aggregate_throughput_ratio", "completion_time_ratio"})
+# the workload scenarios' metric names (workloads/scenarios/shared.py, sharing.py) -> the
+# report's names
+ALIASES = {
+    "alone_elapsed_s": "elapsed_alone_s",
+    "shared_elapsed_s": "elapsed_shared_s",
+    "alone_images_per_sec": "images_per_sec_alone",
+    "shared_images_per_sec": "images_per_sec_shared",
+    "elapsed_increase": "elapsed_degradation",
+    "throughput_ratio": "aggregate_throughput_ratio",
+}
 HIGHER_IS_BETTER = ("images_per_sec", "per_sec", "tflops", "gbps", "throughput")
 
 
@@ -39,6 +54,10 @@ class GroupKey:
     data: str
     batch_size: int
     variant: str
+
+    @property
+    def base_experiment(self) -> str:
+        return experiment_base(self.experiment, self.model)
 
     def label(self) -> str:
         parts = [self.model, f"b{self.batch_size}" if self.batch_size else ""]
@@ -106,9 +125,22 @@ def arm_of(rec: dict[str, Any]) -> Arm:
     return Arm(rec.get("topology") or "unknown", rec.get("arm") or "native")
 
 
+def experiment_base(experiment: str, model: str) -> str:
+    """The paper experiment of a suite entry id: ``single_synthetic-alexnet`` and
+    ``shared_alexnet_b32`` name ``single_synthetic`` and ``shared``."""
+    base = re.sub(r"[-_]b\d+$", "", experiment)
+    for sep in ("-", "_"):
+        if base.endswith(sep + model):
+            return base[: -len(model) - 1]
+    return base
+
+
 def key_of(rec: dict[str, Any]) -> GroupKey:
     params = rec.get("params") or {}
     variant = params.get("variant", "")
+    jobs = params.get("jobs")
+    if not variant and rec["scenario"] == "sharing" and isinstance(jobs, int):
+        variant = f"{jobs} jobs"
     return GroupKey(
         suite=rec["suite"],
         experiment=rec["experiment"],
@@ -136,7 +168,7 @@ def metric_values(rec: dict[str, Any]) -> dict[str, float]:
     for name, v in (rec.get("metrics") or {}).items():
         f = _num(v)
         if f is not None:
-            out[str(name)] = f
+            out[ALIASES.get(str(name), str(name))] = f
     ea, es = out.get("elapsed_alone_s"), out.get("elapsed_shared_s")
     if ea and es is not None and "elapsed_degradation" not in out:
         out["elapsed_degradation"] = es / ea - 1.0
