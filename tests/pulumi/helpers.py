@@ -3,7 +3,6 @@ resolve Outputs (value and secretness) inside a ``@pulumi.runtime.test``."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pulumi
@@ -12,7 +11,7 @@ from infra import program
 from infra.config import LabConfig, from_pulumi_config
 from tests.pulumi.mocks import stack_raw, use_config
 
-# topology -> seconds the last build took under the mocks (filled by program runs)
+# topology -> seconds its example stack took to evaluate under the mocks (test_outputs_mock)
 TIMINGS: dict[str, float] = {}
 
 
@@ -55,7 +54,3 @@ async def resolve(value: Any) -> tuple[Any, bool]:
 def check(coro: Any) -> pulumi.Output[Any]:
     """Return this from a ``@pulumi.runtime.test`` so the async assertions run and count."""
     return pulumi.Output.from_input(coro)
-
-
-def timed(topology: str, start: float) -> None:
-    TIMINGS[topology] = time.perf_counter() - start
