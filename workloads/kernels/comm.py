@@ -30,9 +30,14 @@ def allreduce(elements: int, devices: int = 2, warmup: int = 2, iters: int = 10)
 
     gpus = tf.config.list_logical_devices("GPU")
     pool = gpus or tf.config.list_logical_devices("CPU")
+    if len(pool) < devices and gpus:
+        raise ValueError(f"all-reduce over {devices} devices needs {devices} GPUs; this host "
+                         f"shows {len(gpus)}")
     if len(pool) < devices:
-        if not gpus and _configure_logical_cpus(devices):
+        if _configure_logical_cpus(devices):
             pool = tf.config.list_logical_devices("CPU")
+        elif os.environ.get("GPULAB_ALLREDUCE_CHILD"):
+            raise RuntimeError(f"could not make {devices} logical CPU devices")
         else:
             return _allreduce_in_child(elements, devices, warmup, iters)
     names = [d.name for d in pool[:devices]]
@@ -75,7 +80,7 @@ def _configure_logical_cpus(n: int) -> bool:
 def _allreduce_in_child(elements: int, devices: int, warmup: int, iters: int) -> KernelResult:
     cmd = [sys.executable, "-m", "workloads.kernels.comm", "allreduce", str(elements),
            str(devices), str(warmup), str(iters)]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", GPULAB_ALLREDUCE_CHILD="1")
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, check=False)

@@ -16,6 +16,9 @@ Options::
     data_dir: DIR            ImageNet-format shards for data: real (default $GPULAB_DATA_DIR)
     learning_rate: 0.005
 
+Without ``hosts`` in the options, ``$GPULAB_DIST_HOSTS`` (comma-separated addresses, ports from
+``$GPULAB_DIST_BASE_PORT``, default 2222) and ``$GPULAB_DIST_TASK`` (this host's task, which
+sets launch: task) are used: the playbook sets them per host and the suite stays unchanged.
 TF_CONFIG for each task is rendered from ``templates/tf_config.json.j2``. The record carries
 the total throughput (``images_per_sec``: images of all workers / timed wall-clock) and the
 job's elapsed time (``metrics.job_elapsed_s``: first task launched to reporting task done).
@@ -47,6 +50,19 @@ def _int_opt(out: dict[str, Any], key: str, low: int) -> None:
     v = out[key]
     if isinstance(v, bool) or not isinstance(v, int) or v < low:
         raise InputError(f"option {key!r} must be an integer >= {low}, got {v!r}")
+
+
+def _env_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(options)
+    hosts = os.environ.get("GPULAB_DIST_HOSTS", "").strip()
+    if "hosts" not in out and hosts:
+        out["hosts"] = [h.strip() for h in hosts.split(",") if h.strip()]
+        out.setdefault("base_port", int(os.environ.get("GPULAB_DIST_BASE_PORT", "2222")))
+        task = os.environ.get("GPULAB_DIST_TASK", "").strip()
+        if task:
+            out.setdefault("launch", "task")
+            out.setdefault("task", task)
+    return out
 
 
 def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -134,7 +150,7 @@ def _reporters(mode: str, cluster: Mapping[str, list[str]]) -> list[tuple[str, i
 def run(job: Any) -> dict[str, Any]:
     from workloads.scenarios.procs import ProcGroup
 
-    opts = check_options(job.options)
+    opts = check_options(_env_options(job.options))
     cluster = cluster_spec(opts["mode"], opts["hosts"], opts["workers"], opts["base_port"])
     tasks = [(role, i) for role, addrs in cluster.items() for i in range(len(addrs))]
     if opts["launch"] == "task":

@@ -6,8 +6,8 @@ is started first on the same host and GPU, the foreground starts once the backgr
 finished its warm-up, and the background is killed when the foreground is done. The record is
 the foreground under contention, with the degradation against the alone run::
 
-    metrics.alone_images_per_sec, shared_images_per_sec, images_per_sec_degradation
-            (1 - shared / alone), alone_elapsed_s, shared_elapsed_s, elapsed_increase
+    metrics.images_per_sec_alone, images_per_sec_shared, images_per_sec_degradation
+            (1 - shared / alone), elapsed_alone_s, elapsed_shared_s, elapsed_degradation
             (shared / alone - 1), background_steps_during (background steps overlapping)
 
 Options: background_model (alexnet), background_batch (512), background_image_size (the
@@ -96,13 +96,13 @@ def run(job: Any) -> dict[str, Any]:
         return {"status": "failed", "error": errs, "params": params, "metrics": {}}
     a_ips, s_ips = alone["images_per_sec"], shared["images_per_sec"]
     a_el, s_el = alone["elapsed_s"], shared["elapsed_s"]
-    metrics = {"alone_images_per_sec": a_ips, "shared_images_per_sec": s_ips,
-               "alone_elapsed_s": a_el, "shared_elapsed_s": s_el,
+    metrics = {"images_per_sec_alone": a_ips, "images_per_sec_shared": s_ips,
+               "elapsed_alone_s": a_el, "elapsed_shared_s": s_el,
                "background_steps_during": float(bg_during)}
     if (r := _ratio(s_ips, a_ips)) is not None:
         metrics["images_per_sec_degradation"] = 1.0 - r
     if (r := _ratio(s_el, a_el)) is not None:
-        metrics["elapsed_increase"] = r - 1.0
+        metrics["elapsed_degradation"] = r - 1.0
     params.update(shared.get("params", {}))
     return {"images_per_sec": s_ips, "step_times_s": shared.get("step_times_s", []),
             "batch_size": job.batch, "global_batch": job.batch, "metrics": metrics,
