@@ -84,7 +84,8 @@ def _category_labels(keys: Sequence[Any]) -> list[str]:
         if k.variant:
             label += f"\n{k.variant}"
         if many_exp:
-            label = f"{k.experiment}\n{label}"
+            label = k.experiment if label == k.model and k.model in k.experiment else (
+                f"{k.experiment}\n{label}")
         out.append(label)
     return out
 
