@@ -7,7 +7,7 @@ Outputs inside a Pulumi program); everything downstream (inventory, workload run
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 # How a host reaches its GPU.
@@ -38,8 +38,20 @@ class Host:
             raise ValueError(f"gpu_path {self.gpu_path!r} is not one of {GPU_PATHS}")
 
     def to_output(self) -> dict[str, Any]:
-        """The shape of one entry of the ``hosts`` stack output."""
-        return asdict(self)
+        """The shape of one entry of the ``hosts`` stack output.
+
+        A shallow copy: inside a Pulumi program values may be Outputs, which refuse the deep
+        copy ``dataclasses.asdict`` makes.
+        """
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, list):
+                value = list(value)
+            elif isinstance(value, dict):
+                value = dict(value)
+            out[f.name] = value
+        return out
 
     @classmethod
     def from_output(cls, data: dict[str, Any]) -> Host:

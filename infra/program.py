@@ -13,7 +13,6 @@ import pulumi
 from infra.config import LabConfig
 from infra.hosts import Host
 from infra.topologies import builder
-from infra.topologies.common import host_output
 
 
 def build(cfg: LabConfig) -> tuple[pulumi.ComponentResource, list[Host]]:
@@ -24,7 +23,7 @@ def build(cfg: LabConfig) -> tuple[pulumi.ComponentResource, list[Host]]:
 def export_lab(cfg: LabConfig, component: Any, hosts: list[Host]) -> None:
     pulumi.export("topology", cfg.topology)
     pulumi.export("lab", cfg.lab)
-    pulumi.export("hosts", [host_output(h) for h in hosts])
+    pulumi.export("hosts", [h.to_output() for h in hosts])
     kubeconfig = getattr(component, "kubeconfig", None)
     if kubeconfig is not None:
         pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))

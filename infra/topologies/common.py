@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
 from pathlib import Path
-from typing import Any
 
 from infra.config import LabConfig
 
@@ -44,13 +42,3 @@ def render_cloud_init(cfg: LabConfig, hostname: str, gpu_path: str) -> str:
         ssh_public_key=cfg.ssh_public_key,
         gpu_path=gpu_path,
     )
-
-
-def host_output(host: Any) -> dict[str, Any]:
-    """``Host.to_output()``'s shape without its deep copy, which cannot copy a pulumi.Output
-    (``dataclasses.asdict`` deep-copies; an Output refuses outside serialization)."""
-    return {
-        f.name: (list(v) if isinstance(v := getattr(host, f.name), list) else
-                 dict(v) if isinstance(v, dict) else v)
-        for f in fields(host)
-    }

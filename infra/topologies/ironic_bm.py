@@ -7,7 +7,7 @@ import pulumi_openstack as openstack
 
 from infra.config import LabConfig
 from infra.hosts import Host
-from infra.topologies.common import TYPE_PREFIX, host_output
+from infra.topologies.common import TYPE_PREFIX
 from infra.topologies.openstack_base import build_base, build_servers
 
 
@@ -43,7 +43,7 @@ class IronicBareMetalLab(pulumi.ComponentResource):
         self.hosts = build_servers(
             cfg, base, self.flavor, self, gpu_path="whole-machine", config_drive=True
         )
-        self.register_outputs({"hosts": [host_output(h) for h in self.hosts]})
+        self.register_outputs({"hosts": [h.to_output() for h in self.hosts]})
 
 
 def build(cfg: LabConfig) -> tuple[pulumi.ComponentResource, list[Host]]:

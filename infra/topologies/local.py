@@ -6,7 +6,7 @@ import pulumi
 
 from infra.config import LabConfig
 from infra.hosts import Host
-from infra.topologies.common import TYPE_PREFIX, host_groups, host_output
+from infra.topologies.common import TYPE_PREFIX, host_groups
 
 
 class LocalLab(pulumi.ComponentResource):
@@ -24,7 +24,7 @@ class LocalLab(pulumi.ComponentResource):
                 vars={"lab": cfg.lab, "ansible_connection": "local"},
             )
         ]
-        self.register_outputs({"hosts": [host_output(h) for h in self.hosts]})
+        self.register_outputs({"hosts": [h.to_output() for h in self.hosts]})
 
 
 def build(cfg: LabConfig) -> tuple[pulumi.ComponentResource, list[Host]]:

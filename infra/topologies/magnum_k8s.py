@@ -13,7 +13,7 @@ import pulumi_openstack as openstack
 
 from infra.config import LabConfig
 from infra.hosts import Host
-from infra.topologies.common import TYPE_PREFIX, host_groups, host_output
+from infra.topologies.common import TYPE_PREFIX, host_groups
 from infra.topologies.openstack_base import build_base
 
 
@@ -101,7 +101,7 @@ class MagnumK8sLab(pulumi.ComponentResource):
                     vars={"lab": cfg.lab, "k8s_cluster": f"{cfg.lab}-k8s"},
                 )
             )
-        self.register_outputs({"hosts": [host_output(h) for h in self.hosts]})
+        self.register_outputs({"hosts": [h.to_output() for h in self.hosts]})
 
 
 def build(cfg: LabConfig) -> tuple[pulumi.ComponentResource, list[Host]]:

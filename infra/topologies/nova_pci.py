@@ -7,7 +7,7 @@ import pulumi_openstack as openstack
 
 from infra.config import LabConfig
 from infra.hosts import Host
-from infra.topologies.common import TYPE_PREFIX, host_output
+from infra.topologies.common import TYPE_PREFIX
 from infra.topologies.openstack_base import build_base, build_servers
 
 
@@ -47,7 +47,7 @@ class NovaPciLab(pulumi.ComponentResource):
             cfg, base, self.flavor, self, gpu_path="pci-passthrough",
             server_group=self.server_group,
         )
-        self.register_outputs({"hosts": [host_output(h) for h in self.hosts]})
+        self.register_outputs({"hosts": [h.to_output() for h in self.hosts]})
 
 
 def build(cfg: LabConfig) -> tuple[pulumi.ComponentResource, list[Host]]:

@@ -16,7 +16,7 @@ import pulumi_vsphere as vsphere
 
 from infra.config import LabConfig
 from infra.hosts import Host
-from infra.topologies.common import TYPE_PREFIX, host_groups, host_output
+from infra.topologies.common import TYPE_PREFIX, host_groups
 
 GPU_PATH = {"passthrough": "pci-passthrough", "vgpu": "vgpu", "bitfusion": "bitfusion"}
 
@@ -146,7 +146,7 @@ class VsphereGpuLab(pulumi.ComponentResource):
                     vars={"lab": cfg.lab, "managed_by_gpulab": False},
                 )
             )
-        self.register_outputs({"hosts": [host_output(h) for h in self.hosts]})
+        self.register_outputs({"hosts": [h.to_output() for h in self.hosts]})
 
     @staticmethod
     def _gpu_args(cfg: LabConfig, index: int, template: Any, gpu_host: Any) -> dict[str, Any]:
