@@ -3,6 +3,7 @@ Ironic nodes enrolled and driven to a state in one batch."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,27 +36,46 @@ def write_stack(path: Path, kind: str, **changes: Any) -> Path:
     return path
 
 
+def wait_nodes(conn: Any, names: list[str], attr: str, want: str, timeout: float = 60) -> None:
+    """Poll every 0.2 s (openstacksdk's own waits poll every 2 s) until each node's ``attr``
+    is ``want``; fail on Ironic's failure states."""
+    deadline = time.monotonic() + timeout
+    pending = list(names)
+    while pending:
+        nodes = [conn.baremetal.get_node(n) for n in pending]
+        for n in nodes:
+            if n.provision_state in ("error", "deploy failed", "clean failed"):
+                raise AssertionError(f"node {n.name}: {n.provision_state}: {n.last_error}")
+        pending = [n.name for n in nodes if getattr(n, attr) != want]
+        if pending and time.monotonic() > deadline:
+            raise AssertionError(f"nodes {pending} did not reach {attr}={want}")
+        if pending:
+            time.sleep(0.2)
+
+
 def enroll(conn: Any, nodes: dict[str, dict[str, Any]]) -> None:
     """Enroll ``{name: {rc, traits, power, state, maintenance}}`` with Ironic's real state
-    machine: enroll -> manage -> (power, traits) -> provide -> available [-> active]."""
+    machine: enroll -> manage -> (power off, traits) -> provide -> available [-> active]."""
     bm = conn.baremetal
-    made = {n: bm.create_node(driver="fake-hardware", name=n, resource_class=s["rc"])
-            for n, s in nodes.items()}
-    for n in made.values():
-        bm.set_node_provision_state(n, "manage")
-    bm.wait_for_nodes_provision_state(list(made.values()), "manageable", timeout=60)
+    names = list(nodes)
     for name, s in nodes.items():
-        for t in s.get("traits", ()):
-            bm.add_node_trait(made[name], t)
-        if s.get("power", True):
-            bm.set_node_power_state(made[name], "power off", wait=True, timeout=30)
-    provide = [made[n] for n, s in nodes.items() if s.get("state", "available") != "manageable"]
-    for n in provide:
-        bm.set_node_provision_state(n, "provide")
-    if provide:
-        bm.wait_for_nodes_provision_state(provide, "available", timeout=60)
+        bm.create_node(driver="fake-hardware", name=name, resource_class=s["rc"])
+        bm.set_node_provision_state(name, "manage")
+    wait_nodes(conn, names, "provision_state", "manageable")
+    powered = [n for n, s in nodes.items() if s.get("power", True)]
+    for name in powered:
+        for t in nodes[name].get("traits", ()):
+            bm.add_node_trait(name, t)
+        bm.set_node_power_state(name, "power off")
+    wait_nodes(conn, powered, "power_state", "power off")
+    provide = [n for n, s in nodes.items() if s.get("state", "available") != "manageable"]
+    for name in provide:
+        bm.set_node_provision_state(name, "provide")
+    wait_nodes(conn, provide, "provision_state", "available")
+    active = [n for n, s in nodes.items() if s.get("state") == "active"]
+    for name in active:
+        bm.set_node_provision_state(name, "active")
+    wait_nodes(conn, active, "provision_state", "active")
     for name, s in nodes.items():
         if s.get("maintenance"):
-            bm.set_node_maintenance(made[name], reason=s["maintenance"])
-        if s.get("state") == "active":
-            bm.set_node_provision_state(made[name], "active", wait=True, timeout=60)
+            bm.set_node_maintenance(name, reason=s["maintenance"])

@@ -11,6 +11,7 @@ import pytest
 
 from infra.clouds import CloudError
 from infra.clouds import ironic as ir
+from tests.cloud.helpers import enroll
 
 pytestmark = pytest.mark.ironic
 
@@ -28,34 +29,16 @@ def lab_nodes(ironic: Any) -> Iterator[Any]:
       mix-nopower (available, power state never known): CUSTOM_GPU_MIX
     - audit-active: CUSTOM_GPU_AUDIT, deployed (active), as a lab leaves it before undeploy
     """
-    conn = ironic.conn
-    spec = {
-        "ready-a": ("gpu.ready", ["CUSTOM_NVLINK"]),
-        "ready-b": ("gpu.ready", ["CUSTOM_NVLINK"]),
-        "mix-ok": ("gpu.mix", []),
-        "mix-maint": ("gpu.mix", []),
-        "mix-manage": ("gpu.mix", []),
-        "mix-nopower": ("gpu.mix", []),
-        "audit-active": ("gpu.audit", []),
-    }
-    bm = conn.baremetal
-    nodes = {name: bm.create_node(driver="fake-hardware", name=name, resource_class=rc)
-             for name, (rc, _) in spec.items()}
-    for n in nodes.values():
-        bm.set_node_provision_state(n, "manage")
-    bm.wait_for_nodes_provision_state(list(nodes.values()), "manageable", timeout=60)
-    for name, (_, traits) in spec.items():
-        for t in traits:
-            bm.add_node_trait(nodes[name], t)
-        if name != "mix-nopower":
-            bm.set_node_power_state(nodes[name], "power off", wait=True, timeout=30)
-    to_provide = [n for name, n in nodes.items() if name != "mix-manage"]
-    for n in to_provide:
-        bm.set_node_provision_state(n, "provide")
-    bm.wait_for_nodes_provision_state(to_provide, "available", timeout=60)
-    bm.set_node_maintenance(nodes["mix-maint"], reason="fan failure")
-    bm.set_node_provision_state(nodes["audit-active"], "active", wait=True, timeout=60)
-    yield conn
+    enroll(ironic.conn, {
+        "ready-a": {"rc": "gpu.ready", "traits": ["CUSTOM_NVLINK"]},
+        "ready-b": {"rc": "gpu.ready", "traits": ["CUSTOM_NVLINK"]},
+        "mix-ok": {"rc": "gpu.mix"},
+        "mix-maint": {"rc": "gpu.mix", "maintenance": "fan failure"},
+        "mix-manage": {"rc": "gpu.mix", "state": "manageable"},
+        "mix-nopower": {"rc": "gpu.mix", "power": False},
+        "audit-active": {"rc": "gpu.audit", "state": "active"},
+    })
+    yield ironic.conn
 
 
 def test_readiness_passes_with_enough_available_nodes(lab_nodes: Any) -> None:
