@@ -330,7 +330,7 @@ def run_local(
         engine, why = find_docker(docker_host)
     if engine is None:
         run.notes.append(f"{why}: running the native arm only")
-        console.print(f"[yellow]gpulab: {why}: running the native arm only[/yellow]")
+        console.print(f"[yellow]gpulab: {run.notes[-1]}[/yellow]", soft_wrap=True)
 
     console.rule(f"run {run_id}: suite {suite}, arm native")
     log = results / f"{run_id}.native.log"
@@ -362,7 +362,7 @@ def run_local(
         run.arms.append(ArmResult("docker", drc, _count_records(out) - before, str(log), note))
         if note:
             run.notes.append(note)
-            console.print(f"[red]gpulab: {note}[/red]")
+            console.print(f"[red]gpulab: {note}[/red]", soft_wrap=True)
 
     summary = summarize_files([out], suite=Path(suite).stem)
     summary["records"] = [_rel(out)]
