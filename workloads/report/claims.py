@@ -30,13 +30,16 @@ FIG_TOL = 0.05  # published figures: each measured normalized value within the p
 CL, VW, IBM = "closer2018", "vmware_vgpu_containers", "ibm_containers"
 BF = "vmware_bitfusion_singularity"
 CONTAINERS = ("cbm", "cvm")
+# the VMware claims are about training wall-clock: the mnist_epochs scenario's train_wall_s,
+# else the job's elapsed_s
+MNIST_TIME = ("train_wall_s", "elapsed_s")
 
 
 @dataclass(frozen=True)
 class Bound:
     claim: str
     what: str
-    metric: str
+    metric: str | tuple[str, ...]  # a tuple: the first metric that has rows is judged
     lo: float | None
     hi: float | None
     tol: float
@@ -105,7 +108,7 @@ BOUNDS: list[Bound] = [
           "elapsed_degradation", None, 0.10, 0.02, "shared", models=("alexnet",), batch=32,
           settings=("cbm", "vm", "cvm")),
     Bound(f"{VW}/virtualization_overhead", "MNIST CNN elapsed in a VM (passthrough or vGPU) "
-          "about 4 % over bare metal (<= 1.04x)", "elapsed_s", None, 1.04, 0.04,
+          "about 4 % over bare metal (<= 1.04x)", MNIST_TIME, None, 1.04, 0.04,
           models=("mnist_cnn",), settings=("vm",)),
     Bound(f"{IBM}/conv_gemm_parity", "conv and GEMM kernels: container time per call within 5 %",
           "time_per_call_s", 1.0, 1.0, 0.05, settings=CONTAINERS, match=_conv_gemm),
@@ -144,7 +147,7 @@ RELATIONS: list[tuple[str, str, str, Callable[[Table], Outcome]]] = [
      "GB/s considerably lower than pinned to it (< 0.90x)", "< 0.90 (none)", R.numa_remote_lower),
     (f"{VW}/mnist_container_vm", "MNIST CNN elapsed, docker in a VM over docker natively: no "
      "measurable penalty (<= 1.03)", "<= 1.03 (1.0 + 0.03)",
-     R.ratio_at_most("elapsed_s", "mnist_cnn", "cvm", "cbm", 1.03)),
+     R.ratio_at_most(MNIST_TIME, "mnist_cnn", "cvm", "cbm", 1.03)),
 ]
 
 NOT_CHECKABLE = {
@@ -187,16 +190,30 @@ def _tol_text(b: Bound) -> str:
 
 
 def bound_check(b: Bound) -> Check:
-    def fn(t: Table) -> Outcome:
-        rows = pick(t, b.metric, experiment=b.experiment, models=b.models, model_match=b.match,
+    metrics = (b.metric,) if isinstance(b.metric, str) else b.metric
+
+    def rows_for(t: Table, metric: str) -> list:
+        rows = pick(t, metric, experiment=b.experiment, models=b.models, model_match=b.match,
                     settings=b.settings, batch=b.batch, include_baseline=b.with_baseline,
                     suite_pref=b.suite or (b.claim.split("/")[0]))
         if b.variant is not None:
             rows = [r for r in rows if b.variant(r.key.variant)]
         if b.suite is not None:
             rows = [r for r in rows if r.key.suite == b.suite or b.suite in r.key.experiment]
-        why = f"no records of {b.metric}" + (f" in {b.experiment}" if b.experiment else "") + (
-            f" for {'/'.join(b.settings)}" if b.settings else "") + " (with a baseline)"
+        return rows
+
+    def fn(t: Table) -> Outcome:
+        rows: list = []
+        for m in metrics:
+            rows = rows_for(t, m)
+            if rows:
+                break
+        why = (
+            f"no records of {' or '.join(metrics)}"
+            + (f" in {b.experiment}" if b.experiment else "")
+            + (f" for {'/'.join(b.settings)}" if b.settings else "")
+            + " (with a baseline)"
+        )
         if b.agg:
             return extreme_within(rows, b.agg == "max", b.lo, b.hi, b.tol, why)  # type: ignore[arg-type]
         return within(rows, b.lo, b.hi, b.tol, why)

@@ -237,7 +237,7 @@ def all_figures(table: Table, pub: Published, out_dir: Path) -> list[FigureFile]
     groups: dict[tuple[str, str, str, str], list[Row]] = {}
     for r in table.rows:
         if (r.metric in BAR_METRICS and r.key.scenario not in SPECIAL_SCENARIOS
-                and table.kinds.get(r.key) == "training" and r.norm is not None):
+                and table.kinds.get(r.key) in ("training", "job") and r.norm is not None):
             groups.setdefault((r.key.suite, r.key.scenario, r.key.data, r.metric), []).append(r)
     for (suite, scenario, data, metric), rows in sorted(groups.items()):
         exps = sorted({r.key.experiment for r in rows})

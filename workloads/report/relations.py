@@ -107,15 +107,23 @@ def shared_order(t: Table) -> Outcome:
     return Outcome("pass" if ok else "fail", "; ".join(parts))
 
 
-def ratio_at_most(metric: str, model: str, num: str, den: str, hi: float) -> Callable:
-    """Median of each ``num``-setting arm over each ``den``-setting arm (one model) <= ``hi``."""
+def ratio_at_most(
+    metrics: tuple[str, ...], model: str, num: str, den: str, hi: float
+) -> Callable[[Table], Outcome]:
+    """Median of each ``num``-setting arm over each ``den``-setting arm (one model, the first
+    of ``metrics`` that both have, same variant) <= ``hi``."""
 
     def fn(t: Table) -> Outcome:
-        rows = [r for r in t.rows if r.metric == metric and r.key.model == model]
-        nums = [r for r in rows if r.setting == num]
-        dens = [r for r in rows if r.setting == den]
+        nums: list[Row] = []
+        dens: list[Row] = []
+        for metric in metrics:
+            rows = [r for r in t.rows if r.metric == metric and r.key.model == model]
+            nums = [r for r in rows if r.setting == num]
+            dens = [r for r in rows if r.setting == den]
+            if nums and dens:
+                break
         if not nums or not dens:
-            return missing(f"needs {model} {metric} for both {num} and {den} arms")
+            return missing(f"needs {model} {' or '.join(metrics)} for both {num} and {den} arms")
         parts, ok = [], True
         for n in nums:
             for d in dens:
