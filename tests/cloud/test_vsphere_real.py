@@ -103,7 +103,9 @@ def test_attach_to_unknown_vm_is_one_line_error(si: Any) -> None:
 def test_audit_finds_lab_vms_by_prefix_and_annotation(si: Any) -> None:
     assert vs.audit_vms(si, prefix="vs-lab-")[0].passed
     _clone(si, "DC0_H0_VM0", "vs-lab-gpu-0")
-    _clone(si, "DC0_H0_VM0", "renamed-by-hand", annotation="gpulab-lab=vs-lab")
+    # the annotation infra/topologies/vsphere_gpu.py writes
+    _clone(si, "DC0_H0_VM0", "renamed-by-hand",
+           annotation="gpulab lab=vs-lab topology=vsphere-gpu mode=vgpu")
     rows = vs.audit_vms(si, prefix="vs-lab-", tag="vs-lab")
     assert [(r.name, r.passed) for r in rows] == [
         ("vsphere VM renamed-by-hand", False), ("vsphere VM vs-lab-gpu-0", False)]
