@@ -98,7 +98,7 @@ def bar_figure(table: Table, pub: Published, rows: list[Row], metric: str, title
     arms = [a for a in table.arms if any(r.arm == a for r in rows)]
     index = {(r.key, r.arm): r for r in rows}
     fig, ax = plt.subplots(figsize=FIG_SIZE_IN, dpi=DPI, layout="constrained")
-    width = 0.8 / max(len(arms), 1)
+    width = min(0.8 / max(len(arms), 1), 0.3)
     lows, highs, overlaid = [1.0], [1.0], False
     for i, arm in enumerate(arms):
         xs, hs, err_lo, err_hi, absval, tops = [], [], [], [], [], []
@@ -106,7 +106,7 @@ def bar_figure(table: Table, pub: Published, rows: list[Row], metric: str, title
             r = index.get((key, arm))
             if r is None or r.norm is None:
                 continue
-            x = j - 0.4 + width * (i + 0.5)
+            x = j - width * len(arms) / 2 + width * (i + 0.5)
             xs.append(x)
             hs.append(r.norm)
             err_lo.append(max(r.norm - (r.norm_lo or r.norm), 0.0))
@@ -146,6 +146,7 @@ def bar_figure(table: Table, pub: Published, rows: list[Row], metric: str, title
     top = max(highs) + (max(highs) - bottom) * 0.25 + 0.05
     ax.set_ylim(bottom, top)
     ax.axhline(1.0, color="#666666", linewidth=0.8, linestyle="--", zorder=2)
+    ax.set_xlim(-0.5, len(keys) - 0.5)
     ax.set_xticks(range(len(keys)))
     ax.set_xticklabels(_category_labels(keys), fontsize=8)
     ax.set_ylabel(f"{BAR_METRICS.get(metric, metric)}\n(normalized to {table.baseline.label})")
@@ -172,10 +173,10 @@ def _simple_bars(table: Table, rows_by_panel: list[tuple[str, list[Row]]], refs:
                                                            -k.batch_size, k.variant))
         arms = [a for a in table.arms if any(r.arm == a for r in rows)]
         index = {(r.key, r.arm): r for r in rows}
-        width = 0.8 / max(len(arms), 1)
+        width = min(0.8 / max(len(arms), 1), 0.3)
         for i, arm in enumerate(arms):
             pts = [(j, index[(k, arm)]) for j, k in enumerate(keys) if (k, arm) in index]
-            xs = [j - 0.4 + width * (i + 0.5) for j, _ in pts]
+            xs = [j - width * len(arms) / 2 + width * (i + 0.5) for j, _ in pts]
             hs = [r.summary.median * (100 if percent else 1) for _, r in pts]
             ax.bar(xs, hs, width=width * 0.92, color=COLORS[i % len(COLORS)],
                    label=_arm_name(table, arm), zorder=3)
@@ -185,10 +186,11 @@ def _simple_bars(table: Table, rows_by_panel: list[tuple[str, list[Row]]], refs:
         tallest = max([0.0] + [r.summary.median * (100 if percent else 1) for r in rows])
         for value, label in refs.get(name, []):
             ax.axhline(value, color="black", linestyle="--", linewidth=0.9, zorder=4)
-            ax.text(-0.45, value, label, ha="left", va="bottom", fontsize=7, zorder=6,
+            ax.text(-0.45, value, label, ha="left", va="bottom", fontsize=7, zorder=6, clip_on=True,
                     bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
             tallest = max(tallest, value)
         ax.set_ylim(0, tallest * 1.4 if tallest > 0 else 1)
+        ax.set_xlim(-0.5, len(keys) - 0.5)
         ax.set_xticks(range(len(keys)))
         ax.set_xticklabels([f"{k.model}\nbatch {k.batch_size}" if k.batch_size else k.model
                             for k in keys], fontsize=8)
