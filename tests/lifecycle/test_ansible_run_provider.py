@@ -160,3 +160,45 @@ def test_create_on_an_nspawn_host(request: pytest.FixtureRequest, tmp_path: Path
     facts = outs["facts"][host.name]
     assert facts["driver_version"] is None and facts["cuda_version"] is None  # no GPU there
     assert facts["os"] and facts["os"].startswith("Debian")
+
+
+V100_LSPCI = (
+    "0000:3b:00.0 3D controller [0302]: NVIDIA Corporation GV100GL [Tesla V100 PCIe 32GB] "
+    "[10de:1db6] (rev a1)"
+)
+
+
+@pytest.mark.slow
+@pytest.mark.nspawn
+def test_gpu_facts_role_facts_come_out_on_an_nspawn_host(request: pytest.FixtureRequest) -> None:
+    """The real gpu_facts role over SSH; lspci answers through the role's documented hardware
+    DOUBLE variable (a V100 line), since no NVIDIA device exists here."""
+    from tests.parts import need
+
+    try:
+        handle = request.getfixturevalue("nspawn_host")
+    except pytest.FixtureLookupError:
+        handle = None
+    need(handle is not None, "the nspawn fixture (tests/parts/fixtures_nspawn.py)")
+    host: Host = handle.host
+    playbook = str(HERE / "playbooks" / "gpu_facts.yml")
+    outs = (
+        AnsibleRunProvider()
+        .create(
+            {
+                "hosts": [host.to_output()],
+                "playbook": playbook,
+                "variables": {"gpu_facts_lspci_output": V100_LSPCI},
+                "playbook_digest": tree_digest(Path(playbook)),
+                "triggers": [],
+            }
+        )
+        .outs
+    )
+    assert outs["summary"][host.name]["failed"] == 0
+    facts = outs["facts"][host.name]
+    assert facts["driver_version"] is None  # no NVIDIA kernel module loaded
+    gpus = facts["facts"]["gpu_facts_gpus"]
+    assert [g["device_id"] for g in gpus] == ["1db6"]
+    assert "V100" in gpus[0]["name"]
+    assert str(facts["facts"]["gpu_facts_has_gpu"]) == "True"
