@@ -67,6 +67,9 @@ def connect(host: str, user: str, password: str, port: int = 443, insecure: bool
         raise CloudError(one_line(f"{where}: {exc.strerror or exc}", password)) from None
     except vim.fault.VimFault as exc:
         raise CloudError(one_line(f"{where}: {_fault(exc)}", password)) from None
+    except Exception as exc:  # not a vSphere SDK endpoint, HTTP errors, SOAP faults
+        msg = f"{where}: not a usable vCenter SDK endpoint ({type(exc).__name__}: {exc})"
+        raise CloudError(one_line(msg, password, user)) from None
 
 
 def _no_permission(exc: Any) -> str:
