@@ -105,6 +105,10 @@ def build_report(
                       "checks": [{"what": c.what, "tolerance": c.tolerance, "status": o.status,
                                   "measured": o.measured} for c, o in v.results]}
                      for v in verdicts],
+        "verdict_counts": [(n, sum(v.verdict == n for v in verdicts)) for n in
+                           (claims_mod.REPRODUCED, claims_mod.NOT_REPRODUCED,
+                            claims_mod.NOT_MEASURED)],
+        "status_words": {"pass": "pass", "fail": "FAIL", "missing": "no records"},
         "sections": table_sections(table),
         "figures": [{"title": f.title, "caption": f.caption,
                      "file": str(f.path.relative_to(out)),
