@@ -57,25 +57,9 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--backend", choices=("tensorflow", "jax", "torch"), help="Keras backend")
 
 
-def resolve_suite(
-    suite: str | None, model: str | None, batch: int | None = None, steps: int | None = None,
-    warmup: int | None = None, repeats: int | None = None, image_size: int | None = None,
-) -> Any:
-    """The suite a bench command line asks for, validated (InputError on bad input)."""
-    from workloads.suites import load_suite, model_suite, with_overrides
-
-    if model is not None:
-        return model_suite(model, batch=batch, steps=steps, warmup=warmup, repeats=repeats,
-                           image_size=image_size)
-    assert suite is not None
-    if batch is not None or image_size is not None:
-        raise InputError("--batch and --image-size apply to --model only (a suite sets them "
-                         "per entry)")
-    return with_overrides(load_suite(suite), steps=steps, warmup=warmup, repeats=repeats)
-
-
 def _bench(args: argparse.Namespace) -> int:
     from workloads.bench import run_bench
+    from workloads.suites import resolve_suite
 
     suite = resolve_suite(args.suite, args.model, args.batch, args.steps, args.warmup,
                           args.repeats, args.image_size)

@@ -206,3 +206,18 @@ def with_overrides(suite: Suite, **overrides: Any) -> Suite:
         raw.update(given)
         entries.append(validate_entry(raw, f"suite {suite.name!r}", cli_label))
     return replace(suite, entries=tuple(entries))
+
+
+def resolve_suite(
+    suite: str | None, model: str | None, batch: int | None = None, steps: int | None = None,
+    warmup: int | None = None, repeats: int | None = None, image_size: int | None = None,
+) -> Suite:
+    """The suite a bench command line asks for, validated (InputError on bad input)."""
+    if model is not None:
+        return model_suite(model, batch=batch, steps=steps, warmup=warmup, repeats=repeats,
+                           image_size=image_size)
+    assert suite is not None
+    if batch is not None or image_size is not None:
+        raise InputError("--batch and --image-size apply to --model only (a suite sets them "
+                         "per entry)")
+    return with_overrides(load_suite(suite), steps=steps, warmup=warmup, repeats=repeats)
