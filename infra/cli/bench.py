@@ -34,11 +34,11 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         suite: str | None = typer.Option(None, "--suite", help="suite name or .yaml path"),
         model: str | None = typer.Option(None, "--model", help="one model instead of a suite"),
-        batch: str | None = typer.Option(None, "--batch", metavar="N", help="per-device batch (--model)"),
-        steps: str | None = typer.Option(None, "--steps", metavar="T", help="timed steps T (default 100)"),
-        warmup: str | None = typer.Option(None, "--warmup", metavar="W", help="warm-up steps W (default 10)"),
-        repeats: str | None = typer.Option(None, "--repeats", metavar="R", help="repetitions R (default 1)"),
-        image_size: str | None = typer.Option(None, "--image-size", metavar="PX", help="input px (--model)"),
+        batch: str | None = typer.Option(None, "--batch", metavar="N", help="per-device batch"),
+        steps: str | None = typer.Option(None, "--steps", metavar="T", help="timed steps (100)"),
+        warmup: str | None = typer.Option(None, "--warmup", metavar="W", help="warm-up steps (10)"),
+        repeats: str | None = typer.Option(None, "--repeats", metavar="R", help="repetitions (1)"),
+        image_size: str | None = typer.Option(None, "--image-size", metavar="PX", help="input px"),
         out: str | None = typer.Option(
             None, "--out", help="JSON Lines file to append to (default results/bench-<run>.jsonl)"
         ),
