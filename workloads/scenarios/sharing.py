@@ -66,6 +66,9 @@ def run(job: Any) -> dict[str, Any]:
         job.on_step("single", 0, n + 1)
         base_p = jobs.start_job(group, "single", one, opts["baseline_wrapper"], opts["env"])
         base = jobs.finish(group, [base_p], end)[0]
+        if base.get("status") != "ok":
+            return {"status": "failed", "metrics": {}, "params": {"jobs": n},
+                    "error": f"single (baseline) job: {base.get('error')}"}
         job.on_step("concurrent", 1, n + 1)
         started = time.time()
         procs = [jobs.start_job(group, f"job{i}", jobs.single_job(job), opts["wrapper"],

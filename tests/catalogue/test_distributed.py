@@ -1,0 +1,92 @@
+"""Distributed training with real TensorFlow processes on 127.0.0.1, and the kill deadline."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from workloads.errors import InputError
+from workloads.records import make_record
+from workloads.scenarios import Job, distributed
+from workloads.scenarios.procs import pid_alive
+
+
+def _job(**options: object) -> Job:
+    return Job(suite="t", experiment="distributed_synthetic", model="mnist_cnn",
+               scenario="distributed", batch=16, steps=4, warmup=1, options=dict(options),
+               timeout_s=300)
+
+
+def _record(fields: dict) -> dict:
+    return make_record(run_id="r", suite="t", experiment="d", model="mnist_cnn",
+                       scenario="distributed", **fields)
+
+
+def test_parameter_server_one_ps_two_workers() -> None:
+    rec = _record(distributed.run(_job(mode="ps", workers=2)))
+    assert rec["status"] == "ok", rec.get("error")
+    p = rec["params"]
+    assert p["strategy"] == "ParameterServerStrategy"
+    assert sorted(p["tasks"]) == ["chief:0", "ps:0", "worker:0", "worker:1"]
+    assert all(a.startswith("127.0.0.1:") for addrs in p["cluster"].values() for a in addrs)
+    assert rec["global_batch"] == 32 and rec["images_per_sec"] > 0
+    m = rec["metrics"]
+    assert m["job_elapsed_s"] > m["timed_wall_s"] > 0
+    assert rec["images_per_sec"] == pytest.approx(16 * 4 * 2 / m["timed_wall_s"])
+    # parameter servers and PS-mode workers never exit by themselves: the scenario kills them
+    assert sorted(p["killed_after_done"]) == ["ps:0", "worker:0", "worker:1"]
+    assert not any(pid_alive(pid) for pid in p["pids"])
+
+
+def test_multi_worker_all_reduce_two_workers() -> None:
+    rec = _record(distributed.run(_job(mode="allreduce", workers=2)))
+    assert rec["status"] == "ok", rec.get("error")
+    m = rec["metrics"]
+    assert rec["params"]["strategy"] == "MultiWorkerMirroredStrategy"
+    assert len(rec["step_times_s"]) == 4 and m["workers"] == 2.0
+    assert m["worker0_images_per_sec"] > 0 and m["worker1_images_per_sec"] > 0
+    assert rec["images_per_sec"] == pytest.approx(32 * 4 / m["timed_wall_s"])
+    assert not any(pid_alive(pid) for pid in rec["params"]["pids"])
+
+
+def test_worker_whose_peer_never_comes_is_killed_at_the_deadline() -> None:
+    # Only worker:0 of a 2-worker all-reduce job starts here (its peer would be another
+    # host's task): it waits for the peer forever, so the deadline must SIGKILL it.
+    fields = distributed.run(_job(mode="allreduce", workers=2, launch="task", task="worker:0",
+                                  deadline_s=6))
+    rec = _record(fields)
+    assert rec["status"] == "failed"
+    assert "deadline 6 s passed" in rec["error"] and "SIGKILLed worker:0" in rec["error"]
+    assert rec["params"]["exit_codes"]["worker:0"] == -9
+    assert rec["metrics"]["job_elapsed_s"] >= 6
+    assert not any(pid_alive(pid) for pid in rec["params"]["pids"])
+
+
+def test_tf_config_from_the_template() -> None:
+    cluster = distributed.cluster_spec("ps", ["10.0.0.1", "10.0.0.2", "10.0.0.3"], 2, 2222)
+    assert cluster == {"chief": ["10.0.0.1:2222"], "ps": ["10.0.0.1:2223"],
+                       "worker": ["10.0.0.2:2222", "10.0.0.3:2222"]}
+    cfg = json.loads(distributed.render_tf_config(cluster, "worker", 1))
+    assert cfg == {"cluster": cluster, "task": {"type": "worker", "index": 1}}
+    ar = distributed.cluster_spec("allreduce", ["a", "b"], 3, 5000)
+    assert ar == {"worker": ["a:5000", "b:5000", "a:5001"]}
+
+
+def test_hosts_and_task_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GPULAB_DIST_HOSTS", "10.1.0.5, 10.1.0.6")
+    monkeypatch.setenv("GPULAB_DIST_TASK", "worker:1")
+    opts = distributed.check_options(distributed._env_options({"mode": "allreduce"}))
+    assert opts["hosts"] == ["10.1.0.5", "10.1.0.6"] and opts["base_port"] == 2222
+    assert (opts["launch"], opts["task"]) == ("task", "worker:1")
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [({"mode": "ring"}, "'mode'"), ({"workers": 0}, "'workers'"), ({"hosts": []}, "'hosts'"),
+     ({"hosts": ["10.0.0.9"]}, "'base_port'"), ({"launch": "task", "task": "boss:0"}, "'task'"),
+     ({"deadline_s": -1}, "'deadline_s'"), ({"gpus": 2}, "'gpus'")],
+)
+def test_distributed_option_errors(options: dict, match: str) -> None:
+    with pytest.raises(InputError, match=match):
+        distributed.check_options(options)
