@@ -27,7 +27,7 @@ def report_cmd(
             show_default=False,
         ),
     ] = None,
-    out: Annotated[Path, typer.Option("--out", help="Output directory.")] = Path("report"),
+    out: Annotated[Path, typer.Option("--out", help="Output directory.")] = Path("results/report"),
     published: Annotated[
         Path | None,
         typer.Option(help="Published results YAML (default: workloads/reference/).",
