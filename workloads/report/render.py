@@ -7,6 +7,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
+from workloads.errors import InputError
 from workloads.report.table import Table, higher_is_better, is_relative
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "report.html.j2"
@@ -83,6 +84,8 @@ def figure_src(path: Path, out_dir: Path, embed: bool) -> str:
 def render_html(ctx: dict[str, Any], template: Path = TEMPLATE) -> str:
     import jinja2
 
+    if not template.is_file():
+        raise InputError(f"report template {str(template)!r} is missing (run from a checkout)")
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(template.parent)),
         autoescape=jinja2.select_autoescape(["html", "j2"]),
