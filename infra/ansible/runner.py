@@ -19,6 +19,7 @@ import json
 import os
 import shutil
 import stat
+import subprocess
 import sys
 import tempfile
 import time
@@ -138,6 +139,19 @@ def _write_secrets(secrets: Mapping[str, Any]) -> tuple[Path, Path]:
     return d, f
 
 
+def _close_ssh_masters(cp_dir: Path) -> None:
+    """Stop the run's ssh ControlPersist masters now instead of 60 s later."""
+    if not cp_dir.is_dir():
+        return
+    for sock in cp_dir.iterdir():
+        subprocess.run(
+            ["ssh", "-o", f"ControlPath={sock}", "-O", "exit", "gpulab-cp"],
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+
+
 def _scrub_command_env(command_file: Path) -> None:
     """ansible-runner records the caller's whole environment in artifacts/command; a cloud
     password in the environment (OS_PASSWORD ...) must not survive there: keep ANSIBLE_* only."""
@@ -159,7 +173,9 @@ def _msg_of(res: Mapping[str, Any]) -> str:
     msg = res.get("msg") or res.get("stderr") or res.get("reason") or ""
     if not msg and res.get("rc") is not None:
         msg = f"rc={res.get('rc')}"
-    text = str(msg).strip().splitlines()[0] if str(msg).strip() else "(no message)"
+    # Multi-line messages (argument_specs list each bad variable on its own line): one line.
+    text = " ".join(ln.strip() for ln in str(msg).strip().splitlines() if ln.strip())
+    text = text or "(no message)"
     detail = str(res.get("module_stderr") or "").strip()
     if detail:
         text += f" ({detail.splitlines()[0]})"
@@ -287,6 +303,7 @@ def run_playbook(
             _scrub_command_env(dest / "command")
             result.artifact_dir = str(dest)
     finally:
+        _close_ssh_masters(data_dir / "cp")
         if secrets_dir is not None:
             shutil.rmtree(secrets_dir, ignore_errors=True)
         shutil.rmtree(data_dir, ignore_errors=True)
