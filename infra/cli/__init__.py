@@ -46,7 +46,7 @@ for _name in COMMAND_MODULES:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        app(args=argv, standalone_mode=False)
+        rc = app(args=argv, standalone_mode=False)
     except (UsageError, InputError) as exc:
         fail(str(exc))
         return 2
@@ -58,14 +58,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         fail("interrupted")
         return 130
-    except Exception as exc:  # click usage errors
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            return exc.exit_code
+    except Exception as exc:
+        # click's usage errors (typer may vendor its own copy of click, so match by class name)
+        if any(cls.__name__ == "ClickException" for cls in type(exc).__mro__):
+            exc.show()  # type: ignore[attr-defined]
+            return int(exc.exit_code)  # type: ignore[attr-defined]
         raise
-    return 0
+    return rc if isinstance(rc, int) else 0
 
 
 if __name__ == "__main__":
