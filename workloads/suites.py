@@ -143,7 +143,7 @@ def parse_suite(doc: Any, name: str, path: str | None = None) -> Suite:
     if not isinstance(items, list) or not items:
         raise InputError(f"{where}: 'experiments' must be a non-empty list")
     entries: list[Entry] = []
-    seen: set[str] = set()
+    seen: set[tuple] = set()  # one experiment may span models/batches (a figure's bars)
     for i, item in enumerate(items):
         label = f"{where}: experiments[{i}]"
         if not isinstance(item, Mapping):
@@ -151,9 +151,12 @@ def parse_suite(doc: Any, name: str, path: str | None = None) -> Suite:
         if isinstance(item.get("experiment"), str):
             label += f" ({item['experiment']})"
         entry = validate_entry({**defaults, **item}, label)
-        if entry.experiment in seen:
-            raise InputError(f"{label}: experiment {entry.experiment!r} appears twice")
-        seen.add(entry.experiment)
+        ident = (entry.experiment, entry.model, entry.scenario, entry.data, entry.batch,
+                 entry.image_size)
+        if ident in seen:
+            raise InputError(f"{label}: experiment {entry.experiment!r} appears twice with the "
+                             "same model, scenario, data, batch and image_size")
+        seen.add(ident)
         entries.append(entry)
     suite_name = doc.get("name", name)
     if not isinstance(suite_name, str) or not suite_name:
