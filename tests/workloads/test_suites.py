@@ -1,0 +1,112 @@
+"""Suite loading and validation: every bad input is an InputError naming the key."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from workloads.errors import InputError
+from workloads.suites import list_suites, load_suite, model_suite, parse_suite, resolve_suite
+
+
+def entry(**kw):
+    base = {"experiment": "e1", "model": "alexnet"}
+    base.update(kw)
+    return base
+
+
+def suite(*entries, **top):
+    return {"experiments": list(entries), **top}
+
+
+def test_smoke_suite_loads_and_is_small():
+    s = load_suite("smoke")
+    assert "smoke" in list_suites()
+    assert s.name == "smoke"
+    assert {e.model for e in s.entries} == {"alexnet", "inception_v3", "resnet50", "mnist_cnn"}
+    for e in s.entries:
+        assert e.scenario == "single" and e.data == "synthetic"
+        assert e.steps <= 10 and e.warmup <= 5 and e.repeats == 1
+    alexnet = next(e for e in s.entries if e.model == "alexnet")
+    assert alexnet.image_size is not None and 127 <= alexnet.image_size < 227
+
+
+def test_defaults_merge_and_model_defaults():
+    s = parse_suite(suite(entry(), entry(experiment="e2", model="resnet50", batch=4),
+                          defaults={"steps": 7, "warmup": 0}), "t")
+    a, b = s.entries
+    assert (a.batch, a.steps, a.warmup, a.repeats) == (512, 7, 0, 1)  # alexnet's batch
+    assert (b.batch, b.steps) == (4, 7)
+    assert a.image_size is None and a.options == {} and a.claims == ()
+    assert s.measurements == 2
+
+
+@pytest.mark.parametrize(
+    ("doc", "needle"),
+    [
+        (suite(entry(), bogus=1), "unknown key 'bogus'"),
+        (suite(entry(stpes=3)), "unknown key 'stpes'"),
+        (suite(entry(), defaults={"stesp": 1}), "unknown key 'stesp' in defaults"),
+        (suite(entry(model="vgg")), "unknown model 'vgg'"),
+        (suite(entry(scenario="warp")), "unknown scenario 'warp'"),
+        (suite(entry(data="tape")), "unknown data source 'tape'"),
+        (suite(entry(steps=0)), "steps must be an integer >= 1, got 0"),
+        (suite(entry(batch=0)), "batch must be an integer >= 1, got 0"),
+        (suite(entry(repeats=0)), "repeats must be an integer >= 1, got 0"),
+        (suite(entry(warmup=-1)), "warmup must be an integer >= 0, got -1"),
+        (suite(entry(batch="8")), "batch must be an integer"),
+        (suite(entry(steps=True)), "steps must be an integer"),
+        (suite(entry(image_size=60)), "image_size 60 is too small for model 'alexnet'"),
+        (suite(entry(timeout_s=0)), "timeout_s must be a number >= 1"),
+        (suite(entry(claims="c1")), "claims must be a list of strings"),
+        (suite(entry(options={"sede": 1})), "option 'sede' is unknown for scenario 'single'"),
+        (suite(entry(options={"learning_rate": "x"})), "option 'learning_rate' must be float"),
+        (suite(entry(options=[1])), "options must be a mapping"),
+        (suite({"model": "alexnet"}), "experiment is required"),
+        (suite(entry(), entry()), "experiment 'e1' appears twice"),
+        ({"experiments": []}, "'experiments' must be a non-empty list"),
+        ([1, 2], "must be a YAML mapping"),
+    ],
+)
+def test_bad_suites_name_the_key(doc, needle):
+    with pytest.raises(InputError) as err:
+        parse_suite(doc, "t")
+    assert needle in str(err.value)
+    assert str(err.value).startswith("suite 't'")
+    assert "\n" not in str(err.value)
+
+
+def test_entry_errors_name_the_entry():
+    with pytest.raises(InputError, match=r"experiments\[1\] \(e2\): steps"):
+        parse_suite(suite(entry(), entry(experiment="e2", steps=0)), "t")
+
+
+def test_files_unknown_suite_and_bad_yaml(tmp_path):
+    with pytest.raises(InputError, match=r"unknown suite 'nope' .*smoke"):
+        load_suite("nope")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("experiments: [\n")
+    with pytest.raises(InputError, match="not valid YAML"):
+        load_suite(str(bad))
+    good = tmp_path / "mine.yaml"
+    good.write_text(yaml.safe_dump(suite(entry(model="mnist_cnn", steps=2))))
+    s = load_suite(str(good))
+    assert s.name == "mine" and s.entries[0].steps == 2
+    with pytest.raises(InputError, match="cannot be read"):
+        load_suite(str(tmp_path / "missing.yaml"))
+
+
+def test_command_line_suites_name_the_option():
+    s = model_suite("mnist_cnn", batch=8, steps=3, warmup=1, repeats=2, image_size=None)
+    (e,) = s.entries
+    assert (e.batch, e.steps, e.warmup, e.repeats) == (8, 3, 1, 2)
+    with pytest.raises(InputError, match="--steps must be an integer >= 1, got 0"):
+        resolve_suite(None, "alexnet", steps=0)
+    with pytest.raises(InputError, match="--image-size 10 is too small"):
+        resolve_suite(None, "alexnet", image_size=10)
+    with pytest.raises(InputError, match="apply to --model only"):
+        resolve_suite("smoke", None, batch=4)
+    over = resolve_suite("smoke", None, steps=2, warmup=1, repeats=3)
+    assert all((e.steps, e.warmup, e.repeats) == (2, 1, 3) for e in over.entries)
+    assert [e.image_size for e in over.entries] == [e.image_size for e in
+                                                   load_suite("smoke").entries]
