@@ -15,6 +15,7 @@ import getpass
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -32,6 +33,8 @@ REPO = Path(__file__).resolve().parents[1]
 TEMPLATE = REPO / "templates" / "Dockerfile.j2"
 HOST_SITE = "/opt/gpulab/site"  # where --docker-python host mounts this venv's site-packages
 PYTHON_MODES = ("image", "host")
+# What the runner needs beyond the base image's TensorFlow (installed only when missing).
+RUNNER_DEPS = ("pyyaml>=6,<7", "nvidia-ml-py>=12,<14")
 
 
 @dataclass
@@ -120,12 +123,15 @@ def venv_site_packages() -> str:
 def render_dockerfile(base_image: str, python_mode: str, pip_packages: list[str] = ()) -> str:
     import jinja2
 
-    env = jinja2.Environment(keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    env = jinja2.Environment(
+        keep_trailing_newline=True, trim_blocks=True, undefined=jinja2.StrictUndefined
+    )
     tpl = env.from_string(TEMPLATE.read_text())
     return tpl.render(
         base_image=base_image,
         host_site=HOST_SITE if python_mode == "host" else "",
-        pip_packages=list(pip_packages),
+        runner_deps=shlex.join(RUNNER_DEPS) if python_mode == "image" else "",
+        pip_packages=shlex.join(pip_packages),
         python="python3",
     )
 

@@ -159,3 +159,35 @@ def test_dockerfile_template_modes() -> None:
     assert "PYTHONPATH=/opt/gpulab \\" in image or "PYTHONPATH=/opt/gpulab\n" in image
     assert HOST_SITE not in image
     assert "pip install --no-cache-dir pynvml" in image
+    assert 'python3 -c "import yaml, pynvml" 2>/dev/null' in image  # runner deps only if missing
+    assert "import yaml, pynvml" not in host
+
+
+@pytest.mark.tf
+@pytest.mark.docker
+def test_docker_arm_that_cannot_build_is_one_line_and_keeps_native(dockerd, tmp_path: Path) -> None:
+    """Image mode on a base without the runner's deps and no network: the build fails."""
+    suite = tmp_path / "tiny.yaml"
+    suite.write_text(TINY_SUITE)
+    r = gpulab(
+        "run",
+        "local",
+        "--suite",
+        str(suite),
+        "--stack",
+        "nobuild",
+        "--results-dir",
+        str(tmp_path / "res"),
+        "--docker-host",
+        dockerd.host,
+        "--base-image",
+        dockerd.base_image,
+        "--docker-python",
+        "image",
+    )
+    assert r.returncode == 1
+    lines = [ln for ln in r.stdout.splitlines() if ln.startswith("gpulab: docker arm")]
+    assert len(lines) == 1 and "docker build on gpulab-test-base:bookworm failed" in lines[0]
+    records, summary = only_run(tmp_path / "res" / "nobuild")
+    assert [x["arm"] for x in records] == ["native"] and records[0]["status"] == "ok"
+    assert summary["results"]["status"] == "ok"
