@@ -30,10 +30,9 @@ def measure(cfg: Any, component: Any, hosts: list[Any]) -> dict[str, Any]:
     from infra.dynamic.ansible_run import AnsibleRun
     from infra.dynamic.workload_run import WorkloadRun
     from infra.summary import merge_summaries
-    from infra.topologies.common import host_output
 
-    all_hosts = [host_output(h) for h in hosts]
-    gpu_hosts = [host_output(h) for h in hosts if h.gpu_path != "none"]
+    all_hosts = [h.to_output() for h in hosts]
+    gpu_hosts = [h.to_output() for h in hosts if h.gpu_path != "none"]
     secrets: dict[str, Any] = {}
     token = getattr(cfg, "vgpu_license_token", None)
     if token is not None:
