@@ -75,8 +75,10 @@ class ProcGroup:
                 env=child_env(env), start_new_session=True, preexec_fn=_die_with_parent,
             )
         if stdin is not None and popen.stdin is not None:
-            popen.stdin.write(stdin.encode())
-            popen.stdin.close()
+            with contextlib.suppress(BrokenPipeError):  # a child that exits at once
+                popen.stdin.write(stdin.encode())
+            with contextlib.suppress(BrokenPipeError):
+                popen.stdin.close()
         proc = Proc(name, popen, log, time.time())
         self.procs.append(proc)
         return proc
