@@ -33,15 +33,20 @@ def measure(cfg: Any, component: Any, hosts: list[Any]) -> dict[str, Any]:
 
     all_hosts = [h.to_output() for h in hosts]
     gpu_hosts = [h.to_output() for h in hosts if h.gpu_path != "none"]
+    envs = execution_envs(cfg)
     secrets: dict[str, Any] = {}
     token = getattr(cfg, "vgpu_license_token", None)
     if token is not None:
-        secrets["nvidia_vgpu_guest_license_token"] = token
+        secrets["nvidia_vgpu_guest_client_token"] = token
     site = AnsibleRun(
         f"{cfg.lab}-site",
         hosts=all_hosts,
         playbook="site.yml",
-        variables={"gpulab_topology": cfg.topology, "gpulab_lab": cfg.lab},
+        variables={
+            "gpulab_topology": cfg.topology,
+            "gpulab_lab": cfg.lab,
+            "gpulab_exec_envs": envs,  # site.yml prepares these execution environments
+        },
         secrets=secrets or None,
         opts=pulumi.ResourceOptions(parent=component),
     )
@@ -56,7 +61,7 @@ def measure(cfg: Any, component: Any, hosts: list[Any]) -> dict[str, Any]:
             variables=dict(getattr(cfg, "workload_variables", None) or {}),
             opts=pulumi.ResourceOptions(parent=component, depends_on=[site]),
         )
-        for env in execution_envs(cfg)
+        for env in envs
     ]
     provision = pulumi.Output.all(site.status, site.summary, site.facts).apply(
         lambda a: {"status": a[0], "hosts": a[1], "facts": a[2]}

@@ -37,16 +37,16 @@ PLAYBOOKS = REPO / "playbooks"
 # Inputs whose change re-runs the play (compared in diff); "secrets" is compared by digest.
 RUN_INPUTS = ("hosts", "playbook", "variables", "playbook_digest", "triggers")
 # Fact names (set_fact / gathered) reported as the driver and CUDA versions found.
+# First found wins: what the driver / CUDA roles installed, then what gpu_facts discovered.
 DRIVER_KEYS = (
+    "nvidia_driver_installed_version",
     "gpu_facts_driver_version",
     "nvidia_driver_version",
-    "nvidia_driver_installed_version",
 )
 CUDA_KEYS = (
+    "cuda_toolkit_installed_version",
     "gpu_facts_cuda_version",
     "cuda_version",
-    "cuda_toolkit_installed_version",
-    "cuda_toolkit_version",
 )
 _FACT_PREFIXES = ("gpu_facts_", "nvidia_", "cuda_")
 _MAX_FACT_CHARS = 2000

@@ -57,6 +57,7 @@ def test_local_stack_runs_site_then_workloads_mock(mocks: LabMocks) -> None:
             (site,) = mocks.of_type(ANSIBLE)
             (work,) = mocks.of_type(WORKLOAD)
             assert site.inputs["playbook"] == "site.yml"
+            assert site.inputs["variables"]["gpulab_exec_envs"] == ["native"]
             assert len(site.inputs["playbook_digest"] or "x" * 64) == 64
             assert [h["name"] for h in site.inputs["hosts"]] == [h.name for h in hosts]
             assert work.inputs["suite"] == "smoke" and work.inputs["execution_env"] == "native"
@@ -98,7 +99,7 @@ def test_vgpu_license_token_reaches_ansible_only_as_a_secret_mock(mocks: LabMock
             secret_sig = "4dabf18193072939515e22adb298388d"  # Pulumi's secret envelope
             wrapped = site.inputs["secrets"]
             assert wrapped[secret_sig] and wrapped["value"] == {
-                "nvidia_vgpu_guest_license_token": token
+                "nvidia_vgpu_guest_client_token": token
             }
             rest = {k: v for k, v in site.inputs.items() if k != "secrets"}
             for inputs in [rest] + [r.inputs for r in mocks.of_type(WORKLOAD)]:
