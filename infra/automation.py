@@ -49,7 +49,13 @@ def find_pulumi() -> str | None:
 
 
 def _last_line(text: str) -> str:
-    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
+    lines = []
+    for ln in (text or "").splitlines():
+        ln = ln.strip()
+        for prefix in ("stderr:", "stdout:"):  # CommandError's str() labels its streams
+            ln = ln.removeprefix(prefix).strip()
+        if ln:
+            lines.append(ln)
     errs = [ln for ln in lines if "error:" in ln.lower()]
     return (errs or lines or ["no output"])[-1]
 

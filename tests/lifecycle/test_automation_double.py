@@ -252,3 +252,35 @@ def test_cli_without_pulumi_exits_2_with_one_line(tmp_path: Path) -> None:
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0
     assert "the Pulumi CLI is not installed" in r.stderr and "get.pulumi.com" in r.stderr
+
+
+def test_cli_commands_through_the_double(
+    project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`gpulab up|status|outputs|rebuild|down` wired to Lab (the engine is the DOUBLE)."""
+    from rich.console import Console
+
+    from infra.cli import lifecycle, main
+
+    auto = AutoDouble()
+
+    def lab(stack: str, backend: str | None):
+        env = {"PULUMI_BACKEND_URL": backend} if backend else {}
+        return Lab(stack, repo=project, auto=auto, on_output=print, env=env), Console()
+
+    monkeypatch.setattr(lifecycle, "_lab", lab)
+    assert main(["up", "local", "--backend", "file:///tmp/state"]) == 0
+    out = capsys.readouterr().out
+    assert "gpulab:AnsibleRun site created" in out and '"kubeconfig": "[secret]"' in out
+    assert auto.opts[-1]["env_vars"] == {"PULUMI_BACKEND_URL": "file:///tmp/state"}
+    assert main(["outputs", "local"]) == 0
+    assert json.loads(capsys.readouterr().out)["topology"] == "local"
+    assert main(["status", "local"]) == 0
+    assert json.loads(capsys.readouterr().out)["last_update"]["result"] == "succeeded"
+    assert main(["rebuild", "local"]) == 0
+    assert main(["down", "local"]) == 0
+    assert "last outputs kept in" in capsys.readouterr().out
+    auto.fail["up"] = engine_error(CommandError, "error: boom\n")
+    assert main(["up", "local"]) == 1
+    err = capsys.readouterr().err
+    assert err == "gpulab: error: up local failed: error: boom\n"
