@@ -1,0 +1,64 @@
+"""The peak of a large bf16 matrix product (n x n x n), measured in the framework under test.
+
+MFU's denominator: ``2 n^3 / seconds per product``, the mean of ``iters`` back-to-back products
+after ``warmup`` ones, synchronized once at the end. 8192 at full size (an H100 SXM reaches
+about 750-800 TFLOP/s there); --cpu-smoke uses a small n.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+
+def _timed(run: Any, sync: Any, warmup: int, iters: int) -> float:
+    out = None
+    for _ in range(max(1, warmup)):
+        out = run()
+    sync(out)
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        out = run()
+    sync(out)
+    return (time.perf_counter() - t0) / iters
+
+
+def bf16_matmul(framework: str, n: int, warmup: int = 3, iters: int = 10) -> dict[str, Any]:
+    """``{tflops, time_per_call_s, n, framework, device}`` for an n x n x n bf16 product."""
+    if framework == "torch":
+        import torch
+
+        dev = "cuda" if torch.cuda.is_available() else "cpu"
+        a = torch.randn((n, n), device=dev, dtype=torch.bfloat16)
+        b = torch.randn((n, n), device=dev, dtype=torch.bfloat16)
+
+        def sync_t(out: Any) -> None:
+            if dev == "cuda":
+                torch.cuda.synchronize()
+
+        t = _timed(lambda: a @ b, sync_t, warmup, iters)
+        device = torch.cuda.get_device_name(0) if dev == "cuda" else "cpu"
+    elif framework == "jax":
+        import jax
+        import jax.numpy as jnp
+
+        k1, k2 = jax.random.split(jax.random.PRNGKey(0))
+        a = jax.random.normal(k1, (n, n), jnp.bfloat16)
+        b = jax.random.normal(k2, (n, n), jnp.bfloat16)
+        mm = jax.jit(jnp.matmul)
+        t = _timed(lambda: mm(a, b), lambda o: o.block_until_ready(), warmup, iters)
+        device = str(jax.devices()[0])
+    elif framework == "tensorflow":
+        import tensorflow as tf
+
+        gpus = tf.config.list_logical_devices("GPU")
+        device = gpus[0].name if gpus else "/CPU:0"
+        with tf.device(device):
+            a = tf.cast(tf.random.normal((n, n)), tf.bfloat16)
+            b = tf.cast(tf.random.normal((n, n)), tf.bfloat16)
+            mm = tf.function(lambda: tf.matmul(a, b))
+            t = _timed(mm, lambda o: o[:1, :1].numpy(), warmup, iters)
+    else:
+        raise ValueError(f"framework {framework!r} is not torch, jax or tensorflow")
+    return {"framework": framework, "n": n, "dtype": "bfloat16", "time_per_call_s": t,
+            "tflops": 2.0 * n ** 3 / t / 1e12, "device": device, "iters": iters}
