@@ -100,6 +100,7 @@ def _measure() -> int:
         traceback.print_exc()
         fields = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"[:2000]}
     fields["elapsed_s"] = time.time() - job.launched_at
+    fields.setdefault("params", {})["pid"] = os.getpid()  # each repetition is its own process
     fields["started_at"] = datetime.fromtimestamp(job.launched_at, UTC).isoformat(
         timespec="milliseconds")
     fields["finished_at"] = datetime.now(UTC).isoformat(timespec="milliseconds")

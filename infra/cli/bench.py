@@ -123,10 +123,14 @@ def print_table(records: list[dict[str, Any]], title: str) -> None:
     from rich.table import Table
 
     table = Table(title=title)
-    for col, justify in (("experiment", "left"), ("model", "left"), ("rep", "right"),
-                         ("batch", "right"), ("px", "right"), ("status", "left"),
-                         ("images/sec", "right"), ("elapsed s", "right"), ("note", "left")):
-        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    table.add_column("experiment", no_wrap=True)
+    table.add_column("model", no_wrap=True)
+    for col in ("rep", "batch", "px"):
+        table.add_column(col, justify="right", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("images/sec", justify="right", no_wrap=True)
+    table.add_column("elapsed s", justify="right", no_wrap=True)
+    table.add_column("note", no_wrap=True, max_width=48)
     for r in records:
         ips = r.get("images_per_sec")
         elapsed = r.get("elapsed_s")
@@ -137,6 +141,9 @@ def print_table(records: list[dict[str, Any]], title: str) -> None:
             f"[{style}]{r['status']}[/{style}]",
             f"{ips:,.1f}" if ips is not None else "-",
             f"{elapsed:.1f}" if elapsed is not None else "-",
-            (r.get("error") or "")[:60],
+            r.get("error") or "",
         )
-    Console().print(table)
+    console = Console()
+    if not console.is_terminal:  # a log or a pipe: do not squeeze the table into 80 columns
+        console = Console(width=140)
+    console.print(table)
