@@ -88,3 +88,12 @@ def test_same_experiment_twice_with_the_same_model_is_rejected() -> None:
         parse_suite(doc, "dup")
     doc["experiments"][1]["batch"] = 512
     assert len(parse_suite(doc, "ok").entries) == 2
+
+
+def test_catalogue_smoke_covers_every_catalogue_scenario() -> None:
+    from workloads.scenarios import SCENARIOS
+
+    suite = load_suite("catalogue-smoke")
+    assert {e.scenario for e in suite.entries} == set(SCENARIOS) - {"single"}
+    assert {e.options.get("mode") for e in suite.entries if e.scenario == "distributed"} == {
+        "ps", "allreduce"}
