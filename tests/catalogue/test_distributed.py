@@ -90,3 +90,53 @@ def test_hosts_and_task_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
 def test_distributed_option_errors(options: dict, match: str) -> None:
     with pytest.raises(InputError, match=match):
         distributed.check_options(options)
+
+
+def _free_block(n: int) -> int:
+    import socket
+
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + n >= 65535:
+            continue
+        try:
+            socks = []
+            for port in range(base, base + n):
+                sk = socket.socket()
+                socks.append(sk)
+                sk.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+        finally:
+            for sk in socks:
+                sk.close()
+    raise RuntimeError("no block of free ports")
+
+
+def test_one_task_per_host_launch_as_across_hosts() -> None:
+    # What each host of a lab does: start only its own task from the same host list and base
+    # port. Here the four "hosts" are four concurrent scenario runs on 127.0.0.1.
+    from concurrent.futures import ThreadPoolExecutor
+
+    base = _free_block(4)
+    tasks = ["chief:0", "ps:0", "worker:0", "worker:1"]
+
+    def one(task: str) -> dict:
+        return distributed.run(_job(mode="ps", workers=2, hosts=["127.0.0.1"], base_port=base,
+                                    launch="task", task=task, deadline_s=120))
+
+    with ThreadPoolExecutor(4) as pool:
+        out = dict(zip(tasks, pool.map(one, tasks), strict=True))
+    chief = _record(out["chief:0"])
+    assert chief["status"] == "ok", chief.get("error")
+    assert chief["params"]["cluster"]["worker"] == [f"127.0.0.1:{base + 2}",
+                                                    f"127.0.0.1:{base + 3}"]
+    assert chief["images_per_sec"] > 0 and chief["global_batch"] == 32
+    for task in tasks[1:]:  # servers stop once the chief has come and gone: ok, kind job
+        rec = _record(out[task])
+        assert (rec["status"], rec["kind"]) == ("ok", "job"), (task, rec.get("error"))
+    pids = [p for f in out.values() for p in f["params"]["pids"]]
+    assert len(pids) == 4 and not any(pid_alive(p) for p in pids)

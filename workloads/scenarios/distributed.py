@@ -141,6 +141,32 @@ def render_tf_config(cluster: Mapping[str, list[str]], task_type: str, task_inde
     return text
 
 
+def _reachable(address: str) -> bool:
+    host, _, port = address.rpartition(":")
+    try:
+        with socket.create_connection((host, int(port)), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
+def _serve_until_gone(chief: str, procs: list[Any], deadline: float) -> bool:
+    """Keep server tasks up until the chief has come and gone (True), a server dies or the
+    deadline passes (False). Parameter servers and PS-mode workers never exit by themselves."""
+    seen, misses = False, 0
+    while time.monotonic() < deadline:
+        if any(p.popen.poll() is not None for p in procs):
+            return False
+        if _reachable(chief):
+            seen, misses = True, 0
+        elif seen:
+            misses += 1
+            if misses >= 2:
+                return True
+        time.sleep(0.5)
+    return False
+
+
 def _reporters(mode: str, cluster: Mapping[str, list[str]]) -> list[tuple[str, int]]:
     if mode == "ps":
         return [("chief", 0)]
@@ -177,8 +203,10 @@ def run(job: Any) -> dict[str, Any]:
                        "GPULAB_DIST_SPEC": json.dumps(spec), "KERAS_BACKEND": "tensorflow"}
                 by_task[(role, idx)] = group.start_python(f"{role}:{idx}", WORKER_MODULE, [], env)
             deadline = time.monotonic() + deadline_s
-            waiting = [by_task[t] for t in reporters] or list(by_task.values())
-            done = group.wait(waiting, deadline)
+            if reporters:
+                done = group.wait([by_task[t] for t in reporters], deadline)
+            else:  # a server-only host (ps mode, launch: task): serve until the chief is gone
+                done = _serve_until_gone(cluster["chief"][0], list(by_task.values()), deadline)
             finished = time.time()
             killed = group.close()  # servers never exit by themselves; hung workers neither
             pids = group.pids()
@@ -193,9 +221,12 @@ def run(job: Any) -> dict[str, Any]:
               "strategy": ("ParameterServerStrategy" if opts["mode"] == "ps"
                            else "MultiWorkerMirroredStrategy")}
     if not done or len(outputs) < len(reporters):
-        missing = [f"{r}:{i}" for r, i in reporters if (r, i) not in outputs]
+        missing = [f"{r}:{i}" for r, i in reporters if (r, i) not in outputs] or [
+            f"{r}:{i}" for r, i in tasks]
         why = (f"deadline {deadline_s:g} s passed" if not done
                else "a reporting task exited without a result")
+        if not reporters and any(c is not None and c != -9 for c in codes.values()):
+            why = "a server task exited before the chief was done"
         bad = "; ".join(f"{n}: rc {codes[n]} {tails[n]}" for n in missing if n in tails)
         return {"status": "failed",
                 "error": f"{why}; SIGKILLed {', '.join(killed) or 'none'}; no result from "
