@@ -71,6 +71,10 @@ def test_tf_config_from_the_template() -> None:
     assert cfg == {"cluster": cluster, "task": {"type": "worker", "index": 1}}
     ar = distributed.cluster_spec("allreduce", ["a", "b"], 3, 5000)
     assert ar == {"worker": ["a:5000", "b:5000", "a:5001"]}
+    # the built-in fallback (hosts that got workloads/ alone) is byte-identical
+    for c, role, i in ((cluster, "chief", 0), (cluster, "ps", 0), (ar, "worker", 2)):
+        assert distributed.render_tf_config(c, role, i) == distributed.builtin_tf_config(
+            c, role, i)
 
 
 def test_hosts_and_task_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

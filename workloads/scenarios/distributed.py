@@ -130,8 +130,17 @@ def cluster_spec(mode: str, hosts: list[str], workers: int, base_port: int = 0) 
             "worker": [addr(rest[i % len(rest)]) for i in range(workers)]}
 
 
+def builtin_tf_config(cluster: Mapping[str, list[str]], task_type: str, task_index: int) -> str:
+    """The same JSON as the template, for hosts that received ``workloads/`` alone (the
+    workload_env role ships only that directory); a test keeps the two identical."""
+    return json.dumps({"cluster": {k: list(v) for k, v in cluster.items()},
+                       "task": {"type": task_type, "index": int(task_index)}})
+
+
 def render_tf_config(cluster: Mapping[str, list[str]], task_type: str, task_index: int) -> str:
-    """TF_CONFIG JSON for one task, from templates/tf_config.json.j2."""
+    """TF_CONFIG JSON for one task, from templates/tf_config.json.j2 (built in when absent)."""
+    if not TEMPLATE.is_file():
+        return builtin_tf_config(cluster, task_type, task_index)
     import jinja2
 
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
