@@ -152,7 +152,7 @@ def build_image(engine: DockerEngine, base_image: str, python_mode: str, log: Pa
             Path(ctx) / "workloads",
             ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
         )
-        r = engine.run("build", "--network", "host", "-t", tag, ctx, timeout=3600)
+        r = engine.run("build", "--force-rm", "--network", "host", "-t", tag, ctx, timeout=3600)
     with log.open("a") as fh:
         fh.write(f"$ docker build -t {tag} (FROM {base_image})\n{r.stdout}{r.stderr}\n")
     if r.returncode != 0:

@@ -127,6 +127,7 @@ def dockerd() -> Iterator[Dockerd]:
             if time.monotonic() > deadline:
                 raise RuntimeError(f"dockerd did not answer in 60 s: {log.read_text()[-800:]}")
             time.sleep(0.2)
+        d.docker("container", "prune", "-f", check=False)  # left by an earlier killed session
         _import_base(d, stamp)
         yield d
     finally:
@@ -136,6 +137,16 @@ def dockerd() -> Iterator[Dockerd]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
-        mounts = Path("/proc/self/mounts").read_text().split()
-        if not any(m.startswith(str(tmp)) for m in mounts):  # never delete through a mount
+        # dockerd leaves its default netns bind mount behind: unmount what is under our dir
+        # (deepest first), and never delete through a mount that is still there.
+        mine = sorted(
+            (m for m in _mount_points() if m.startswith(f"{tmp}/")), key=len, reverse=True
+        )
+        for m in mine:
+            subprocess.run(["umount", m], capture_output=True, check=False)
+        if not any(m.startswith(f"{tmp}/") for m in _mount_points()):
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _mount_points() -> list[str]:
+    return [line.split()[1] for line in Path("/proc/self/mounts").read_text().splitlines()]
