@@ -46,9 +46,9 @@ def run(job: Any) -> dict[str, Any]:
     )
     from workloads.timing import timed_loop
 
-    select_backend(job.backend)
-    spec = get_model(job.model)
+    spec = get_model(job.model)  # bad input fails before the framework import
     size = spec.check_image_size(job.image_size)
+    select_backend(job.backend)
     model = spec.build(size)
     lr = float(job.options.get("learning_rate", DEFAULT_LEARNING_RATE))
     step = build_train_step(model, make_optimizer(lr))
