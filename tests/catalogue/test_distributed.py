@@ -39,17 +39,6 @@ def test_parameter_server_one_ps_two_workers() -> None:
     assert not any(pid_alive(pid) for pid in p["pids"])
 
 
-def test_multi_worker_all_reduce_two_workers() -> None:
-    rec = _record(distributed.run(_job(mode="allreduce", workers=2)))
-    assert rec["status"] == "ok", rec.get("error")
-    m = rec["metrics"]
-    assert rec["params"]["strategy"] == "MultiWorkerMirroredStrategy"
-    assert len(rec["step_times_s"]) == 4 and m["workers"] == 2.0
-    assert m["worker0_images_per_sec"] > 0 and m["worker1_images_per_sec"] > 0
-    assert rec["images_per_sec"] == pytest.approx(32 * 4 / m["timed_wall_s"])
-    assert not any(pid_alive(pid) for pid in rec["params"]["pids"])
-
-
 def test_worker_whose_peer_never_comes_is_killed_at_the_deadline() -> None:
     # Only worker:0 of a 2-worker all-reduce job starts here (its peer would be another
     # host's task): it waits for the peer forever, so the deadline must SIGKILL it.
@@ -144,3 +133,22 @@ def test_one_task_per_host_launch_as_across_hosts() -> None:
         assert (rec["status"], rec["kind"]) == ("ok", "job"), (task, rec.get("error"))
     pids = [p for f in out.values() for p in f["params"]["pids"]]
     assert len(pids) == 4 and not any(pid_alive(p) for p in pids)
+
+
+def test_multi_worker_all_reduce_on_real_tfrecord_shards(tmp_path) -> None:
+    from workloads.data.imagenet_writer import write_imagenet_like
+
+    write_imagenet_like(tmp_path, images=12, shards=2, image_size=80, classes=1000)
+    job = Job(suite="t", experiment="distributed_real", model="alexnet", data="real",
+              scenario="distributed", batch=2, steps=2, warmup=1, image_size=67,
+              options={"mode": "allreduce", "workers": 2, "data_dir": str(tmp_path)},
+              timeout_s=300)
+    rec = _record(distributed.run(job))
+    assert rec["status"] == "ok", rec.get("error")
+    assert rec["global_batch"] == 4 and rec["params"]["image_size"] == 67
+    m = rec["metrics"]
+    assert rec["params"]["strategy"] == "MultiWorkerMirroredStrategy"
+    assert len(rec["step_times_s"]) == 2 and m["workers"] == 2.0
+    assert m["worker0_images_per_sec"] > 0 and m["worker1_images_per_sec"] > 0
+    assert rec["images_per_sec"] == pytest.approx(4 * 2 / m["timed_wall_s"])
+    assert not any(pid_alive(pid) for pid in rec["params"]["pids"])

@@ -27,7 +27,9 @@ def _dataset_fn(spec: dict[str, Any], model_spec: Any, size: int) -> Any:
         if spec["data"] == "real":
             from workloads.data.imagenet import train_dataset
 
-            return train_dataset(spec["data_dir"], spec["batch"], size)
+            classes = model_spec.num_classes
+            return train_dataset(spec["data_dir"], spec["batch"], size).map(
+                lambda x, y: (x, y % classes))  # ImageNet labels are 1..1000
         shape = (spec["batch"], *model_spec.input_shape(size))
         images = tf.random.truncated_normal(shape, mean=127.0, stddev=60.0, seed=1234)
         labels = tf.random.uniform((spec["batch"],), 0, model_spec.num_classes, tf.int32, seed=5)
