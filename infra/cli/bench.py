@@ -104,7 +104,10 @@ class _ProgressView:
         self.progress.stop()
 
     def update(self, event: Any) -> None:
-        name = f"{event.entry.experiment} #{event.repeat}"
+        entry = event.entry
+        what = entry.experiment if entry.model in entry.experiment else (
+            f"{entry.experiment} {entry.model}")
+        name = f"{what} #{event.repeat}"
         if event.kind == "start":
             self.progress.update(self.current, description=f"{name}: starting", completed=0,
                                  total=event.entry.warmup + event.entry.steps, visible=True)
