@@ -1,0 +1,55 @@
+"""Backend choice: TensorFlow by default, the Keras JAX or PyTorch backend where TF is absent."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from workloads import step
+from workloads.errors import InputError
+
+
+@pytest.fixture
+def installed(monkeypatch):
+    """Pretend only some frameworks are installed (find_spec double)."""
+    real = importlib.util.find_spec
+
+    def use(*names: str) -> None:
+        def find_spec(name, *args, **kw):
+            if name in step.BACKENDS:
+                return object() if name in names else None
+            return real(name, *args, **kw)
+
+        monkeypatch.setattr(step.importlib.util, "find_spec", find_spec)
+
+    monkeypatch.delenv("KERAS_BACKEND", raising=False)
+    return use
+
+
+def test_tensorflow_first(installed):
+    installed("tensorflow", "jax", "torch")
+    assert step.default_backend() == "tensorflow"
+
+
+def test_jax_or_torch_where_tensorflow_is_absent(installed):
+    installed("jax", "torch")
+    assert step.default_backend() == "jax"
+    installed("torch")
+    assert step.default_backend() == "torch"
+
+
+def test_keras_backend_variable_wins(installed, monkeypatch):
+    installed("tensorflow", "torch")
+    monkeypatch.setenv("KERAS_BACKEND", "torch")
+    assert step.default_backend() == "torch"
+
+
+def test_no_backend_or_a_missing_one_is_bad_input(installed):
+    installed()
+    with pytest.raises(InputError, match="no Keras backend installed"):
+        step.default_backend()
+    with pytest.raises(InputError, match="backend 'jax' is not installed"):
+        step.check_backend("jax")
+    with pytest.raises(InputError, match="unknown backend 'mxnet'"):
+        step.check_backend("mxnet")
