@@ -178,6 +178,7 @@ def stream(
     env: dict[str, str] | None = None,
 ) -> int:
     """Run ``cmd``, showing its output and a records counter; returns its exit code."""
+    from rich.markup import escape
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     before = _count_records(out_file)
@@ -208,7 +209,7 @@ def stream(
                 text = line.rstrip()
                 if text:
                     progress.console.print(
-                        f"  [dim]{label}[/dim] {text}", markup=True, highlight=False, soft_wrap=True
+                        f"  [dim]{label}[/dim] {escape(text)}", highlight=False, soft_wrap=True
                     )
                 n = _count_records(out_file) - before
                 progress.update(task, description=f"{label}: {n} record(s)")
