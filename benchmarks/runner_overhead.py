@@ -4,8 +4,10 @@ Same model, same compiled step, same on-device batch, same process. Trials alter
 (bare, runner, runner, bare, ...) so machine noise hits both alike; the ratio is the median of
 the paired ratios runner/bare (each pair run back to back): the fraction of throughput the
 runner's method keeps (goal >= 0.99). On a busy machine single trials swing by tens of percent,
-so the script also measures the loop's own bookkeeping per step with a no-op step and gives the
-ratio that bookkeeping alone allows (step time / (step time + bookkeeping)).
+so the script also gives the same paired ratio in process CPU time (all threads; much less
+sensitive to other processes on the machine) and measures the loop's own bookkeeping per step
+with a no-op step: the ratio that bookkeeping alone allows (step time / (step time +
+bookkeeping)).
 
 - bare:   ``for _ in range(T): loss = step(images, labels)``, one ``float(loss)`` at the end
   (no per-step synchronization, no clock reads: the cheapest loop there is).
@@ -34,8 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default="mnist_cnn")
     p.add_argument("--batch", type=int, default=64)
     p.add_argument("--image-size", type=int, default=None)
-    p.add_argument("--steps", type=int, default=20, help="steps per trial")
-    p.add_argument("--trials", type=int, default=11, help="trials per side")
+    p.add_argument("--steps", type=int, default=15, help="steps per trial")
+    p.add_argument("--trials", type=int, default=15, help="trials per side")
     p.add_argument("--backend", default=None)
     args = p.parse_args(argv)
 
@@ -61,16 +63,23 @@ def main(argv: list[str] | None = None) -> int:
         sink.write("@gpulab progress " + json.dumps({"phase": phase, "step": i, "total": n})
                    + "\n")
 
+    cpu: dict[str, list[float]] = {"bare": [], "runner": []}
+
     def bare() -> float:
+        c0 = time.process_time()
         t0 = time.perf_counter()
         loss = None
         for _ in range(args.steps):
             loss = step(images, labels)
         float(loss)
-        return args.batch * args.steps / (time.perf_counter() - t0)
+        wall = time.perf_counter() - t0
+        cpu["bare"].append(time.process_time() - c0)
+        return args.batch * args.steps / wall
 
     def runner() -> float:
+        c0 = time.process_time()
         t = timed_loop(runner_step, 0, args.steps, on_step=on_step, window=Sampler())
+        cpu["runner"].append(time.process_time() - c0)
         return t.images_per_sec(args.batch)
 
     for _ in range(10):  # compile and warm both paths
@@ -82,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         for fn in order:
             (bare_ips if fn is bare else runner_ips).append(fn())
     pair = statistics.median(r / b for r, b in zip(runner_ips, bare_ips, strict=True))
+    pair_cpu = statistics.median(b / r for r, b in zip(cpu["runner"], cpu["bare"], strict=True))
     b, r = statistics.median(bare_ips), statistics.median(runner_ips)
     step_s = args.batch / b
 
@@ -103,8 +113,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{', '.join(f'{x:.0f}' for x in runner_ips)})")
     print(f"runner bookkeeping: {bookkeeping_s * 1e6:.1f} us per step against a "
           f"{step_s * 1e3:.1f} ms step: ratio allowed by bookkeeping = {bound:.5f}")
+    print(f"ratio runner/bare in CPU time = {pair_cpu:.4f} (median of paired trials)")
     verdict = "met" if pair >= 0.99 else "NOT met"
-    print(f"ratio runner/bare = {pair:.4f} (median of paired trials; goal >= 0.99: {verdict})")
+    print(f"ratio runner/bare = {pair:.4f} (wall-clock, median of paired trials; goal >= 0.99: "
+          f"{verdict})")
     return 0
 
 
