@@ -71,18 +71,17 @@ class JaxOps:
         return jax.nn.relu(x) if name == "relu" else x
 
     def max_pool(self, x: Any, cfg: dict[str, Any], in_hw: tuple[int, int]) -> Any:
-        import jax.numpy as jnp
         from jax import lax
 
-        return self._window(x, jnp.array(-jnp.inf, x.dtype), lax.max, cfg)
+        return self._window(x, -float("inf"), lax.max, cfg)  # a constant init: differentiable
 
     def avg_pool(self, x: Any, cfg: dict[str, Any], in_hw: tuple[int, int]) -> Any:
         import jax.numpy as jnp
         from jax import lax
 
-        sums = self._window(x, jnp.array(0, x.dtype), lax.add, cfg)
+        sums = self._window(x, 0.0, lax.add, cfg)
         ones = jnp.ones((1, *x.shape[1:3], 1), x.dtype)
-        counts = self._window(ones, jnp.array(0, x.dtype), lax.add, cfg)
+        counts = self._window(ones, 0.0, lax.add, cfg)
         return sums / counts
 
     def global_avg_pool(self, x: Any) -> Any:

@@ -4,7 +4,8 @@ Tensors are NCHW in channels_last memory (NHWC in memory, what cuDNN's fastest b
 convolutions want); Keras' HWIO kernels become OIHW in channels_last, dense kernels are
 transposed, Flatten flattens in Keras' NHWC order so the first dense layer's weights line up.
 bf16 is ``torch.autocast(dtype=torch.bfloat16)`` over the forward pass, fp32 master weights,
-``torch.optim.SGD(foreach=True)``, ``zero_grad(set_to_none=True)``: the usual fast eager loop.
+``torch.optim.SGD(foreach=True)``, ``zero_grad(set_to_none=True)``, ``cudnn.benchmark``: the
+usual fast eager loop (torchvision's reference training recipe without torch.compile).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from benchmarks.gpu.graph import Plan, same_pads
 from benchmarks.gpu.interp import run_plan, split_weights
 
 DESCRIPTION = ("plain PyTorch eager loop (torch.nn.functional ops, autocast bf16, channels_last, "
-               "SGD foreach) on the Keras model's weights")
+               "cudnn.benchmark, SGD foreach) on the Keras model's weights")
 
 
 class TorchOps:
@@ -111,6 +112,7 @@ class TorchRaw:
         self.torch = torch
         self.plan = plan
         self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        torch.backends.cudnn.benchmark = True  # fixed shapes: let cuDNN pick its fastest kernels
         self.bf16 = precision == "bf16"
         cl = torch.channels_last
         p, s = split_weights(plan)

@@ -170,7 +170,10 @@ def render(records: list[dict[str, Any]], console: Any, device: str = "") -> Non
     for col in ("model", "px", "batch", "prec", "backend", "runner img/s", "raw img/s",
                 "runner/raw", "MFU runner", "MFU raw", "CV runner", "n", "goal >= 0.95x"):
         t.add_column(col, justify="left" if col in ("model", "prec", "backend") else "right")
+    cpu = device.startswith("CPU only")
     for row in training_rows(records):
+        if cpu and row["goal"] != "-":
+            row["goal"] = "n/a on CPU"  # the goals are GPU goals
         t.add_row(row["model"], str(row["image_size"] or "-"), str(row["batch"]),
                   str(row["precision"]), str(row["backend"]),
                   _f(row["runner_ips"]), _f(row["raw_ips"]), _f(row["ratio"], "{:.3f}"),
