@@ -152,3 +152,19 @@ def test_multi_worker_all_reduce_on_real_tfrecord_shards(tmp_path) -> None:
     assert m["worker0_images_per_sec"] > 0 and m["worker1_images_per_sec"] > 0
     assert rec["images_per_sec"] == pytest.approx(4 * 2 / m["timed_wall_s"])
     assert not any(pid_alive(pid) for pid in rec["params"]["pids"])
+
+
+def test_gpu_placement_with_an_nvml_double(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Double for NVML's GPU count: worker i on GPU i mod n, chief and ps on the CPU."""
+    from workloads.scenarios import procs
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setattr(procs, "gpu_count", lambda: 2)
+    tasks = [("chief", 0), ("ps", 0), ("worker", 0), ("worker", 1), ("worker", 2)]
+    placed = distributed._gpu_placement(tasks)
+    assert placed[("chief", 0)] == placed[("ps", 0)] == {"CUDA_VISIBLE_DEVICES": ""}
+    assert [placed[("worker", i)]["CUDA_VISIBLE_DEVICES"] for i in range(3)] == ["0", "1", "0"]
+    monkeypatch.setattr(procs, "gpu_count", lambda: 0)
+    assert distributed._gpu_placement(tasks) == {}
+    env = procs.child_env()
+    assert env["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"

@@ -23,7 +23,9 @@ TF_CONFIG for each task is rendered from ``templates/tf_config.json.j2``. The re
 the total throughput (``images_per_sec``: images of all workers / timed wall-clock) and the
 job's elapsed time (``metrics.job_elapsed_s``: first task launched to reporting task done).
 A worker whose peers never come hangs and ignores SIGTERM: at the deadline every process
-group is SIGKILLed and the record is ``failed`` naming the tasks killed.
+group is SIGKILLed and the record is ``failed`` naming the tasks killed. Launched locally on a
+GPU host, worker i gets GPU i mod n and the chief and parameter servers the CPU (unless
+CUDA_VISIBLE_DEVICES is already set); every task grows GPU memory on demand.
 """
 
 from __future__ import annotations
@@ -176,6 +178,18 @@ def _serve_until_gone(chief: str, procs: list[Any], deadline: float) -> bool:
     return False
 
 
+def _gpu_placement(tasks: list[tuple[str, int]]) -> dict[tuple[str, int], dict[str, str]]:
+    """All tasks on one host: worker i on GPU i mod n, chief and parameter servers on the CPU
+    (tf_cnn's parameter device); nothing to place without GPUs or when the user placed them."""
+    from workloads.scenarios.procs import gpu_count
+
+    n = gpu_count()
+    if n == 0 or "CUDA_VISIBLE_DEVICES" in os.environ:
+        return {}
+    return {(role, idx): {"CUDA_VISIBLE_DEVICES": str(idx % n) if role == "worker" else ""}
+            for role, idx in tasks}
+
+
 def _reporters(mode: str, cluster: Mapping[str, list[str]]) -> list[tuple[str, int]]:
     if mode == "ps":
         return [("chief", 0)]
@@ -195,6 +209,7 @@ def run(job: Any) -> dict[str, Any]:
     if job.data == "real" and not data_dir:
         raise InputError("data 'real' needs option 'data_dir' or $GPULAB_DATA_DIR")
     reporters = [t for t in _reporters(opts["mode"], cluster) if t in tasks]
+    placement = _gpu_placement(tasks) if opts["launch"] == "local" else {}
     with tempfile.TemporaryDirectory(prefix="gpulab-dist-") as tmp:
         group = ProcGroup(Path(tmp) / "logs")
         launched = time.time()
@@ -209,7 +224,8 @@ def run(job: Any) -> dict[str, Any]:
                         "data": job.data, "data_dir": data_dir, "result": str(result),
                         "learning_rate": float(opts["learning_rate"])}
                 env = {"TF_CONFIG": render_tf_config(cluster, role, idx),
-                       "GPULAB_DIST_SPEC": json.dumps(spec), "KERAS_BACKEND": "tensorflow"}
+                       "GPULAB_DIST_SPEC": json.dumps(spec), "KERAS_BACKEND": "tensorflow",
+                       **placement.get((role, idx), {})}
                 by_task[(role, idx)] = group.start_python(f"{role}:{idx}", WORKER_MODULE, [], env)
             deadline = time.monotonic() + deadline_s
             if reporters:
