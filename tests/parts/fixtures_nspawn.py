@@ -156,8 +156,11 @@ def _boot(name: str, workdir: Path, key_pub: Path, proxy_conf: Path) -> tuple:
     hk = workdir / f"{name}-hostkeys"
     (hk / "etc/ssh").mkdir(parents=True)
     _run("ssh-keygen", "-q", "-A", "-f", str(hk))
+    hostname = workdir / f"{name}-hostname"
+    hostname.write_text(name + "\n")  # systemd reads /etc/hostname (the rootfs has the builder's)
     binds = [f"--bind-ro={key_pub}:/root/.ssh/authorized_keys",
-             f"--bind-ro={proxy_conf}:/etc/apt/apt.conf.d/01gpulab-proxy"]  # fmt: skip
+             f"--bind-ro={proxy_conf}:/etc/apt/apt.conf.d/01gpulab-proxy",
+             f"--bind-ro={hostname}:/etc/hostname"]  # fmt: skip
     for f in sorted((hk / "etc/ssh").iterdir()):
         binds.append(f"--bind-ro={f}:/etc/ssh/{f.name}")
     log = workdir / f"{name}.log"
@@ -198,7 +201,10 @@ def nspawn_lab() -> Iterator[NspawnLab]:
         net = _free_subnet()
         side, addr = f"{net}.1", f"{net}.2"
         proxy_conf = workdir / "01proxy"
-        proxy_conf.write_text(f'Acquire::http::Proxy "http://{side}:{ACNG_PORT}";\n')
+        proxy_conf.write_text(
+            f'Acquire::http::Proxy "http://{side}:{ACNG_PORT}";\n'
+            f'Acquire::http::Proxy::{side} "DIRECT";\n'  # the stub repository itself
+        )
         name = f"gl{os.getpid() % 100000}a"
         proc, log = _boot(name, workdir, pub, proxy_conf)
         procs.append(proc)

@@ -1,0 +1,310 @@
+"""Every role converged on a real systemd-nspawn host over real SSH, packages installed for real
+through apt-cacher-ng and from the stub NVIDIA repository; then a second converge with changed=0,
+site.yml on the same host, workload runs, and validate.yml failing where only a GPU can pass.
+
+GPU-hardware steps are excluded (helpers.NO_HARDWARE): nvidia-persistenced and the nvidia-smi
+driver check (nvidia_driver), the vGPU license state (nvidia_vgpu_guest), CDI generation
+(nvidia_container_toolkit), `bitfusion list_gpus`, the Helm install and allocatable wait
+(k8s_gpu), and the reboot (it would end the nspawn container; never on local/chroot either).
+There is no GPU here: no driver is loaded, nvidia-smi does not exist, persistence mode cannot be
+set. The stub packages only have the real names.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.ansible import PlaybookError, PlaybookResult, run_playbook
+from tests.ansible.helpers import ALL_ROLES, PLAYBOOKS, Events, stub_vars
+from tests.parts import REPO
+from tests.parts.fixtures_nspawn import NspawnHost, NspawnLab
+from workloads.records import read_records
+
+pytestmark = [pytest.mark.nspawn, pytest.mark.slow]
+
+TOKEN = "SENTINEL-vgpu-client-token-5d2e8b71"
+BF_TOKEN = "SENTINEL-bitfusion-token-90c4aa3f"
+SECRETS = {
+    "nvidia_vgpu_guest_client_token": TOKEN,
+    "bitfusion_client_token_files": {"client.yaml": f"token: {BF_TOKEN}\n"},
+}
+DAEMON_JSON = {
+    "log-driver": "journald",
+    "data-root": "/srv/docker",
+    "runtimes": {"runsc": {"path": "/usr/bin/runsc"}},
+}
+CONTAINERD = (
+    'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n'
+    '  sandbox_image = "registry.k8s.io/pause:3.9"\n'
+)
+TIMINGS: dict[str, float] = {}
+# Other work edits workloads/ while tests run; the hosts get a snapshot taken once.
+SNAPSHOT: dict[str, str] = {}
+
+
+def _vars(lab: NspawnLab) -> dict[str, Any]:
+    return {**stub_vars(lab.stub_url, lab.stub_sha256), **SNAPSHOT}
+
+
+def _converge(
+    lab: NspawnLab, host: NspawnHost, roles: list[str] = ALL_ROLES, **kw: Any
+) -> tuple[PlaybookResult, Events]:
+    ev = Events()
+    extra = {**_vars(lab), "converge_roles": roles}
+    r = run_playbook(
+        PLAYBOOKS / "converge.yml",
+        [host.host],
+        extravars=extra,
+        secrets=SECRETS,
+        event_handler=ev,
+        timeout_s=600,
+        **kw,
+    )
+    return r, ev
+
+
+def _grep_tree(root: Path, needle: str) -> list[str]:
+    return [
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if p.is_file() and needle.encode() in p.read_bytes()
+    ]
+
+
+@pytest.fixture(scope="module")
+def first(
+    nspawn_lab: NspawnLab, nspawn_host: NspawnHost, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[PlaybookResult, Events, Path]:
+    host = nspawn_host
+    src = tmp_path_factory.mktemp("src") / "workloads"
+    shutil.copytree(REPO / "workloads", src, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    SNAPSHOT["workload_env_src"] = str(src)
+    host.ssh(
+        "mkdir -p /etc/docker /etc/containerd && "
+        f"echo '{json.dumps(DAEMON_JSON)}' > /etc/docker/daemon.json && "
+        f"printf '%s' '{CONTAINERD}' > /etc/containerd/config.toml"
+    )
+    art = tmp_path_factory.mktemp("converge1") / "artifacts"
+    t0 = time.monotonic()
+    r, ev = _converge(nspawn_lab, host, keep_artifacts=art)
+    TIMINGS["boot_s"] = nspawn_lab.boot_s
+    TIMINGS["converge1_s"] = time.monotonic() - t0
+    return r, ev, art
+
+
+def test_first_converge_installs_and_configures(first, nspawn_host: NspawnHost) -> None:  # type: ignore[no-untyped-def]
+    r, ev, _ = first
+    h = r.hosts["nspawn-a"]
+    assert r.ok and h.failed == 0 and h.unreachable == 0
+    assert h.changed >= 15, r.summary()
+    ssh = nspawn_host.ssh
+    pk = ssh(
+        "dpkg-query -W -f='${Package} ${Version}\\n' cuda-drivers-550 cuda-toolkit-12-4 "
+        "nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-container-tools "
+        "libnvidia-container1 nvidia-linux-grid-550 apptainer bitfusion-client python3-venv"
+    ).stdout
+    assert "cuda-drivers-550 550.127.08-1" in pk and "nvidia-container-toolkit 1.17.3-1" in pk
+    assert "python3-venv " in pk  # a real Debian package, through apt-cacher-ng
+    assert "blacklist nouveau" in ssh("cat /etc/modprobe.d/blacklist-nouveau.conf").stdout
+    assert "/cuda/ /" in ssh("cat /etc/apt/sources.list.d/nvidia-cuda.list").stdout
+    # driver facts: changed, but no reboot (disabled here) and no GPU seen
+    facts = ev.facts("nspawn-a")
+    assert facts["nvidia_driver_changed"] is True
+    assert facts["nvidia_driver_reboot_wanted"] is False
+    assert facts["gpu_facts_has_gpu"] is False and facts["gpu_facts_driver_loaded"] is False
+    assert facts["cuda_toolkit_installed_version"] == "12.4"
+    # CUDA toolkit pinned and on PATH
+    assert ssh("readlink /usr/local/cuda").stdout.strip() == "/usr/local/cuda-12.4"
+    assert "release 12.4" in ssh("bash -lc 'nvcc --version'").stdout
+    # container toolkit: docker's other keys kept, containerd gets the runtime
+    daemon = json.loads(ssh("cat /etc/docker/daemon.json").stdout)
+    assert daemon["log-driver"] == "journald" and daemon["data-root"] == "/srv/docker"
+    assert daemon["runtimes"]["runsc"] == {"path": "/usr/bin/runsc"}
+    assert daemon["runtimes"]["nvidia"]["path"] == "nvidia-container-runtime"
+    toml = ssh("cat /etc/containerd/config.toml").stdout
+    assert "sandbox_image" in toml and "containerd.runtimes.nvidia]" in toml
+    # vGPU guest: gridd.conf, token (NVIDIA's documented mode 744), nvidia-gridd restarted by
+    # its handler after gridd.conf was written
+    assert "FeatureType=4" in ssh("cat /etc/nvidia/gridd.conf").stdout
+    tok = "/etc/nvidia/ClientConfigToken/client_configuration_token_gpulab.tok"
+    assert ssh(f"cat {tok}").stdout == TOKEN
+    assert ssh(f"stat -c %a {tok}").stdout.strip() == "744"
+    assert ssh("systemctl is-active nvidia-gridd").stdout.strip() == "active"
+    assert "started with FeatureType=4" in ssh("journalctl -u nvidia-gridd --no-pager").stdout
+    # apptainer pinned, --nv via nvliblist.conf
+    assert "use nvidia-container-cli = no" in ssh("cat /etc/apptainer/apptainer.conf").stdout
+    # bitfusion token files, readable by root's group only
+    assert ssh("cat /etc/bitfusion/client.yaml").stdout == f"token: {BF_TOKEN}\n"
+    assert ssh("stat -c %a /etc/bitfusion/client.yaml").stdout.strip() == "640"
+    # k8s_gpu values: no host driver loaded -> the operator's driver container stays enabled
+    values = ssh("cat /etc/gpulab/k8s_gpu/operator-values.yaml").stdout
+    assert "driver:" in values and "enabled: true" in values.split("toolkit:")[0]
+    # workload_env: the repo's workloads/ importable from the venv
+    out = ssh("cd /opt/gpulab && venv/bin/python -c 'import workloads.records as r; "
+              "print(r.SCHEMA_VERSION)'").stdout  # fmt: skip
+    assert out.strip() == "1"
+
+
+def test_hardware_steps_did_not_run(first) -> None:  # type: ignore[no-untyped-def]
+    _, ev, _ = first
+    for task in (
+        "Enable the persistence daemon",
+        "Query the loaded driver",
+        "Query the vGPU license state",
+        "Generate the CDI spec (needs a GPU)",
+        "List the Bitfusion server's GPUs (needs a server)",
+        "Install the release",
+        "Reboot into the new driver",
+    ):
+        assert ev.results(task) == [], task
+
+
+def test_secrets_never_in_artifacts_events_or_stdout(first) -> None:  # type: ignore[no-untyped-def]
+    r, ev, art = first
+    assert art.is_dir() and any(art.rglob("*.json"))
+    for secret in (TOKEN, BF_TOKEN):
+        assert _grep_tree(art, secret) == [], secret
+        assert secret not in json.dumps(ev.events, default=str)
+        assert secret not in r.stdout_tail
+
+
+def _changed_tasks(ev: Events) -> list[str]:
+    return [
+        f"{(e['event_data'] or {}).get('role')}: {(e['event_data'] or {}).get('task')}"
+        for e in ev.events
+        if e.get("event") == "runner_on_ok" and (e["event_data"].get("res") or {}).get("changed")
+    ]
+
+
+SITE_ROLES = {"gpu_facts", "nvidia_driver", "cuda_toolkit", "nvidia_container_toolkit",
+              "apptainer", "workload_env"}  # fmt: skip
+
+
+def test_second_converge_changes_nothing(
+    first, nspawn_lab: NspawnLab, nspawn_host: NspawnHost
+) -> None:  # type: ignore[no-untyped-def]
+    """Second pass over every role, changed=0: site.yml (roles picked by the host's group
+    gpu_path_pci_passthrough and gpulab_exec_envs) plus converge.yml for the roles site.yml
+    gives other groups (vGPU guests, Bitfusion clients, k8s_control)."""
+    t0 = time.monotonic()
+    ev = Events()
+    stub = _vars(nspawn_lab)
+    r = run_playbook(
+        "site.yml",
+        [nspawn_host.host],
+        extravars={**stub, "gpulab_exec_envs": ["native", "docker", "singularity"]},
+        event_handler=ev,
+        timeout_s=600,
+    )
+    assert r.ok and r.hosts["nspawn-a"].changed == 0, _changed_tasks(ev)
+    ran = {
+        (e["event_data"] or {}).get("role") for e in ev.events if e.get("event") == "runner_on_ok"
+    }
+    assert ran - {None} == SITE_ROLES
+    rest = [role for role in ALL_ROLES if role not in SITE_ROLES]
+    assert rest == ["nvidia_vgpu_guest", "bitfusion_client", "k8s_gpu"]
+    r2, ev2 = _converge(nspawn_lab, nspawn_host, roles=rest)
+    assert r2.ok and r2.hosts["nspawn-a"].changed == 0, _changed_tasks(ev2)
+    TIMINGS["converge2_s"] = time.monotonic() - t0
+    print(f"\nnspawn timings: {json.dumps({k: round(v, 1) for k, v in TIMINGS.items()})}")
+
+
+TINY = (
+    "import os, socket, sys\n"
+    "from workloads.records import RecordWriter, make_record\n"
+    "e = os.environ\n"
+    "with RecordWriter(e['GPULAB_RECORDS_OUT']) as w:\n"
+    "    w.write(make_record(run_id=e['GPULAB_RUN_ID'], suite='tiny', experiment='tiny',\n"
+    "        model='none', kind='job', elapsed_s=0.01, topology=e['GPULAB_TOPOLOGY'],\n"
+    "        arm=e['GPULAB_ARM'], host=socket.gethostname()))\n"
+    "sys.exit(int(sys.argv[1]))\n"
+)
+
+
+def _workload(lab: NspawnLab, host: NspawnHost, fetch: Path, env: str, rc: int = 0, **kw: Any):  # type: ignore[no-untyped-def]
+    ev = Events()
+    extra = {
+        "workload_run_exec_env": env,
+        "workload_run_topology": "nspawn-test",
+        "workload_run_id": f"t-{env}-{rc}",
+        "workload_run_fetch_dir": str(fetch),
+        "workload_run_command": ["/opt/gpulab/venv/bin/python", "-c", TINY, str(rc)],
+        **kw,
+    }  # fmt: skip
+    r = run_playbook("workloads.yml", [host.host], extravars=extra, event_handler=ev, check=False)
+    return r, ev
+
+
+@pytest.mark.parametrize("env", ["native", "bitfusion"])
+def test_workload_run_fetches_records(first, nspawn_lab, nspawn_host, tmp_path, env) -> None:  # type: ignore[no-untyped-def]
+    """native for real; bitfusion through the stub `bitfusion run -n 1 -p 1.0 --` (runs locally)."""
+    r, ev = _workload(nspawn_lab, nspawn_host, tmp_path, env)
+    assert r.ok, r.summary()
+    files = sorted(tmp_path.rglob("*.jsonl"))
+    assert [f.relative_to(tmp_path).as_posix() for f in files] == [
+        f"nspawn-a/nspawn-test-{env}-nspawn-a.jsonl"
+    ]
+    recs = read_records(files)
+    assert len(recs) == 1 and recs[0]["arm"] == env and recs[0]["topology"] == "nspawn-test"
+    assert recs[0]["run_id"] == f"t-{env}-0"
+    assert recs[0]["host"] == nspawn_host.name
+    argv = ev.results("Run the workloads")[0]["cmd"]
+    if env == "bitfusion":
+        assert argv[3:10] == ["bitfusion", "run", "-n", "1", "-p", "1.0", "--"]
+    else:
+        assert argv[3] == "/opt/gpulab/venv/bin/python"
+
+
+def test_workload_run_failure_names_host_and_keeps_records(
+    first, nspawn_lab, nspawn_host, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
+    r, _ = _workload(nspawn_lab, nspawn_host, tmp_path, "native", rc=3)
+    assert not r.ok
+    assert [(f.host, f.task) for f in r.failures] == [
+        ("nspawn-a", "Fail when the run failed (its records are fetched)")
+    ]
+    assert "native run exited with 3" in r.failures[0].msg
+    assert len(read_records(sorted(tmp_path.rglob("*.jsonl")))) == 1  # fetched anyway
+
+
+@pytest.mark.parametrize("env", ["docker", "singularity"])
+def test_container_wrappers(first, nspawn_lab, nspawn_host, tmp_path, env) -> None:  # type: ignore[no-untyped-def]
+    """The docker / Apptainer command lines for real on the host; neither can run a container
+    here (no Docker engine in the test host; the Apptainer stub refuses), so the run fails with
+    the host and task named."""
+    ev = Events()
+    r = run_playbook(
+        "workloads.yml",
+        [nspawn_host.host],
+        extravars={"workload_run_exec_env": env, "workload_run_fetch_dir": str(tmp_path),
+                   "workload_run_id": f"w-{env}", "workload_run_topology": "t"},
+        event_handler=ev,
+        check=False,
+    )  # fmt: skip
+    argv = ev.results("Run the workloads")[0]["cmd"]
+    runner = ["python3", "-m", "workloads", "bench", "--suite", "smoke", "--out",
+              f"/var/lib/gpulab/results/w-{env}/t-{env}-nspawn-a.jsonl",
+              "--topology", "t", "--arm", env]  # fmt: skip
+    assert argv[-len(runner) :] == runner
+    if env == "docker":
+        assert argv[3:8] == ["docker", "run", "--rm", "--gpus", "all"]
+        assert "/opt/gpulab/workloads:/opt/gpulab/workloads:ro" in argv
+        assert "gpulab/workloads:latest" in argv
+    else:
+        assert argv[3:6] == ["apptainer", "exec", "--nv"]
+        assert "/opt/gpulab/workloads.sif" in argv
+    assert [(f.host, f.task) for f in r.failures] == [
+        ("nspawn-a", "Fail when the run failed (its records are fetched)")
+    ]
+
+
+def test_validate_needs_a_gpu(first, nspawn_host: NspawnHost) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(PlaybookError) as exc:
+        run_playbook("validate.yml", [nspawn_host.host])
+    assert "host 'nspawn-a' failed at task 'List the GPUs with nvidia-smi'" in str(exc.value)
