@@ -20,6 +20,7 @@ OPENSTACK = frozenset({"ironic-bm", "nova-pci", "magnum-k8s"})
 VSPHERE_MODES = ("passthrough", "vgpu", "bitfusion")
 SERVER_TYPES = ("vm", "bm")
 NETWORK_DRIVERS = ("calico", "flannel")
+EXECUTION_ENVS = ("native", "docker", "singularity", "k8s", "bitfusion")
 
 LAB_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -208,6 +209,25 @@ def p_labels(raw: Any) -> dict[str, str]:
     return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in raw.items()}
 
 
+def p_suite(raw: Any) -> str:
+    """A suite shipped in workloads/suites/ (the runner reads suites by name on the hosts)."""
+    from workloads.suites import list_suites
+
+    names = list_suites()
+    if not isinstance(raw, str) or raw not in names:
+        raise BadValue("one of the suites in workloads/suites/: " + ", ".join(names))
+    return raw
+
+
+def p_variables(raw: Any) -> dict[str, Any]:
+    raw = _maybe_json(raw)
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and LABEL_KEY_RE.match(k) for k in raw
+    ):
+        raise BadValue("a mapping of Ansible variable names to values")
+    return dict(raw)
+
+
 def p_secret(raw: Any) -> Any:
     # Only reached for plaintext values: secrets must be stored encrypted.
     raise BadValue("a secret: set it with `pulumi config set --secret`, not as plain text")
@@ -256,6 +276,13 @@ FIELDS: tuple[Field, ...] = (
     _f("ssh_public_key", p_ssh_key, "public key installed on OpenStack hosts", OPENSTACK,
        required=True),
     _f("host_count", p_count, "number of GPU hosts", INSTANCES, default=1),
+    # what the lab measures once its hosts are ready
+    _f("suite", p_suite, "workload suite to run on the GPU hosts", ALL, default="smoke"),
+    _f("execution_envs", p_list(p_enum(*EXECUTION_ENVS), ", ".join(EXECUTION_ENVS)),
+       "execution environments to measure in (default: native; k8s on magnum-k8s; "
+       "bitfusion on vsphere-gpu mode bitfusion)", ALL, default=()),
+    _f("workload_variables", p_variables, "extra workload_run role variables (e.g. "
+       "workload_run_docker_image)", ALL, default={}),
     # OpenStack, shared
     _f("os_cloud", p_name, "clouds.yaml entry; empty: OS_* environment", OPENSTACK),
     _f("os_password", p_secret, "overrides the clouds.yaml password", OPENSTACK, secret=True),

@@ -41,6 +41,10 @@ class LabConfig:
         lab: str               lab name; every resource is named ``<lab>-...`` and tagged with it
         ssh_user: str          login user on the hosts (default ubuntu; root for local)
         host_count: int|None   GPU hosts to build (ironic-bm, nova-pci, vsphere-gpu; default 1)
+        suite: str             workload suite (workloads/suites/<suite>.yaml; default smoke)
+        execution_envs: tuple[str, ...]  native|docker|singularity|k8s|bitfusion (empty: the
+                               topology's default, see infra.dynamic.execution_envs)
+        workload_variables: dict[str, Any]  extra variables for the workload_run role
     OpenStack (ironic-bm, nova-pci, magnum-k8s)
         os_cloud: str|None     clouds.yaml entry (None: OS_* environment variables)
         os_password: secret|None  overrides the clouds.yaml password
@@ -77,6 +81,9 @@ class LabConfig:
     ssh_user: str = "ubuntu"
     ssh_public_key: str | None = None
     host_count: int | None = None
+    suite: str = "smoke"
+    execution_envs: tuple[str, ...] = ()
+    workload_variables: dict[str, Any] = field(default_factory=dict)
     os_cloud: str | None = None
     os_password: Any = None
     external_network: str | None = None
@@ -228,7 +235,7 @@ def validate(raw: dict[str, Any]) -> LabConfig:
         )
     if problems:
         raise ConfigError(problems)
-    for key in ("dns_nameservers", "required_traits", "pci_device_ids"):
+    for key in ("dns_nameservers", "required_traits", "pci_device_ids", "execution_envs"):
         if key in values:
             values[key] = tuple(values[key])
     return LabConfig(**values)

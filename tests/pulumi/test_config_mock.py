@@ -89,6 +89,12 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
        "gpulab:vgpu_profile must be an NVIDIA vGPU profile name like grid_p100-4q, "
        f"grid_t4-8c or grid_a100-3-20c, got '{bad}'")
       for bad in ("p100-4q", "grid_p100", "GRID_P100-4Q", "grid_p100-4x", "grid_-4q")),
+    # what the lab measures
+    ("local", {"suite": "smokey"}, "gpulab:suite must be one of the suites in workloads/suites/:"),
+    ("nova-pci", {"execution_envs": ["native", "lxc"]},
+     "gpulab:execution_envs must be a list of native, docker, singularity, k8s, bitfusion"),
+    ("local", {"workload_variables": ["x"]},
+     "gpulab:workload_variables must be a mapping of Ansible variable names to values"),
     # cross-key rules
     ("vsphere-gpu", {"mode": "vgpu", "vgpu_profile": "grid_p100-4q", "gpu_host": None,
                      "gpus_per_vm": None, "gpu_bar_gb": None},
@@ -218,3 +224,14 @@ def test_config_from_engine_environment_with_secret_keys_mock(
     assert cfg.mode == "passthrough" and cfg.pci_device_ids == ("0000:3b:00.0", "0000:d8:00.0")
     assert isinstance(cfg.vsphere_password, pulumi.Output)
     assert SECRET_VALUES["vsphere_password"] not in repr(cfg)
+
+
+def test_workload_keys_reach_the_config_mock() -> None:
+    use_config(stack_raw("nova-pci", suite="closer2018", execution_envs=["native", "docker"],
+                         workload_variables={"workload_run_docker_image": "tf:2"}))
+    cfg = from_pulumi_config()
+    assert cfg.suite == "closer2018"
+    assert cfg.execution_envs == ("native", "docker")
+    assert cfg.workload_variables == {"workload_run_docker_image": "tf:2"}
+    use_config(stack_raw("local"))
+    assert from_pulumi_config().suite == "smoke"
