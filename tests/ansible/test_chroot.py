@@ -1,0 +1,78 @@
+"""nvidia_driver from a runfile on a chroot target (community.general.chroot): installed,
+never rebooted on a chroot connection, idempotent, a wrong checksum stops it with the task
+named, and DGX systems (DMI product name mocked) are left alone."""
+
+from __future__ import annotations
+
+import pytest
+
+from infra.ansible import PlaybookError, run_playbook
+from tests.ansible.helpers import PLAYBOOKS, Events
+from tests.parts.fixtures_nspawn import ChrootTarget, NspawnLab
+
+pytestmark = [pytest.mark.nspawn, pytest.mark.slow]
+
+RUN = "NVIDIA-Linux-x86_64-550.127.05.run"
+
+
+def _vars(lab: NspawnLab, **over: object) -> dict[str, object]:
+    return {
+        "one_role": "nvidia_driver",
+        "gpu_facts_install_pciutils": False,  # keep the chroot off the network
+        "nvidia_driver_source": "runfile",
+        "nvidia_driver_runfile_url": f"{lab.stub_url}/files/{RUN}",
+        "nvidia_driver_runfile_sha256": lab.stub_sha256[RUN],
+        "nvidia_driver_install_kernel_headers": False,
+        "nvidia_driver_reboot": True,  # wanted, but never on a chroot connection
+        **over,
+    }
+
+
+def test_runfile_driver_on_chroot_no_reboot_then_idempotent(
+    chroot_target: ChrootTarget, nspawn_lab: NspawnLab
+) -> None:
+    ev = Events()
+    host = chroot_target.host
+    r = run_playbook(PLAYBOOKS / "one_role.yml", [host], extravars=_vars(nspawn_lab),
+                     event_handler=ev)  # fmt: skip
+    assert r.ok and r.hosts[host.name].changed >= 3, r.summary()
+    facts = ev.facts(host.name)
+    assert facts["gpu_facts_local_connection"] is True
+    assert facts["nvidia_driver_changed"] is True
+    assert facts["nvidia_driver_reboot_wanted"] is False
+    assert ev.results("Reboot into the new driver") == []
+    # no GPU seen -> the GPU steps were skipped by themselves (hardware_steps left at true)
+    assert facts["gpu_facts_has_gpu"] is False
+    assert ev.results("Query the loaded driver") == []
+    root = chroot_target.path
+    marker = (root / "var/lib/gpulab-stub/nvidia-runfile-installed").read_text()
+    assert marker.startswith("550.127.05 --silent --dkms --no-questions")
+    assert (root / "etc/modprobe.d/blacklist-nouveau.conf").read_text().count("nouveau") == 2
+    again = run_playbook(PLAYBOOKS / "one_role.yml", [host], extravars=_vars(nspawn_lab))
+    assert again.ok and again.hosts[host.name].changed == 0, again.summary()
+
+
+def test_wrong_runfile_checksum_names_the_task(
+    chroot_target: ChrootTarget, nspawn_lab: NspawnLab
+) -> None:
+    bad = _vars(nspawn_lab, nvidia_driver_runfile_sha256="0" * 64)
+    with pytest.raises(PlaybookError) as exc:
+        run_playbook(PLAYBOOKS / "one_role.yml", [chroot_target.host], extravars=bad)
+    msg = str(exc.value)
+    assert f"host '{chroot_target.host.name}' failed at task" in msg
+    assert "Download the driver runfile (checksum verified)" in msg
+    assert "checksum" in msg.lower()
+
+
+def test_dgx_mocked_by_dmi_name_is_left_alone(
+    chroot_target: ChrootTarget, nspawn_lab: NspawnLab
+) -> None:
+    ev = Events()
+    extra = _vars(nspawn_lab, gpu_facts_dmi_product_name="NVIDIA DGX A100 (mock)")
+    r = run_playbook(PLAYBOOKS / "one_role.yml", [chroot_target.host], extravars=extra,
+                     event_handler=ev)  # fmt: skip
+    assert r.ok and r.hosts[chroot_target.host.name].changed == 0
+    assert ev.facts(chroot_target.host.name)["gpu_facts_is_dgx"] is True
+    msgs = [res.get("msg", "") for res in ev.results("Leave the driver of DGX systems to DGX OS")]
+    assert msgs and "DGX" in msgs[0]
+    assert ev.results("Blacklist nouveau") == []
