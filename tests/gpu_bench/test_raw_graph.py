@@ -58,6 +58,19 @@ def test_unsupported_layer_named() -> None:
         from_keras(keras.Model(inp, out))
 
 
+def _full_fp32(framework: str) -> None:
+    """No TF32 on GPUs for the comparison (both sides run in this process's settings)."""
+    if framework == "torch":
+        import torch
+
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+    elif framework == "jax":
+        import jax
+
+        jax.config.update("jax_default_matmul_precision", "highest")
+
+
 FRAMEWORKS = {"tensorflow": ("benchmarks.gpu.raw_tf", "TfRaw"),
               "torch": ("benchmarks.gpu.raw_torch", "TorchRaw"),
               "jax": ("benchmarks.gpu.raw_jax", "JaxRaw")}
@@ -77,6 +90,7 @@ def test_raw_forward_equals_keras(framework: str, model: str, size: int | None, 
         pytest.skip(f"{framework} is not installed here (it is on the GPU machines)")
     from workloads.models import MODELS
 
+    _full_fp32(framework)
     keras = _keras()
     keras.utils.set_random_seed(7)
     m = MODELS[model].build(size)
