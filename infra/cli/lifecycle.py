@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -50,6 +50,13 @@ def run_local_cmd(
             "site-packages read-only (the image needs the same Python minor version).",
         ),
     ] = "image",
+    report: Annotated[
+        bool,
+        typer.Option(
+            "--report/--no-report",
+            help="Write the report (HTML, figures, CSV) of this run beside its records.",
+        ),
+    ] = True,
 ) -> None:
     """Run a suite natively and, when a Docker engine is reachable, in a container too."""
     from pathlib import Path
@@ -79,10 +86,27 @@ def run_local_cmd(
                 f"({ratio['scenario']}, batch {ratio['batch_size']}): {ratio['ratio']:.3f}"
             )
     console.print(f"records: {run.records_path}\nsummary: {run.summary_path}")
+    if report:
+        _report_local(run, console)
     if any(a.rc == 130 for a in run.arms):
         raise typer.Exit(130)
     if results["status"] != "ok" or any(a.rc != 0 for a in run.arms):
         raise typer.Exit(1)
+
+
+def _report_local(run: Any, console: Any) -> None:
+    """The run's report, normalized to its native arm; a report problem never fails the run."""
+    from workloads.errors import InputError
+    from workloads.report import build_report
+
+    out_dir = run.records_path.with_name(f"{run.run_id}.report")
+    try:
+        rep = build_report([run.records_path], out_dir, baseline="local/native",
+                           title=f"gpulab local run {run.run_id}")
+    except InputError as exc:
+        console.print(f"[yellow]gpulab: no report for this run: {exc}[/yellow]", soft_wrap=True)
+        return
+    console.print(f"report:  {rep.html} ({len(rep.figures)} figures)")
 
 
 def _lab(stack: str, backend: str | None):

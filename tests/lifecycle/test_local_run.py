@@ -100,6 +100,13 @@ def test_smoke_suite_native_and_docker_arms(dockerd, tmp_path: Path) -> None:
     # The final table shows both arms and every model.
     for word in ("native", "docker", *MODELS, "images/sec"):
         assert word in r.stdout, word
+    # The run's report sits beside it: docker normalized to native, figures as PNGs.
+    (report_dir,) = (tmp_path / "e2e").glob("*.report")
+    html = (report_dir / "report.html").read_text()
+    assert "local/native" in html and "local/docker" in html
+    pngs = list((report_dir / "figures").glob("*.png"))
+    assert pngs and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
+    assert f"report:  {report_dir / 'report.html'}" in r.stdout.replace("\n", "")
     # No container is left behind.
     assert set(dockerd.docker("ps", "-aq").split()) <= containers_before
 
@@ -129,6 +136,7 @@ def test_without_a_docker_engine_one_line_and_native_only(tmp_path: Path) -> Non
     records, summary = only_run(tmp_path / "res" / "nodocker")
     assert [x["arm"] for x in records] == ["native"]
     assert summary["results"]["arms"] == ["native"] and summary["results"]["ratios"] == []
+    assert list((tmp_path / "res" / "nodocker").glob("*.report/report.html"))
 
 
 def test_unknown_suite_is_one_line_exit_2(tmp_path: Path) -> None:
