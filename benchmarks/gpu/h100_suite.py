@@ -141,11 +141,13 @@ def measure(args: argparse.Namespace, console: Any) -> tuple[list[dict[str, Any]
                      args.steps, args.warmup, args.repeats)
     backends = check_backends(args.backends or default_backends())
     parts = check_parts(args.parts)
+    if args.max_minutes is not None and args.max_minutes < 0:
+        raise InputError(f"--max-minutes must be >= 0, got {args.max_minutes}")
     run_id = new_run_id()
     out = args.out or REPO / "results" / f"gpu-{run_id}"
     rec = Recorder(out / "records.jsonl", run_id, SUITE if not args.cpu_smoke
                    else f"{SUITE}-cpu-smoke", args.topology, args.arm)
-    limit = args.max_minutes * 60 if args.max_minutes else float("inf")
+    limit = args.max_minutes * 60 if args.max_minutes is not None else float("inf")
     ctx = P.Context(plan, backends, parts, rec, time.monotonic() + limit,
                     log=lambda s: console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {s}"))
     console.print(f"plan {plan.name}: parts {','.join(parts)}; backends {','.join(backends)}; "

@@ -201,10 +201,9 @@ def _scenario_job(ctx: Context, scenario: str, case: Case, steps: int, options: 
 def _run_scenario(ctx: Context, scenario: str, job: Any, claims: list[str]) -> None:
     import importlib
 
-    mod = importlib.import_module(f"workloads.scenarios.{scenario}")
     started = time.time()
     try:
-        fields = mod.run(job)
+        fields = importlib.import_module(f"workloads.scenarios.{scenario}").run(job)
     except Exception as exc:
         fields = _fail_fields(exc)
     fields["elapsed_s"] = time.time() - started

@@ -122,6 +122,7 @@ def test_from_records_rebuilds_the_table(smoke: tuple[subprocess.CompletedProces
     (["--cpu-smoke", "--precisions", "fp8"], "'fp8'"),
     (["--cpu-smoke", "--backends", "mxnet"], "'mxnet'"),
     (["--cpu-smoke", "--repeats", "0"], "--repeats"),
+    (["--cpu-smoke", "--max-minutes", "-1"], "--max-minutes"),
 ])
 def test_bad_input_one_line_exit_2(args: list[str], names: str, tmp_path: Path) -> None:
     proc = _run(*args, "--out", str(tmp_path / "o"), timeout=60)
@@ -135,3 +136,13 @@ def test_records_file_is_jsonl(smoke: tuple[subprocess.CompletedProcess, Path]) 
     _, out = smoke
     lines = (out / "records.jsonl").read_text().splitlines()
     assert len(lines) == 4 and all(json.loads(ln)["schema_version"] == 1 for ln in lines)
+
+
+def test_max_minutes_guard_starts_nothing_late(tmp_path: Path) -> None:
+    """--max-minutes 0: every measurement is past the deadline, listed as skipped, none run."""
+    proc = _run("--cpu-smoke", "--parts", "train,mnist", "--max-minutes", "0", "--no-report",
+                "--out", str(tmp_path), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "--max-minutes reached: skipped kernels (tensorflow)" in proc.stdout
+    assert "mnist" in proc.stdout.split("skipped", 1)[1]
+    assert (tmp_path / "records.jsonl").read_text() == ""
