@@ -303,7 +303,7 @@ def chroot_target() -> Iterator[ChrootTarget]:
         _run("mount", "--bind", "/dev", str(root / "dev"))
         mounts.append(root / "dev")
         host = Host(
-            name=str(root), address=str(root), gpu_path="pci-passthrough",
+            name="chroot-a", address=str(root), gpu_path="pci-passthrough",
             vars={"ansible_connection": "community.general.chroot",
                   "ansible_python_interpreter": "/usr/bin/python3"},
         )  # fmt: skip
