@@ -66,6 +66,9 @@ def training_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             cv = _cv(g["runner_ips"])
             if cv is not None and cv > CV_GOAL:
                 goal += f" (CV {cv:.1%} > 1%)"
+            ips = _med(g["runner_ips"])
+            if prec == "bf16" and ips is not None:
+                goal += f"; {STRETCH_IPS:,.0f} img/s {'met' if ips >= STRETCH_IPS else 'missed'}"
         rows.append({"model": model, "batch": batch, "image_size": size, "precision": prec,
                      "backend": backend, "runner_ips": _med(g["runner_ips"]),
                      "raw_ips": _med(g["raw_ips"]), "ratio": ratio,

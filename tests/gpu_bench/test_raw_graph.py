@@ -127,4 +127,6 @@ def test_training_rows_medians_and_goal() -> None:
     assert row["goal"].startswith("missed")  # 0.897 < 0.95
     assert "CV" in row["goal"]  # 2600..2750 spread is over 1 %
     good = [_rec("raw", 1000), _rec("runner", 990, 0.99), _rec("runner", 991, 0.991)]
-    assert training_rows(good)[0]["goal"] == "met"
+    assert training_rows(good)[0]["goal"] == "met; 2,800 img/s missed"  # bf16 stretch goal
+    fast = [_rec("raw", 3000), _rec("runner", 2990, 0.997), _rec("runner", 2995, 0.998)]
+    assert training_rows(fast)[0]["goal"] == "met; 2,800 img/s met"
