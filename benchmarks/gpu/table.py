@@ -143,9 +143,15 @@ def _bandwidth_rows(r: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 
 def failed_rows(records: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    return [(f"{r['experiment']} {r['model']} b{r.get('batch_size', '-')} "
-             f"{(r.get('params') or {}).get('variant', '')}".strip(), str(r.get("error"))[:160])
-            for r in records if r["status"] != "ok"]
+    out = []
+    for r in records:
+        if r["status"] == "ok":
+            continue
+        batch = f"b{r['batch_size']}" if r.get("batch_size") else ""
+        what = " ".join(x for x in (r["experiment"], r["model"], batch,
+                                    (r.get("params") or {}).get("variant", "")) if x)
+        out.append((what, str(r.get("error"))[:160]))
+    return out
 
 
 def render(records: list[dict[str, Any]], console: Any, device: str = "") -> None:
