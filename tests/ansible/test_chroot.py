@@ -76,3 +76,20 @@ def test_dgx_mocked_by_dmi_name_is_left_alone(
     msgs = [res.get("msg", "") for res in ev.results("Leave the driver of DGX systems to DGX OS")]
     assert msgs and "DGX" in msgs[0]
     assert ev.results("Blacklist nouveau") == []
+
+
+@pytest.mark.parametrize(
+    ("mode", "driver", "expect"),
+    [("operator", "present", "enabled: false"), ("operator", "absent", "enabled: true"),
+     ("device-plugin", "auto", "runtimeClassName: nvidia")],
+)  # fmt: skip
+def test_k8s_gpu_values(chroot_target: ChrootTarget, mode: str, driver: str, expect: str) -> None:
+    """Helm values only (k8s_gpu_apply false: no Kubernetes API here); with a host driver the
+    GPU Operator's driver container is disabled."""
+    extra = {"one_role": "k8s_gpu", "gpu_facts_install_pciutils": False, "k8s_gpu_apply": False,
+             "k8s_gpu_mode": mode, "k8s_gpu_host_driver": driver}  # fmt: skip
+    r = run_playbook(PLAYBOOKS / "one_role.yml", [chroot_target.host], extravars=extra)
+    assert r.ok
+    text = (chroot_target.path / f"etc/gpulab/k8s_gpu/{mode}-values.yaml").read_text()
+    head = text.split("toolkit:")[0] if mode == "operator" else text
+    assert expect in head, text
