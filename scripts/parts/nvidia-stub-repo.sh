@@ -7,6 +7,8 @@
 #   .cache/nvidia-stub-repo/libnvidia-container/   flat apt repo like nvidia.github.io/...
 #   .cache/nvidia-stub-repo/files/                 single downloads (vGPU guest driver .deb,
 #                                                  apptainer .deb, bitfusion client .deb, .run)
+#   .cache/nvidia-stub-repo/pypi/simple/           a PyPI index with one stub package
+#                                                  (gpulab-probe 1.0) for workload_env's pip path
 #   .cache/nvidia-stub-repo/SHA256SUMS             checksums of files/*
 # Usage: nvidia-stub-repo.sh prepare|clean
 set -euo pipefail
@@ -189,6 +191,38 @@ echo "550.127.05 $*" > /var/lib/gpulab-stub/nvidia-runfile-installed
 echo "NVIDIA-Linux-x86_64-550.127.05.run (gpulab stub) installed with: $*"
 RUN
 chmod 0755 "$OUT.tmp/files/NVIDIA-Linux-x86_64-550.127.05.run"
+
+# A one-package PyPI "simple" index, so workload_env's pip path (index URL variable, pinned
+# requirement, idempotence) runs for real inside the test namespace (no route to PyPI there).
+python3 - "$OUT.tmp/pypi" <<'PY'
+import base64, hashlib, pathlib, sys, zipfile
+root = pathlib.Path(sys.argv[1])
+pkgs = root / "packages"; pkgs.mkdir(parents=True)
+name, ver = "gpulab_probe", "1.0"
+whl = pkgs / f"{name}-{ver}-py3-none-any.whl"
+files = {
+    f"{name}/__init__.py": b'"""gpulab test stub package."""\nVERSION = "1.0"\n',
+    f"{name}-{ver}.dist-info/METADATA":
+        f"Metadata-Version: 2.1\nName: gpulab-probe\nVersion: {ver}\n".encode(),
+    f"{name}-{ver}.dist-info/WHEEL":
+        b"Wheel-Version: 1.0\nGenerator: gpulab\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+}
+record = []
+with zipfile.ZipFile(whl, "w") as z:
+    for arc, data in files.items():
+        zi = zipfile.ZipInfo(arc, date_time=(1980, 1, 1, 0, 0, 0))
+        z.writestr(zi, data)
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{arc},sha256={digest},{len(data)}")
+    record.append(f"{name}-{ver}.dist-info/RECORD,,")
+    zi = zipfile.ZipInfo(f"{name}-{ver}.dist-info/RECORD", date_time=(1980, 1, 1, 0, 0, 0))
+    z.writestr(zi, "\n".join(record) + "\n")
+sha = hashlib.sha256(whl.read_bytes()).hexdigest()
+idx = root / "simple" / "gpulab-probe"; idx.mkdir(parents=True)
+(root / "simple" / "index.html").write_text('<a href="gpulab-probe/">gpulab-probe</a>\n')
+(idx / "index.html").write_text(
+    f'<a href="../../packages/{whl.name}#sha256={sha}">{whl.name}</a>\n')
+PY
 
 for repo in cuda libnvidia-container; do
   (cd "$OUT.tmp/$repo" && dpkg-scanpackages --multiversion . /dev/null 2>/dev/null > Packages \

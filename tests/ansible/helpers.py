@@ -53,7 +53,10 @@ def stub_vars(stub_url: str, sums: dict[str, str]) -> dict[str, Any]:
         "bitfusion_client_package_url": f"{files}/{bf}",
         "bitfusion_client_package_sha256": sums[bf],
         "k8s_gpu_mode": "operator",
-        "workload_env_pip_packages": [],  # no PyPI from inside the test namespace
+        # no route to PyPI from the test namespace: the stub index's one package, pinned
+        "workload_env_pip_packages": ["gpulab-probe==1.0"],
+        "workload_env_pip_index_url": f"{stub_url}/pypi/simple/",
+        "workload_env_pip_extra_args": f"--trusted-host {stub_url.split('//')[1].split(':')[0]}",
     }
 
 

@@ -149,6 +149,8 @@ def test_first_converge_installs_and_configures(first, nspawn_host: NspawnHost) 
     out = ssh("cd /opt/gpulab && venv/bin/python -c 'import workloads.records as r; "
               "print(r.SCHEMA_VERSION)'").stdout  # fmt: skip
     assert out.strip() == "1"
+    probe = "import gpulab_probe; print(gpulab_probe.VERSION)"  # pip through the index URL
+    assert ssh(f"/opt/gpulab/venv/bin/python -c '{probe}'").stdout.strip() == "1.0"
 
 
 def test_hardware_steps_did_not_run(first) -> None:  # type: ignore[no-untyped-def]
