@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from infra.ansible import build_inventory
+from infra.hosts import Host
 from tests.ansible.helpers import PLAYBOOKS as TEST_PLAYBOOKS
 from tests.parts import REPO
 
@@ -51,3 +55,57 @@ def test_ansible_lint_production_profile() -> None:
     out = r.stdout + r.stderr
     assert r.returncode == 0, out[-4000:]
     assert "Profile 'production' was required, and it passed" in out
+
+
+def _plays_to_hosts(playbook: str, inventory: Path, *extra: str) -> dict[str, set[str]]:
+    r = subprocess.run(
+        [str(BIN / "ansible-playbook"), "--list-hosts", "-i", str(inventory), *extra,
+         str(REPO / "playbooks" / playbook)],
+        capture_output=True, text=True, env=ENV, cwd=REPO, timeout=120, check=False,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout + r.stderr
+    plays: dict[str, set[str]] = {}
+    current = None
+    for line in r.stdout.splitlines():
+        m = re.match(r"\s*play #\d+ \([^)]*\): (.*?)\tTAGS", line)
+        if m:
+            current = m.group(1)
+            plays[current] = set()
+        elif current and re.match(r"^\s{6}\S+$", line):
+            plays[current].add(line.strip())
+    return plays
+
+
+def test_playbooks_pick_hosts_by_gpu_path_group(tmp_path: Path) -> None:
+    """The contract with the topologies: the inventory's gpu_path_* groups (and k8s_control)
+    decide which plays reach which host."""
+    hosts = [
+        Host("bm", "10.0.0.1", gpu_path="whole-machine"),
+        Host("pci", "10.0.0.2", gpu_path="pci-passthrough"),
+        Host("cvm", "10.0.0.6", gpu_path="container-vm"),
+        Host("vg", "10.0.0.3", gpu_path="vgpu"),
+        Host("bf", "10.0.0.4", gpu_path="bitfusion"),
+        Host("api", "10.0.0.5", gpu_path="none", groups=["k8s_control"]),
+        Host("me", "127.0.0.1"),
+    ]
+    inv = tmp_path / "inventory.json"
+    inv.write_text(json.dumps(build_inventory(hosts)))
+    site = _plays_to_hosts("site.yml", inv)
+    assert site == {
+        "Discover GPUs": {"bm", "pci", "cvm", "vg", "bf", "api", "me"},
+        "NVIDIA driver and CUDA on hosts that own a GPU": {"bm", "pci", "cvm"},
+        "NVIDIA vGPU guest driver, licensing and CUDA": {"vg"},
+        "Bitfusion clients (remote GPUs; CUDA libraries are local)": {"bf"},
+        "Container runtimes and the workload environment": {"bm", "pci", "cvm", "vg", "bf", "me"},
+        "Kubernetes GPU support": {"api"},
+    }
+    assert _plays_to_hosts("workloads.yml", inv) == {
+        "Run the workloads on the hosts": {"bm", "pci", "cvm", "vg", "bf", "me"}
+    }
+    assert _plays_to_hosts("workloads.yml", inv, "-e", "workload_run_exec_env=k8s") == {
+        "Run the workloads on the hosts": {"api"}
+    }
+    validate = _plays_to_hosts("validate.yml", inv)
+    assert validate["Validate the GPU hosts"] == {"bm", "pci", "cvm", "vg"}
+    assert validate["Validate the Bitfusion clients"] == {"bf"}
+    assert validate["Validate Kubernetes GPU scheduling"] == {"api"}
