@@ -310,3 +310,27 @@ def test_validate_needs_a_gpu(first, nspawn_host: NspawnHost) -> None:  # type: 
     with pytest.raises(PlaybookError) as exc:
         run_playbook("validate.yml", [nspawn_host.host])
     assert "host 'nspawn-a' failed at task 'List the GPUs with nvidia-smi'" in str(exc.value)
+
+
+def test_reboot_only_when_the_driver_changes_over_ssh(first, nspawn_lab, nspawn_host) -> None:  # type: ignore[no-untyped-def]
+    """nvidia_driver_reboot on, over real SSH: unchanged driver -> no reboot; a driver change
+    (open modules, shown in check mode so the container is not rebooted) -> the reboot task
+    is reached. The start time of the container's PID 1 proves the host never rebooted."""
+    started = nspawn_host.ssh("ps -o lstart= -p 1").stdout
+    base = {**_vars(nspawn_lab), "one_role": "nvidia_driver", "nvidia_driver_reboot": True,
+            "nvidia_driver_reboot_timeout": 60}  # fmt: skip
+    ev = Events()
+    r = run_playbook(PLAYBOOKS / "one_role.yml", [nspawn_host.host], extravars=base,
+                     event_handler=ev)  # fmt: skip
+    assert r.ok and r.hosts["nspawn-a"].changed == 0
+    assert ev.facts("nspawn-a")["nvidia_driver_reboot_wanted"] is False
+    assert ev.results("Reboot into the new driver") == []
+    ev2 = Events()
+    r2 = run_playbook(PLAYBOOKS / "one_role.yml", [nspawn_host.host],
+                      extravars={**base, "nvidia_driver_open_modules": True},
+                      check_mode=True, event_handler=ev2)  # fmt: skip
+    assert r2.ok, r2.summary()
+    assert ev2.facts("nspawn-a")["nvidia_driver_reboot_wanted"] is True
+    reboot = ev2.results("Reboot into the new driver")
+    assert len(reboot) == 1 and reboot[0].get("changed") is True
+    assert nspawn_host.ssh("ps -o lstart= -p 1").stdout == started
