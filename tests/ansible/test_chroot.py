@@ -93,3 +93,42 @@ def test_k8s_gpu_values(chroot_target: ChrootTarget, mode: str, driver: str, exp
     text = (chroot_target.path / f"etc/gpulab/k8s_gpu/{mode}-values.yaml").read_text()
     head = text.split("toolkit:")[0] if mode == "operator" else text
     assert expect in head, text
+
+
+LSPCI_MOCK = (
+    "0000:34:00.0 3D controller [0302]: NVIDIA Corporation GV100GL [Tesla V100 SXM2 32GB]"
+    " [10de:1db5] (rev a1)\n"
+    "0000:36:00.0 VGA compatible controller [0300]: NVIDIA Corporation GA102 [RTX A6000]"
+    " [10de:2230] (rev a1)\n"
+    "0000:36:00.1 Audio device [0403]: NVIDIA Corporation GA102 High Definition Audio"
+    " Controller [10de:1aef] (rev a1)\n"
+)
+
+
+def test_gpu_facts_parse_mocked_lspci(chroot_target: ChrootTarget) -> None:
+    """gpu_facts on lspci output of two GPUs and an audio function (a hardware mock)."""
+    ev = Events()
+    extra = {"one_role": "gpu_facts", "gpu_facts_lspci_output": LSPCI_MOCK}
+    r = run_playbook(PLAYBOOKS / "one_role.yml", [chroot_target.host], extravars=extra,
+                     event_handler=ev)  # fmt: skip
+    assert r.ok
+    f = ev.facts(chroot_target.host.name)
+    assert f["gpu_facts_gpu_count"] == 2 and f["gpu_facts_has_gpu"] is True
+    assert f["gpu_facts_gpus"] == [
+        {"pci": "0000:34:00.0", "class": "0302", "name": "GV100GL [Tesla V100 SXM2 32GB]",
+         "device_id": "1db5"},
+        {"pci": "0000:36:00.0", "class": "0300", "name": "GA102 [RTX A6000]",
+         "device_id": "2230"},
+    ]  # fmt: skip
+    assert f["gpu_facts_is_dgx"] is False and f["gpu_facts_cuda_repo_distro"] == "debian12"
+
+
+def test_gpu_steps_run_once_a_gpu_is_seen(
+    chroot_target: ChrootTarget, nspawn_lab: NspawnLab
+) -> None:
+    """With a GPU in (mocked) lspci, nvidia_driver goes on to the GPU steps, which cannot pass
+    without one: the failure names the persistence-daemon task."""
+    extra = _vars(nspawn_lab, gpu_facts_lspci_output=LSPCI_MOCK)
+    with pytest.raises(PlaybookError) as exc:
+        run_playbook(PLAYBOOKS / "one_role.yml", [chroot_target.host], extravars=extra)
+    assert "failed at task 'Enable the persistence daemon'" in str(exc.value)
