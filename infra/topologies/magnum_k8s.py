@@ -83,7 +83,7 @@ class MagnumK8sLab(pulumi.ComponentResource):
                 name=f"{cfg.lab}-k8s-api",
                 address=api.apply(_api_host),
                 ssh_user=cfg.ssh_user,
-                groups=["k8s_api"],
+                groups=["k8s_control"],
                 gpu_path="none",
                 ssh_port=22,
                 vars={"lab": cfg.lab, "api_url": api},

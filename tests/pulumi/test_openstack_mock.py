@@ -234,7 +234,7 @@ def test_magnum_mock_template_cluster_and_secret_kubeconfig(pulumi_mocks: LabMoc
         hosts, hosts_secret = await resolve(exports["hosts"])
         assert not hosts_secret
         assert [(h["name"], h["address"], h["gpu_path"], h["groups"]) for h in hosts] == [
-            ("k8s-lab-k8s-api", "198.51.100.200", "none", ["k8s_api"]),
+            ("k8s-lab-k8s-api", "198.51.100.200", "none", ["k8s_control"]),
             ("k8s-lab-k8s-node-0", "198.51.100.201", "container-vm",
              ["gpu_hosts", "magnum_k8s", "k8s_nodes"]),
             ("k8s-lab-k8s-node-1", "198.51.100.202", "container-vm",
