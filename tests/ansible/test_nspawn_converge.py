@@ -224,7 +224,8 @@ TINY = (
     "with RecordWriter(e['GPULAB_RECORDS_OUT']) as w:\n"
     "    w.write(make_record(run_id=e['GPULAB_RUN_ID'], suite='tiny', experiment='tiny',\n"
     "        model='none', kind='job', elapsed_s=0.01, topology=e['GPULAB_TOPOLOGY'],\n"
-    "        arm=e['GPULAB_ARM'], host=socket.gethostname()))\n"
+    "        arm=e['GPULAB_ARM'], host=socket.gethostname(),\n"
+    "        params={'data_dir': e.get('GPULAB_DATA_DIR', '')}))\n"
     "sys.exit(int(sys.argv[1]))\n"
 )
 
@@ -246,7 +247,8 @@ def _workload(lab: NspawnLab, host: NspawnHost, fetch: Path, env: str, rc: int =
 @pytest.mark.parametrize("env", ["native", "bitfusion"])
 def test_workload_run_fetches_records(first, nspawn_lab, nspawn_host, tmp_path, env) -> None:  # type: ignore[no-untyped-def]
     """native for real; bitfusion through the stub `bitfusion run -n 1 -p 1.0 --` (runs locally)."""
-    r, ev = _workload(nspawn_lab, nspawn_host, tmp_path, env)
+    r, ev = _workload(nspawn_lab, nspawn_host, tmp_path, env,
+                      workload_run_environment={"GPULAB_DATA_DIR": "/data/inet"})
     assert r.ok, r.summary()
     files = sorted(tmp_path.rglob("*.jsonl"))
     assert [f.relative_to(tmp_path).as_posix() for f in files] == [
@@ -256,6 +258,7 @@ def test_workload_run_fetches_records(first, nspawn_lab, nspawn_host, tmp_path, 
     assert len(recs) == 1 and recs[0]["arm"] == env and recs[0]["topology"] == "nspawn-test"
     assert recs[0]["run_id"] == f"t-{env}-0"
     assert recs[0]["host"] == nspawn_host.name
+    assert recs[0]["params"]["data_dir"] == "/data/inet"  # workload_run_environment reached it
     argv = ev.results("Run the workloads")[0]["cmd"]
     if env == "bitfusion":
         assert argv[3:10] == ["bitfusion", "run", "-n", "1", "-p", "1.0", "--"]
@@ -285,7 +288,8 @@ def test_container_wrappers(first, nspawn_lab, nspawn_host, tmp_path, env) -> No
         "workloads.yml",
         [nspawn_host.host],
         extravars={"workload_run_exec_env": env, "workload_run_fetch_dir": str(tmp_path),
-                   "workload_run_id": f"w-{env}", "workload_run_topology": "t"},
+                   "workload_run_id": f"w-{env}", "workload_run_topology": "t",
+                   "workload_run_environment": {"GPULAB_DATA_DIR": "/data/inet"}},
         event_handler=ev,
         check=False,
     )  # fmt: skip
@@ -295,7 +299,7 @@ def test_container_wrappers(first, nspawn_lab, nspawn_host, tmp_path, env) -> No
               "--topology", "t", "--arm", env]  # fmt: skip
     assert argv[-len(runner) :] == runner
     if env == "docker":
-        assert argv[3:8] == ["docker", "run", "--rm", "--gpus", "all"]
+        assert argv[3:9] == ["docker", "run", "--rm", "--env=GPULAB_DATA_DIR", "--gpus", "all"]
         assert "/opt/gpulab/workloads:/opt/gpulab/workloads:ro" in argv
         assert "gpulab/workloads:latest" in argv
     else:

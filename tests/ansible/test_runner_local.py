@@ -237,13 +237,17 @@ def test_workload_run_interface_matches_callers() -> None:
 
 def test_k8s_job_template_renders_a_gpu_job(tmp_path: Path) -> None:
     dest = tmp_path / "job.yaml"
-    run_playbook(PLAYBOOKS / "render_job.yml", [CTL], extravars={"render_dest": str(dest)})
+    env = {"GPULAB_DATA_DIR": "/data/inet", "GPULAB_DIST_BASE_PORT": 2300}
+    run_playbook(PLAYBOOKS / "render_job.yml", [CTL],
+                 extravars={"render_dest": str(dest), "workload_run_environment": env})
     job = yaml.safe_load(dest.read_text())
     assert job["kind"] == "Job" and job["spec"]["backoffLimit"] == 0
     assert job["spec"]["activeDeadlineSeconds"] == 600
     c = job["spec"]["template"]["spec"]["containers"][0]
     assert c["resources"]["limits"]["nvidia.com/gpu"] == 2
     assert c["image"] == "registry.local/gpulab/workloads:1"
+    assert c["env"] == [{"name": "GPULAB_DATA_DIR", "value": "/data/inet"},
+                        {"name": "GPULAB_DIST_BASE_PORT", "value": "2300"}]
     script = c["args"][0]
     assert "python3 -m workloads bench --suite smoke" in script
     assert "--arm 'k8s it'\"'\"'s'" in script  # shell-quoted
