@@ -78,10 +78,31 @@ def _bench(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
+def protocol_stream() -> Any:
+    """The measuring child's protocol channel: the real stdout. Anything else printed to
+    stdout from here on (framework noise) goes to stderr."""
+    proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
+    os.dup2(2, 1)
+    return proto
+
+
+def emit_result(proto: Any, fields: dict[str, Any]) -> None:
+    """Add the environment fingerprint to a measurement and write its result line."""
+    from workloads.bench import PREFIX
+
+    try:
+        from workloads.fingerprint import collect
+
+        fields["fingerprint"] = collect()
+    except Exception as exc:  # a fingerprint problem must not lose the measurement
+        fields["fingerprint"] = {"error": f"{type(exc).__name__}: {exc}"}
+    proto.write(PREFIX + "result " + json.dumps(fields, default=str) + "\n")
+    proto.flush()
+
+
 def _measure() -> int:
     """Internal: run one job (JSON on stdin) and print the protocol lines (see bench.py)."""
-    proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
-    os.dup2(2, 1)  # anything else printed to stdout (framework noise) goes to stderr
+    proto = protocol_stream()
     from workloads.bench import PREFIX
     from workloads.scenarios import Job, get_scenario
 
@@ -104,14 +125,7 @@ def _measure() -> int:
     fields["started_at"] = datetime.fromtimestamp(job.launched_at, UTC).isoformat(
         timespec="milliseconds")
     fields["finished_at"] = datetime.now(UTC).isoformat(timespec="milliseconds")
-    try:
-        from workloads.fingerprint import collect
-
-        fields["fingerprint"] = collect()
-    except Exception as exc:  # a fingerprint problem must not lose the measurement
-        fields["fingerprint"] = {"error": f"{type(exc).__name__}: {exc}"}
-    proto.write(PREFIX + "result " + json.dumps(fields, default=str) + "\n")
-    proto.flush()
+    emit_result(proto, fields)
     return 0
 
 

@@ -29,7 +29,8 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-PREFIX = "@gpulab "
+from workloads.__main__ import emit_result, protocol_stream  # noqa: E402  (after sys.path)
+
 RAW_CLASSES = {"torch": ("benchmarks.gpu.raw_torch", "TorchRaw"),
                "jax": ("benchmarks.gpu.raw_jax", "JaxRaw"),
                "tensorflow": ("benchmarks.gpu.raw_tf", "TfRaw")}
@@ -177,8 +178,7 @@ def main(argv: list[str]) -> int:
     mode = argv[0] if argv else ""
     if mode == "runner":
         return runner(os.environ.get("GPULAB_PRECISION"))
-    proto = os.fdopen(os.dup(1), "w", buffering=1, encoding="utf-8")
-    os.dup2(2, 1)  # framework noise on stdout goes to stderr
+    proto = protocol_stream()
     started = time.time()
     spec = json.loads(sys.stdin.read() or "{}")
     try:
@@ -193,14 +193,7 @@ def main(argv: list[str]) -> int:
         traceback.print_exc()
         fields = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"[:2000]}
     fields["elapsed_s"] = time.time() - float(spec.get("launched_at") or started)
-    try:
-        from workloads.fingerprint import collect
-
-        fields["fingerprint"] = collect()
-    except Exception as exc:  # a fingerprint problem must not lose the measurement
-        fields["fingerprint"] = {"error": f"{type(exc).__name__}: {exc}"}
-    proto.write(PREFIX + "result " + json.dumps(fields, default=str) + "\n")
-    proto.flush()
+    emit_result(proto, fields)
     return 0
 
 
