@@ -93,8 +93,7 @@ def raw(spec: dict[str, Any]) -> dict[str, Any]:
 def _rnn_torch(shape: tuple[int, int, int, str], warmup: int, iters: int, mode: str) -> Any:
     import torch
 
-    from benchmarks.gpu.peak import _timed
-    from workloads.kernels.compute import KernelResult
+    from workloads.kernels.compute import KernelResult, time_calls
 
     hidden, batch, steps, cell = shape
     dev = "cuda" if torch.cuda.is_available() else "cpu"
@@ -112,7 +111,7 @@ def _rnn_torch(shape: tuple[int, int, int, str], warmup: int, iters: int, mode: 
         if dev == "cuda":
             torch.cuda.synchronize()
 
-    t = _timed(fn, sync, warmup, iters)
+    t = time_calls(fn, warmup, iters, sync)
     gates = {"vanilla": 1, "lstm": 4, "gru": 3}[cell]
     flops = 2.0 * 2 * batch * hidden * hidden * gates * steps * (3 if mode == "train" else 1)
     dims = {"hidden": hidden, "batch": batch, "timesteps": steps, "cell": cell, "mode": mode}

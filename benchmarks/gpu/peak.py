@@ -7,20 +7,9 @@ about 750-800 TFLOP/s there); --cpu-smoke uses a small n.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-
-def _timed(run: Any, sync: Any, warmup: int, iters: int) -> float:
-    out = None
-    for _ in range(max(1, warmup)):
-        out = run()
-    sync(out)
-    t0 = time.perf_counter()
-    for _ in range(iters):
-        out = run()
-    sync(out)
-    return (time.perf_counter() - t0) / iters
+from workloads.kernels.compute import time_calls
 
 
 def bf16_matmul(framework: str, n: int, warmup: int = 3, iters: int = 10) -> dict[str, Any]:
@@ -36,7 +25,7 @@ def bf16_matmul(framework: str, n: int, warmup: int = 3, iters: int = 10) -> dic
             if dev == "cuda":
                 torch.cuda.synchronize()
 
-        t = _timed(lambda: a @ b, sync_t, warmup, iters)
+        t = time_calls(lambda: a @ b, warmup, iters, sync_t)
         device = torch.cuda.get_device_name(0) if dev == "cuda" else "cpu"
     elif framework == "jax":
         import jax
@@ -46,7 +35,7 @@ def bf16_matmul(framework: str, n: int, warmup: int = 3, iters: int = 10) -> dic
         a = jax.random.normal(k1, (n, n), jnp.bfloat16)
         b = jax.random.normal(k2, (n, n), jnp.bfloat16)
         mm = jax.jit(jnp.matmul)
-        t = _timed(lambda: mm(a, b), lambda o: o.block_until_ready(), warmup, iters)
+        t = time_calls(lambda: mm(a, b), warmup, iters, lambda o: o.block_until_ready())
         device = str(jax.devices()[0])
     elif framework == "tensorflow":
         import tensorflow as tf
@@ -57,7 +46,7 @@ def bf16_matmul(framework: str, n: int, warmup: int = 3, iters: int = 10) -> dic
             a = tf.cast(tf.random.normal((n, n)), tf.bfloat16)
             b = tf.cast(tf.random.normal((n, n)), tf.bfloat16)
             mm = tf.function(lambda: tf.matmul(a, b))
-            t = _timed(mm, lambda o: o[:1, :1].numpy(), warmup, iters)
+            t = time_calls(mm, warmup, iters, lambda o: o[:1, :1].numpy())
     else:
         raise ValueError(f"framework {framework!r} is not torch, jax or tensorflow")
     return {"framework": framework, "n": n, "dtype": "bfloat16", "time_per_call_s": t,

@@ -57,16 +57,23 @@ def _sync(value: Any) -> None:
         tf.reshape(t, [-1])[:1].numpy()  # waits for the op that produced ``t``
 
 
-def time_calls(fn: Callable[[], Any], warmup: int, iters: int) -> float:
-    """Mean seconds per call of ``fn`` over ``iters`` calls after ``warmup`` calls."""
+def time_calls(
+    fn: Callable[[], Any], warmup: int, iters: int, sync: Callable[[Any], Any] | None = None
+) -> float:
+    """Mean seconds per call of ``fn`` over ``iters`` calls after ``warmup`` calls.
+
+    ``sync(out)`` waits for the device to finish ``out`` (default: TensorFlow's); other
+    frameworks pass their own (``block_until_ready``, ``torch.cuda.synchronize``).
+    """
+    sync = sync or _sync
     out = None
     for _ in range(max(1, warmup)):
         out = fn()
-    _sync(out)
+    sync(out)
     start = time.perf_counter()
     for _ in range(iters):
         out = fn()
-    _sync(out)
+    sync(out)
     return (time.perf_counter() - start) / iters
 
 
