@@ -17,6 +17,10 @@ Defaults: the model's batch and full image size, 100 timed steps, 10 warm-up ste
 topology ``local``, arm ``native``, backend TensorFlow when installed (else JAX, else PyTorch).
 Each repetition runs in its own process (``python -m workloads _measure``, internal).
 
+``GPULAB_EXPECT_DEVICE`` (gpu|cpu|auto, default auto): with ``gpu``, a measurement whose
+framework sees no GPU fails (record error naming the host) instead of training on the CPU;
+every record carries the device really used in ``params.device`` (workloads/expect_device.py).
+
 Exit codes: 0 every measurement ok; 1 some measurement failed (its record says why); 2 bad
 input (one line on stderr naming the key or value); 130 interrupted by Ctrl-C or SIGTERM
 (finished records kept, the running one written with status ``interrupted``).
@@ -59,8 +63,10 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
 
 def _bench(args: argparse.Namespace) -> int:
     from workloads.bench import run_bench
+    from workloads.expect_device import expected_device
     from workloads.suites import resolve_suite
 
+    expected_device()  # a bad GPULAB_EXPECT_DEVICE fails here, before anything runs
     suite = resolve_suite(args.suite, args.model, args.batch, args.steps, args.warmup,
                           args.repeats, args.image_size)
 
@@ -103,6 +109,7 @@ def emit_result(proto: Any, fields: dict[str, Any]) -> None:
 def _measure() -> int:
     """Internal: run one job (JSON on stdin) and print the protocol lines (see bench.py)."""
     proto = protocol_stream()
+    from workloads import expect_device
     from workloads.bench import PREFIX
     from workloads.scenarios import Job, get_scenario
 
@@ -114,12 +121,19 @@ def _measure() -> int:
 
     job.progress = progress
     fields: dict[str, Any]
+    device: dict[str, Any] | None = None
     try:
+        device = expect_device.check(job.backend)  # a GPU host never trains on the CPU silently
         fields = get_scenario(job.scenario)(job)
         fields.setdefault("status", "ok")
+    except expect_device.DeviceMissing as exc:
+        device = exc.device
+        fields = {"status": "failed", "error": str(exc)}
     except Exception as exc:
         traceback.print_exc()
         fields = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"[:2000]}
+    if device is not None:
+        fields.setdefault("params", {})["device"] = device
     fields["elapsed_s"] = time.time() - job.launched_at
     fields.setdefault("params", {})["pid"] = os.getpid()  # each repetition is its own process
     fields["started_at"] = datetime.fromtimestamp(job.launched_at, UTC).isoformat(
