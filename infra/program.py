@@ -1,7 +1,11 @@
-"""The Pulumi program: build the configured topology and export what every stack exports.
+"""The Pulumi program: build the configured topology, provision it, measure it, export.
 
 Outputs of every stack: ``topology``, ``lab``, ``hosts`` (a list of
-:meth:`infra.hosts.Host.to_output`); ``magnum-k8s`` also exports ``kubeconfig`` (secret).
+:meth:`infra.hosts.Host.to_output`), ``provision`` (the site Ansible run: status, per-host
+recap, GPU facts) and ``results`` (the merged summary of the workload runs);
+``magnum-k8s`` also exports ``kubeconfig`` (secret).
+
+The entry point is ``__main__.py`` at the repository root (Pulumi.yaml has no ``main:``).
 """
 
 from __future__ import annotations
@@ -29,9 +33,13 @@ def export_lab(cfg: LabConfig, component: Any, hosts: list[Host]) -> None:
         pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))
 
 
-def run(cfg: LabConfig) -> tuple[pulumi.ComponentResource, list[Host]]:
-    """The whole program for a validated config: build, export, then (one call, added by the
-    lifecycle work) provision the hosts and run workloads on them."""
+def run(cfg: LabConfig) -> dict[str, Any]:
+    """The whole program for a validated config: topology -> (vGPU attach) -> site
+    ``AnsibleRun`` -> one ``WorkloadRun`` per execution environment, one after another ->
+    outputs. Returns the component, the hosts and what :func:`infra.dynamic.measure` made."""
+    from infra.dynamic import measure
+
     component, hosts = build(cfg)
     export_lab(cfg, component, hosts)
-    return component, hosts
+    made = measure(cfg, component, hosts)
+    return {"component": component, "hosts": hosts, **made}

@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 TOPOLOGIES = ("ironic-bm", "nova-pci", "magnum-k8s", "vsphere-gpu", "local")
@@ -228,6 +229,70 @@ def p_variables(raw: Any) -> dict[str, Any]:
     return dict(raw)
 
 
+ROLES_DIR = Path(__file__).resolve().parents[2] / "playbooks" / "roles"
+ANSIBLE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SITE_MAX_KEYS = 64
+SITE_MAX_CHARS = 16384
+MEASURE_ID_RE = re.compile(r"^[A-Za-z0-9._:-]{0,64}$")
+
+
+def _site_prefixes() -> tuple[str, ...]:
+    roles = sorted(d.name for d in ROLES_DIR.iterdir() if d.is_dir()) if ROLES_DIR.is_dir() else []
+    return (*(f"{r}_" for r in roles), "gpulab_")
+
+
+def _plain_yaml(value: Any, depth: int = 0) -> bool:
+    if depth > 8:
+        return False
+    if value is None or isinstance(value, str | int | float | bool):
+        return True
+    if isinstance(value, list):
+        return all(_plain_yaml(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        if set(value) == {"secure"}:  # an encrypted value: secrets do not go here
+            return False
+        return all(isinstance(k, str) and _plain_yaml(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def p_site(raw: Any) -> dict[str, Any]:
+    """Role inputs of the site run: ``<role>_*`` (a role under playbooks/roles/) or
+    ``gpulab_*`` Ansible variables, plain YAML values, bounded in size."""
+    raw = _maybe_json(raw)
+    prefixes = _site_prefixes()
+    what = (
+        "a mapping of role inputs named <role>_... (a role under playbooks/roles/: "
+        + ", ".join(p.rstrip("_") for p in prefixes[:-1])
+        + ") or gpulab_..., with plain YAML values"
+    )
+    if not isinstance(raw, dict):
+        raise BadValue(what)
+    if len(raw) > SITE_MAX_KEYS:
+        raise BadValue(f"{what}; at most {SITE_MAX_KEYS} keys")
+    for key, value in raw.items():
+        if not isinstance(key, str) or not ANSIBLE_VAR_RE.match(key):
+            raise BadValue(f"{what}; {key!r} is not an Ansible variable name")
+        if key.startswith("ansible_"):
+            raise BadValue(f"{what}; {key!r}: ansible_* connection variables are not role inputs")
+        if not key.startswith(prefixes):
+            raise BadValue(f"{what}; {key!r} names no role")
+        if not _plain_yaml(value):
+            raise BadValue(
+                f"{what}; {key!r} is not a plain value (secrets: `pulumi config set --secret`)"
+            )
+    if len(json.dumps(raw, default=str)) > SITE_MAX_CHARS:
+        raise BadValue(f"{what}; at most {SITE_MAX_CHARS} characters as JSON")
+    return dict(raw)
+
+
+def p_measure_id(raw: Any) -> str:
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        raw = str(raw)
+    if not isinstance(raw, str) or not MEASURE_ID_RE.match(raw):
+        raise BadValue("up to 64 letters, digits, '.', '_', ':' or '-' (gpulab measure sets it)")
+    return raw
+
+
 def p_secret(raw: Any) -> Any:
     # Only reached for plaintext values: secrets must be stored encrypted.
     raise BadValue("a secret: set it with `pulumi config set --secret`, not as plain text")
@@ -283,6 +348,10 @@ FIELDS: tuple[Field, ...] = (
        "bitfusion on vsphere-gpu mode bitfusion)", ALL, default=()),
     _f("workload_variables", p_variables, "extra workload_run role variables (e.g. "
        "workload_run_docker_image)", ALL, default={}),
+    _f("site", p_site, "role inputs of the site Ansible run (<role>_* or gpulab_* variables, "
+       "e.g. nvidia_driver_repo_url, workload_env_pip_index_url)", ALL, default={}),
+    _f("measure_id", p_measure_id, "a change re-runs only the workload runs (gpulab measure "
+       "sets it)", ALL, default=""),
     # OpenStack, shared
     _f("os_cloud", p_name, "clouds.yaml entry; empty: OS_* environment", OPENSTACK),
     _f("os_password", p_secret, "overrides the clouds.yaml password", OPENSTACK, secret=True),

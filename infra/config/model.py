@@ -45,6 +45,8 @@ class LabConfig:
         execution_envs: tuple[str, ...]  native|docker|singularity|k8s|bitfusion (empty: the
                                topology's default, see infra.dynamic.execution_envs)
         workload_variables: dict[str, Any]  extra variables for the workload_run role
+        site: dict[str, Any]   role inputs of the site run (``<role>_*``/``gpulab_*`` variables)
+        measure_id: str        in every workload run's triggers (``gpulab measure`` sets it)
     OpenStack (ironic-bm, nova-pci, magnum-k8s)
         os_cloud: str|None     clouds.yaml entry (None: OS_* environment variables)
         os_password: secret|None  overrides the clouds.yaml password
@@ -84,6 +86,8 @@ class LabConfig:
     suite: str = "smoke"
     execution_envs: tuple[str, ...] = ()
     workload_variables: dict[str, Any] = field(default_factory=dict)
+    site: dict[str, Any] = field(default_factory=dict)
+    measure_id: str = ""
     os_cloud: str | None = None
     os_password: Any = None
     external_network: str | None = None

@@ -1,8 +1,11 @@
 """Pulumi dynamic resources for the lab flow (see docs/lifecycle.md).
 
-:func:`measure` is the step after a topology: ``AnsibleRun`` (playbooks/site.yml) on every host,
-then one ``WorkloadRun`` (playbooks/workloads.yml) per execution environment on the GPU hosts,
-then the ``provision`` and ``results`` stack outputs. ``infra/__main__.py`` calls it.
+:func:`measure` is the step after a topology, called by :func:`infra.program.run` on every
+topology: ``AnsibleRun`` (playbooks/site.yml) on every host once every host resource (and, on
+vsphere-gpu mode vgpu, every vGPU attach) exists, then one ``WorkloadRun``
+(playbooks/workloads.yml) per execution environment on the GPU hosts, one after another (each
+waits for the previous one: the environments share the same GPUs), then the ``provision`` and
+``results`` stack outputs.
 """
 
 from __future__ import annotations
@@ -23,14 +26,37 @@ def execution_envs(cfg: Any) -> list[str]:
     return list(DEFAULT_ENVS.get(cfg.topology, ("native",)))
 
 
-def measure(cfg: Any, component: Any, hosts: list[Any]) -> dict[str, Any]:
-    """Configure the hosts, run the suite on them, export ``provision`` and ``results``."""
+def site_variables(cfg: Any, envs: list[str]) -> dict[str, Any]:
+    """The site run's extravars: ``gpulab:site`` role inputs under the program's own
+    ``gpulab_*`` variables (the program's win)."""
+    variables = dict(getattr(cfg, "site", None) or {})
+    variables.update(
+        {
+            "gpulab_topology": cfg.topology,
+            "gpulab_lab": cfg.lab,
+            "gpulab_exec_envs": envs,  # site.yml prepares these execution environments
+        }
+    )
+    return variables
+
+
+def measure(
+    cfg: Any, component: Any, hosts: list[Any], results_dir: str | None = None
+) -> dict[str, Any]:
+    """Configure the hosts, run the suite on them, export ``provision`` and ``results``.
+
+    ``results_dir``: where the workload runs fetch their records (default
+    :func:`infra.paths.stack_results_dir` of the running stack).
+    """
     import pulumi
 
     from infra.dynamic.ansible_run import AnsibleRun
     from infra.dynamic.workload_run import WorkloadRun
+    from infra.paths import stack_results_dir
     from infra.summary import merge_summaries
 
+    if results_dir is None:
+        results_dir = str(stack_results_dir(pulumi.get_stack()))
     all_hosts = [h.to_output() for h in hosts]
     gpu_hosts = [h.to_output() for h in hosts if h.gpu_path != "none"]
     envs = execution_envs(cfg)
@@ -38,20 +64,25 @@ def measure(cfg: Any, component: Any, hosts: list[Any]) -> dict[str, Any]:
     token = getattr(cfg, "vgpu_license_token", None)
     if token is not None:
         secrets["nvidia_vgpu_guest_client_token"] = token
+    # Depending on the (local) component resource means depending on every resource it
+    # holds: the hosts, and the vGPU attach, which powers a VM off and must finish first.
+    # Not a child of the component: a child cannot depend on its own parent.
     site = AnsibleRun(
         f"{cfg.lab}-site",
         hosts=all_hosts,
         playbook="site.yml",
-        variables={
-            "gpulab_topology": cfg.topology,
-            "gpulab_lab": cfg.lab,
-            "gpulab_exec_envs": envs,  # site.yml prepares these execution environments
-        },
+        variables=site_variables(cfg, envs),
         secrets=secrets or None,
-        opts=pulumi.ResourceOptions(parent=component),
+        opts=pulumi.ResourceOptions(
+            depends_on=[component, *(getattr(component, "vgpus", None) or [])]
+        ),
     )
-    runs = [
-        WorkloadRun(
+    runs: list[Any] = []
+    previous: Any = site
+    measure_id = getattr(cfg, "measure_id", None) or ""
+    for env in envs:
+        # One after another: every environment measures the same GPUs.
+        previous = WorkloadRun(
             f"{cfg.lab}-workloads-{env}",
             hosts=gpu_hosts,
             suite=getattr(cfg, "suite", None) or DEFAULT_SUITE,
@@ -59,10 +90,11 @@ def measure(cfg: Any, component: Any, hosts: list[Any]) -> dict[str, Any]:
             topology=cfg.topology,
             lab=cfg.lab,
             variables=dict(getattr(cfg, "workload_variables", None) or {}),
-            opts=pulumi.ResourceOptions(parent=component, depends_on=[site]),
+            results_dir=results_dir,
+            triggers=[measure_id],  # `gpulab measure` changes it: only these runs re-run
+            opts=pulumi.ResourceOptions(depends_on=[previous]),
         )
-        for env in envs
-    ]
+        runs.append(previous)
     provision = pulumi.Output.all(site.status, site.summary, site.facts).apply(
         lambda a: {"status": a[0], "hosts": a[1], "facts": a[2]}
     )

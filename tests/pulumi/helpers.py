@@ -22,7 +22,8 @@ class Exports(dict):
 def run_stack(
     topology: str, exports: Exports | None = None, /, **overrides: Any
 ) -> tuple[LabConfig, Any, list[Any]]:
-    """Validate and build an example stack (with overrides) the way infra/__main__.py does."""
+    """Validate and build an example stack (with overrides) the way __main__.py does: with
+    ``exports``, the whole program (topology, Ansible, workloads); without, the topology only."""
     use_config(stack_raw(topology, **overrides))
     cfg = from_pulumi_config()
     if exports is None:
@@ -31,7 +32,8 @@ def run_stack(
         original = pulumi.export
         pulumi.export = exports.__setitem__  # type: ignore[assignment]
         try:
-            component, hosts = program.run(cfg)
+            made = program.run(cfg)
+            component, hosts = made["component"], made["hosts"]
         finally:
             pulumi.export = original  # type: ignore[assignment]
     return cfg, component, hosts

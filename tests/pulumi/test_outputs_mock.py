@@ -1,6 +1,6 @@
 """Mock-runtime tests (Pulumi engine and cloud providers are test doubles): every example
-stack exports topology, lab and hosts in the host-contract shape; no output holds a secret in
-plain text; how long each topology takes to evaluate under the mocks."""
+stack exports topology, lab and hosts in the host-contract shape, and provision and results;
+no output holds a secret in plain text; how long each topology takes to evaluate under the mocks."""
 
 from __future__ import annotations
 
@@ -53,8 +53,9 @@ def test_example_stack_mock_exports_hosts_shape(topology: str, pulumi_mocks: Lab
             hosts, _ = await resolve(exports["hosts"])
             TIMINGS[topology] = time.perf_counter() - start
             assert sorted(exports) == sorted(
-                ["topology", "lab", "hosts"] + (["kubeconfig"] if topology == "magnum-k8s"
-                                                else []))
+                ["topology", "lab", "hosts", "provision", "results"]
+                + (["kubeconfig"] if topology == "magnum-k8s" else [])
+            )
             assert exports["topology"] == topology and exports["lab"] == cfg.lab
             count, paths = EXPECTED[topology]
             assert len(hosts) == count
@@ -70,8 +71,12 @@ def test_example_stack_mock_exports_hosts_shape(topology: str, pulumi_mocks: Lab
             assert len(set(names)) == len(names)
             typ = pulumi_mocks.resources[0].typ
             assert typ.startswith("gpulab:topology:") and component is not None
-            if topology == "local":  # only the component: nothing in any cloud
-                assert [r.typ for r in pulumi_mocks.resources] == ["gpulab:topology:LocalLab"]
+            if topology == "local":  # nothing in any cloud: the component, Ansible, workloads
+                assert sorted(r.typ for r in pulumi_mocks.resources) == [
+                    "gpulab:topology:LocalLab",
+                    "pulumi-python:dynamic/gpulab:AnsibleRun",
+                    "pulumi-python:dynamic/gpulab:WorkloadRun",
+                ]
                 assert pulumi_mocks.calls == []
 
         return check(go())
@@ -87,10 +92,18 @@ def test_example_stack_mock_exports_hosts_shape(topology: str, pulumi_mocks: Lab
         ("nova-pci", {"os_password": SecretRef("os_password")}),
         ("magnum-k8s", {"os_password": SecretRef("os_password")}),
         ("vsphere-gpu", {}),
-        ("vsphere-gpu", {"mode": "vgpu", "vgpu_profile": "grid_p100-4q",
-                         "vgpu_license_token": SecretRef("vgpu_license_token"),
-                         "gpu_host": None, "pci_device_ids": None, "gpus_per_vm": None,
-                         "gpu_bar_gb": None}),
+        (
+            "vsphere-gpu",
+            {
+                "mode": "vgpu",
+                "vgpu_profile": "grid_p100-4q",
+                "vgpu_license_token": SecretRef("vgpu_license_token"),
+                "gpu_host": None,
+                "pci_device_ids": None,
+                "gpus_per_vm": None,
+                "gpu_bar_gb": None,
+            },
+        ),
     ],
 )
 def test_no_output_or_input_holds_a_secret_in_plain_text_mock(
@@ -122,8 +135,12 @@ def test_no_output_or_input_holds_a_secret_in_plain_text_mock(
                 assert _plain_leaks(r.inputs) == [], (r.typ, r.name)
                 if any(SECRET_SIG in json.dumps(v) for v in r.inputs.values()):
                     holders.add(r.typ)
-            assert holders <= {"pulumi:providers:openstack", "pulumi:providers:vsphere",
-                               "pulumi-python:dynamic:Resource"}
+            assert holders <= {
+                "pulumi:providers:openstack",
+                "pulumi:providers:vsphere",
+                "pulumi-python:dynamic:Resource",  # the vGPU attach
+                "pulumi-python:dynamic/gpulab:AnsibleRun",
+            }  # license token
 
         return check(go())
 

@@ -1,0 +1,330 @@
+"""The program as the Pulumi engine starts it, under the MOCK runtime (the Pulumi CLI and engine
+cannot run here; ``pulumi.runtime.set_mocks`` stands in for the engine and the clouds).
+
+The Python language host runs the program directory as ``__main__`` (``runpy.run_path`` of the
+directory) with cwd = that directory and ``sys.path[0]`` = that directory. Pulumi.yaml has no
+``main:``, so that is the repository root: these tests do exactly that, for the config of every
+``Pulumi.*.yaml`` in the repository (found by glob, so a new stack file is covered), and check
+the exports and the dependency chain the engine would see in each ``RegisterResource`` request:
+site AnsibleRun after every host resource (and every vGPU attach), each WorkloadRun after the
+previous one, the first after the site run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import runpy
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pytest
+import yaml
+from pulumi.runtime.mocks import MockMonitor
+
+from infra.config import raw_from_stack_file, validate
+from infra.dynamic import execution_envs
+from tests.pulumi.helpers import check, settle
+from tests.pulumi.mocks import REPO, LabMocks, use_config
+
+ANSIBLE = "pulumi-python:dynamic/gpulab:AnsibleRun"
+WORKLOAD = "pulumi-python:dynamic/gpulab:WorkloadRun"
+VGPU = "pulumi-python:dynamic:Resource"  # VgpuProfile has no module/name of its own
+REQUIRED_EXPORTS = {"topology", "lab", "hosts", "provision", "results"}
+STACK_FILES = sorted(REPO.glob("Pulumi.*.yaml"))
+VGPU_MODE = {
+    "mode": "vgpu",
+    "vgpu_profile": "grid_p100-4q",
+    "gpu_host": None,
+    "pci_device_ids": None,
+    "gpus_per_vm": None,
+    "gpu_bar_gb": None,
+}
+# (stack name, stack file, config overrides): every stack file, plus vsphere-gpu in vGPU mode
+CASES: list[tuple[str, Path, dict[str, Any]]] = [
+    (p.name[len("Pulumi.") : -len(".yaml")], p, {}) for p in STACK_FILES
+] + [("vsphere-gpu-vgpu", REPO / "Pulumi.vsphere-gpu.yaml", VGPU_MODE)]
+
+
+@dataclass
+class Reg:
+    urn: str
+    typ: str
+    name: str
+    custom: bool
+    parent: str
+    deps: set[str]
+    inputs: dict[str, Any] = field(default_factory=dict)
+
+
+class RecordingMonitor(MockMonitor):
+    """The SDK's mock monitor, also keeping what the engine would get: each request's
+    ``dependencies`` (depends_on, expanded, plus the resources behind its input Outputs)."""
+
+    def __init__(self, mocks: LabMocks) -> None:
+        super().__init__(mocks)
+        self.regs: list[Reg] = []
+
+    def RegisterResource(self, request: Any) -> Any:
+        resp = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            inputs = pulumi.runtime.rpc.deserialize_properties(request.object)
+            self.regs.append(
+                Reg(
+                    resp.urn,
+                    request.type,
+                    request.name,
+                    bool(request.custom),
+                    request.parent,
+                    set(request.dependencies),
+                    dict(inputs),
+                )
+            )
+        return resp
+
+    def of_type(self, typ: str) -> list[Reg]:
+        return [r for r in self.regs if r.typ == typ]
+
+
+def stack_config(path: Path, overrides: dict[str, Any]) -> dict[str, Any]:
+    raw = raw_from_stack_file(path)
+    for key, value in overrides.items():
+        if value is None:
+            raw.pop(key, None)
+        else:
+            raw[key] = value
+    return raw
+
+
+def run_entry_point(
+    stack: str, raw: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> tuple[RecordingMonitor, dict[str, Any]]:
+    """Run the repository root as the language host does; returns the monitor and the
+    exports (settle them inside a ``@pulumi.runtime.test``)."""
+    mocks = LabMocks()
+    monitor = RecordingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project="gpulab", stack=stack, preview=False, monitor=monitor)
+    use_config(raw)
+    exports: dict[str, Any] = {}
+    monkeypatch.setattr(pulumi, "export", exports.__setitem__)
+    monkeypatch.chdir(REPO)
+    monkeypatch.delenv("GPULAB_RESULTS", raising=False)
+    monkeypatch.setattr(
+        sys, "path", [str(REPO), *[p for p in sys.path if p not in ("", str(REPO))]]
+    )
+    runpy.run_path(str(REPO), run_name="__main__")
+    return monitor, exports
+
+
+def check_flow(
+    stack: str, raw: dict[str, Any], monitor: RecordingMonitor, exports: dict[str, Any]
+) -> None:
+    """What every stack must show the engine; raises AssertionError naming what is missing."""
+    missing = REQUIRED_EXPORTS - set(exports)
+    assert not missing, f"{stack}: the program does not export {sorted(missing)}"
+    sites = monitor.of_type(ANSIBLE)
+    assert [s.inputs["playbook"] for s in sites] == ["site.yml"], f"{stack}: one site run"
+    site = sites[0]
+    (component,) = [r for r in monitor.regs if r.typ.startswith("gpulab:topology:")]
+    # every custom resource the topology made (hosts, networks, providers, vGPU attach)
+    held = {
+        r.urn
+        for r in monitor.regs
+        if r.custom and r.urn.split("::")[2].startswith(component.typ + "$")
+    }
+    assert held <= site.deps, f"{stack}: site run does not wait for {sorted(held - site.deps)}"
+    if raw.get("topology") != "local":
+        assert held, f"{stack}: the topology made no resource"
+    vgpus = {r.urn for r in monitor.regs if r.typ == VGPU and "vgpu" in r.name}
+    if raw.get("mode") == "vgpu":
+        assert len(vgpus) == int(raw.get("host_count", 1)), f"{stack}: vGPU attach missing"
+    assert vgpus <= site.deps, f"{stack}: site run does not wait for the vGPU attach"
+    # registrations reach the engine in any order: the chain follows the configured order
+    envs = execution_envs(validate(raw))
+    runs = sorted(monitor.of_type(WORKLOAD), key=lambda r: envs.index(r.inputs["execution_env"]))
+    assert [r.inputs["execution_env"] for r in runs] == envs, f"{stack}: one run per environment"
+    previous = site
+    for run in runs:
+        assert previous.urn in run.deps, f"{stack}: {run.name} does not wait for {previous.name}"
+        previous = run
+
+
+@pytest.mark.parametrize(("stack", "path", "overrides"), CASES, ids=[c[0] for c in CASES])
+def test_entry_point_runs_the_whole_flow_mock(
+    stack: str, path: Path, overrides: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    raw = stack_config(path, overrides)
+
+    @pulumi.runtime.test
+    def body() -> Any:
+        monitor, exports = run_entry_point(stack, raw, monkeypatch)
+
+        async def go() -> None:
+            await settle()
+            check_flow(stack, raw, monitor, exports)
+            for name in ("provision", "results"):
+                value = await pulumi.Output.from_input(exports[name]).future()
+                assert isinstance(value, dict), name
+            for run in monitor.of_type(WORKLOAD):
+                assert run.inputs["results_dir"] == str(REPO / "results" / stack)
+                assert run.inputs["triggers"] == [raw.get("measure_id", "")]
+            # the program and everything it imports come from this checkout
+            assert Path(sys.modules["infra"].__file__ or "").resolve().parent == REPO / "infra"
+
+        return check(go())
+
+    body()
+
+
+def test_every_example_stack_is_covered() -> None:
+    names = {c[0] for c in CASES}
+    assert {"ironic-bm", "nova-pci", "magnum-k8s", "vsphere-gpu", "local"} <= names
+
+
+def test_site_config_reaches_the_site_run_under_the_program_variables_mock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    site = {
+        "nvidia_driver_repo_url": "http://mirror.example/nvidia",
+        "workload_env_pip_extra_args": "--trusted-host mirror.example",
+        "gpulab_topology": "not-this",
+    }
+    raw = stack_config(
+        REPO / "Pulumi.nova-pci.yaml",
+        {
+            "site": site,
+            "execution_envs": ["native", "docker", "singularity"],
+            "measure_id": "20260101T000000Z",
+        },
+    )
+
+    @pulumi.runtime.test
+    def body() -> Any:
+        monitor, exports = run_entry_point("nova-pci", raw, monkeypatch)
+
+        async def go() -> None:
+            await settle()
+            check_flow("nova-pci", raw, monitor, exports)
+            (s,) = monitor.of_type(ANSIBLE)
+            variables = s.inputs["variables"]
+            assert variables["nvidia_driver_repo_url"] == site["nvidia_driver_repo_url"]
+            assert variables["workload_env_pip_extra_args"] == site["workload_env_pip_extra_args"]
+            assert variables["gpulab_topology"] == "nova-pci"  # the program's own win
+            assert [r.inputs["execution_env"] for r in monitor.of_type(WORKLOAD)] == [
+                "native",
+                "docker",
+                "singularity",
+            ]
+            assert all(
+                r.inputs["triggers"] == ["20260101T000000Z"] for r in monitor.of_type(WORKLOAD)
+            )
+            assert "20260101T000000Z" not in repr(s.inputs)  # measure_id is not an Ansible input
+
+        return check(go())
+
+    body()
+
+
+# -- the checks can fail --------------------------------------------------------------------
+
+
+def _flow_problem(monkeypatch: pytest.MonkeyPatch, stack: str, raw: dict[str, Any]) -> str:
+    problems: list[str] = []
+
+    @pulumi.runtime.test
+    def body() -> Any:
+        monitor, exports = run_entry_point(stack, raw, monkeypatch)
+
+        async def go() -> None:
+            await settle()
+            try:
+                check_flow(stack, raw, monitor, exports)
+            except AssertionError as exc:
+                problems.append(str(exc).splitlines()[0])
+
+        return check(go())
+
+    body()
+    assert problems, "check_flow accepted a broken program"
+    return problems[0]
+
+
+def test_a_program_that_stops_after_the_topology_fails_the_check_mock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from infra import program
+
+    def topology_only(cfg: Any) -> Any:
+        component, hosts = program.build(cfg)
+        program.export_lab(cfg, component, hosts)
+
+    monkeypatch.setattr(program, "run", topology_only)
+    raw = raw_from_stack_file(REPO / "Pulumi.local.yaml")
+    assert "does not export ['provision', 'results']" in _flow_problem(monkeypatch, "local", raw)
+
+
+def test_parallel_workload_runs_fail_the_check_mock(monkeypatch: pytest.MonkeyPatch) -> None:
+    from infra.dynamic import workload_run
+
+    original: Any = workload_run.WorkloadRun.__init__
+
+    def no_depends_on(self: Any, *args: Any, opts: Any = None, **kw: Any) -> None:
+        original(self, *args, opts=pulumi.ResourceOptions(), **kw)
+
+    monkeypatch.setattr(workload_run.WorkloadRun, "__init__", no_depends_on)
+    raw = stack_config(REPO / "Pulumi.nova-pci.yaml", {"execution_envs": ["native", "docker"]})
+    problem = _flow_problem(monkeypatch, "nova-pci", raw)
+    assert "workloads-native does not wait for" in problem and "site" in problem
+
+
+def test_a_site_run_before_the_vgpu_attach_fails_the_check_mock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from infra.dynamic import ansible_run
+
+    original: Any = ansible_run.AnsibleRun.__init__
+
+    def no_depends_on(self: Any, *args: Any, opts: Any = None, **kw: Any) -> None:
+        original(self, *args, opts=pulumi.ResourceOptions(), **kw)
+
+    monkeypatch.setattr(ansible_run.AnsibleRun, "__init__", no_depends_on)
+    raw = stack_config(REPO / "Pulumi.vsphere-gpu.yaml", VGPU_MODE)
+    assert "site run does not wait for" in _flow_problem(monkeypatch, "vsphere-gpu", raw)
+
+
+# -- the layout the engine starts ------------------------------------------------------------
+
+
+def test_layout_program_and_virtualenv_at_the_project_root() -> None:
+    """Pulumi.yaml has no ``main:``: the language host and the dynamic-provider host both
+    start in the project root and resolve ``virtualenv: .venv`` there."""
+    project = yaml.safe_load((REPO / "Pulumi.yaml").read_text())
+    assert "main" not in project
+    assert project["runtime"] == {
+        "name": "python",
+        "options": {"toolchain": "pip", "virtualenv": ".venv"},
+    }
+    assert (REPO / "__main__.py").is_file()
+    assert not (REPO / "infra" / "__main__.py").exists()
+    assert "sys.path" not in (REPO / "__main__.py").read_text()
+
+
+def test_nothing_at_the_root_shadows_an_installed_module() -> None:
+    """With cwd = the project root first on sys.path, a top-level directory named like an
+    installed or standard module would replace it in the program and the provider host."""
+    ours = {"infra", "workloads"}
+    others = [p for p in sys.path if p and Path(p).resolve() != REPO]
+    shadowing = []
+    for entry in REPO.iterdir():
+        name = entry.stem if entry.suffix == ".py" else entry.name
+        if not name.isidentifier() or name in ours or name.startswith("__"):
+            continue
+        if name in sys.stdlib_module_names:
+            shadowing.append(name)
+            continue
+        spec = importlib.machinery.PathFinder.find_spec(name, others)
+        if spec is not None:
+            shadowing.append(name)
+    assert shadowing == []
