@@ -1,13 +1,18 @@
 """The lab lifecycle through Pulumi's Automation API on this repository's project.
 
-``up``, ``down`` (destroy), ``rebuild`` (destroy, then up with the same stack config),
-``status`` and ``outputs`` for one stack (``Pulumi.<stack>.yaml`` beside ``Pulumi.yaml``), with
-the engine's output streamed line by line. The Automation API drives the Pulumi CLI: without it
-every command stops with one line saying so and how to install it.
+``up`` (optionally ``--refresh``: read every resource back first), ``down`` (destroy),
+``rebuild`` (destroy, then up with the same stack config), ``measure`` (a fresh
+``gpulab:measure_id``, then up: only the workload runs re-run), ``status`` and ``outputs`` for one
+stack (``Pulumi.<stack>.yaml`` beside ``Pulumi.yaml``), with the engine's output streamed line by
+line. The Automation API drives the Pulumi CLI: without it every command stops with one line
+saying so and how to install it.
 
-``down`` keeps results: the records fetched by workload runs stay under ``results/<stack>/``
-(a workload run's delete never touches them) and the stack outputs are saved there as
-``outputs-<time>.json`` before the destroy starts. Secret outputs are never written or printed.
+Results follow :mod:`infra.paths` (``$GPULAB_RESULTS``, else ``./results``; then ``<stack>/``),
+resolved where the command runs and handed to the engine as ``GPULAB_RESULTS``, so the program's
+workload runs write where the commands read. ``down`` keeps results: the records fetched by
+workload runs stay under ``results/<stack>/`` (a workload run's delete never touches them) and
+the stack outputs are saved there as ``outputs-<time>.json`` before the destroy starts. Secret
+outputs are never written or printed.
 
 The ``auto`` argument is the ``pulumi.automation`` module, or a double of it in tests.
 """
@@ -23,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.cli.errors import UsageError
+from infra.paths import RESULTS_ENV, results_root
 
 REPO = Path(__file__).resolve().parents[1]
 SECRET_MASK = "[secret]"
@@ -81,14 +87,17 @@ class Lab:
         on_output: OnOutput = print,
         env: dict[str, str] | None = None,
         pulumi_path: str | None = None,
+        results: str | os.PathLike[str] | None = None,
     ) -> None:
         self.stack_name = stack
         self.repo = Path(repo)
         self._auto = auto
         self.on_output = on_output
-        self.env = dict(env or {})
         self.pulumi_path = pulumi_path
-        self.results_dir = self.repo / "results" / stack
+        root = results_root(results)
+        self.results_dir = root / stack
+        # the engine runs the program in the project directory: tell it where results go
+        self.env = {**dict(env or {}), RESULTS_ENV: str(root)}
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -126,9 +135,7 @@ class Lab:
 
     def _stack(self, create: bool) -> Any:
         auto = self._check()
-        opts_kw: dict[str, Any] = {"work_dir": str(self.repo)}
-        if self.env:
-            opts_kw["env_vars"] = self.env
+        opts_kw: dict[str, Any] = {"work_dir": str(self.repo), "env_vars": self.env}
         if self.pulumi_path and not shutil.which("pulumi") and hasattr(auto, "PulumiCommand"):
             opts_kw["pulumi_command"] = auto.PulumiCommand(
                 root=str(Path(self.pulumi_path).resolve().parent.parent)
@@ -161,15 +168,44 @@ class Lab:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    def up(self) -> dict[str, Any]:
-        """Build (or update) the lab; returns the stack outputs (secrets masked)."""
+    def up(self, refresh: bool = False) -> dict[str, Any]:
+        """Build (or update) the lab; returns the stack outputs (secrets masked).
+
+        ``refresh``: read every resource back (the dynamic resources' ``read()``) first.
+        """
         self.validate_config()
         stack = self._stack(create=True)
-        self.on_output(f"==> up {self.stack_name}")
-        result = self._engine("up", lambda: stack.up(on_output=self.on_output, color="never"))
+        return self._up(stack, refresh, "up")
+
+    def _up(self, stack: Any, refresh: bool, when: str) -> dict[str, Any]:
+        self.on_output(f"==> {when} {self.stack_name}" + (" (refresh first)" if refresh else ""))
+        kw: dict[str, Any] = {"on_output": self.on_output, "color": "never"}
+        if refresh:
+            kw["refresh"] = True
+        result = self._engine(when, lambda: stack.up(**kw))
         outputs = plain_outputs(getattr(result, "outputs", None) or {})
-        self._save_outputs(outputs, "up")
+        self._save_outputs(outputs, when)
         return outputs
+
+    def measure(self, refresh: bool = False) -> dict[str, Any]:
+        """Measure a built lab again without rebuilding it: set ``gpulab:measure_id`` to a
+        fresh UTC time id in the stack config, then up. Only the workload runs carry it (in
+        their triggers), so only they re-run; hosts and the site Ansible run stay."""
+        self.validate_config()
+        stack = self._stack(create=False)
+        try:
+            built = plain_outputs(stack.outputs())
+        except self._auto.CommandError:
+            built = {}
+        if not built.get("hosts"):
+            raise UsageError(
+                f"stack {self.stack_name!r} has no lab built: run `gpulab up {self.stack_name}`"
+            )
+        measure_id = datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+        value = self._auto.ConfigValue(value=measure_id)
+        self._engine("measure", lambda: stack.set_config("gpulab:measure_id", value))
+        self.on_output(f"==> gpulab:measure_id = {measure_id}")
+        return self._up(stack, refresh, "measure")
 
     def down(self) -> str | None:
         """Destroy the lab's resources; the stack, its config and results/<stack>/ stay.

@@ -1,4 +1,4 @@
-"""``gpulab run local`` and ``gpulab up|down|rebuild|status|outputs <stack>``."""
+"""``gpulab run local`` and ``gpulab up|measure|down|rebuild|status|outputs <stack>``."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ def run_local_cmd(
     ] = "smoke",
     stack: Annotated[str, typer.Option(help="Results go to <results-dir>/<stack>/.")] = "local",
     results_dir: Annotated[
-        str | None, typer.Option(help="Results root (default: results/ in the repository).")
+        str | None,
+        typer.Option(help="Results root (default: $GPULAB_RESULTS, else ./results)."),
     ] = None,
     docker: Annotated[
         bool, typer.Option("--docker/--no-docker", help="Also run the docker arm if reachable.")
@@ -59,11 +60,11 @@ def run_local_cmd(
     ] = True,
 ) -> None:
     """Run a suite natively and, when a Docker engine is reachable, in a container too."""
-    from pathlib import Path
 
     from rich.console import Console
 
     from infra.local_run import run_local
+    from infra.paths import results_root
     from infra.summary import summary_table
 
     console = Console()
@@ -74,7 +75,7 @@ def run_local_cmd(
         docker_host=docker_host,
         base_image=base_image,
         python_mode=docker_python,
-        results_root=Path(results_dir) if results_dir else None,
+        results_root=results_root(results_dir),
         console=console,
     )
     results = run.summary["results"]
@@ -101,8 +102,12 @@ def _report_local(run: Any, console: Any) -> None:
 
     out_dir = run.records_path.with_name(f"{run.run_id}.report")
     try:
-        rep = build_report([run.records_path], out_dir, baseline="local/native",
-                           title=f"gpulab local run {run.run_id}")
+        rep = build_report(
+            [run.records_path],
+            out_dir,
+            baseline="local/native",
+            title=f"gpulab local run {run.run_id}",
+        )
     except InputError as exc:
         console.print(f"[yellow]gpulab: no report for this run: {exc}[/yellow]", soft_wrap=True)
         return
@@ -123,6 +128,16 @@ def _lab(stack: str, backend: str | None):
     return Lab(stack, on_output=echo, env=env), console
 
 
+RefreshOpt = Annotated[
+    bool,
+    typer.Option(
+        "--refresh",
+        help="First read every resource back from the lab (hosts, the Ansible and workload "
+        "runs' recorded results), so drift is seen before the update.",
+    ),
+]
+
+
 def _run(fn):
     from infra.automation import LabError
     from infra.cli.errors import fail
@@ -138,10 +153,22 @@ def _print_json(console, data) -> None:
     console.print_json(json.dumps(data, default=str, sort_keys=True))
 
 
-def up(stack: StackArg, backend: BackendOpt = None) -> None:
-    """Build or update the lab: topology, Ansible run, workload run; prints the outputs."""
+def up(stack: StackArg, backend: BackendOpt = None, refresh: RefreshOpt = False) -> None:
+    """Build or update the lab: the topology's hosts (vGPU attach on vsphere-gpu vgpu), then
+    the site Ansible run (playbooks/site.yml) on every host, then one workload run per
+    execution environment, one after another on the same GPUs; records are fetched to
+    results/<stack>/ ($GPULAB_RESULTS, else ./results). Prints the outputs: hosts, provision,
+    results. Unchanged parts are not re-run; `gpulab measure` re-runs only the workloads."""
     lab, console = _lab(stack, backend)
-    _print_json(console, _run(lab.up))
+    _print_json(console, _run(lambda: lab.up(refresh=refresh)))
+
+
+def measure(stack: StackArg, backend: BackendOpt = None, refresh: RefreshOpt = False) -> None:
+    """Measure a built lab again without rebuilding it: sets gpulab:measure_id to a fresh UTC
+    time id in Pulumi.<stack>.yaml and runs up; only the workload runs re-run, their records go
+    to results/<stack>/. Prints the outputs."""
+    lab, console = _lab(stack, backend)
+    _print_json(console, _run(lambda: lab.measure(refresh=refresh)))
 
 
 def down(stack: StackArg, backend: BackendOpt = None) -> None:
@@ -171,5 +198,5 @@ def outputs(stack: StackArg, backend: BackendOpt = None) -> None:
 
 def register(app: typer.Typer) -> None:
     app.add_typer(run_app, name="run")
-    for fn in (up, down, rebuild, status, outputs):
+    for fn in (up, measure, down, rebuild, status, outputs):
         app.command(fn.__name__)(fn)

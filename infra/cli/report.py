@@ -47,10 +47,15 @@ def report_cmd(
     from workloads.report import build_report
 
     if not inputs:
-        default = Path("results")
+        import os
+
+        from infra.paths import RESULTS_ENV, results_root
+
+        default = results_root()
         if not default.is_dir():
+            where = f"${RESULTS_ENV} ({default})" if os.environ.get(RESULTS_ENV) else "./results"
             raise UsageError(
-                "no inputs given and ./results does not exist: name record files (*.jsonl), "
+                f"no inputs given and {where} does not exist: name record files (*.jsonl), "
                 "results directories or summaries (*.json)"
             )
         inputs = [default]

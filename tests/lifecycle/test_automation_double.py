@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -18,10 +19,12 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import yaml
 from pulumi.automation import (
     CommandError,
     CommandResult,
     ConcurrentUpdateError,
+    ConfigValue,
     OutputValue,
     StackNotFoundError,
 )
@@ -36,8 +39,8 @@ class StackDouble:
     def __init__(self, auto: AutoDouble, name: str) -> None:
         self.auto, self.name = auto, name
 
-    def up(self, on_output=None, color=None) -> Any:
-        self.auto.calls.append(("up", self.name))
+    def up(self, on_output=None, color=None, **kw: Any) -> Any:
+        self.auto.calls.append(("up", self.name, *sorted(kw.items())))
         on_output("Updating (local):")
         on_output("  + gpulab:AnsibleRun site created")
         if self.auto.fail.get("up"):
@@ -52,6 +55,14 @@ class StackDouble:
             raise self.auto.fail["destroy"]
         self.auto.deployed = False
         return SimpleNamespace(summary=None)
+
+    def set_config(self, key: str, value: ConfigValue, path: bool = False) -> None:
+        """As ``pulumi config set``: the value lands in the project's Pulumi.<stack>.yaml."""
+        self.auto.calls.append(("set_config", self.name, key, value.value))
+        stack_file = self.auto.work_dir / f"Pulumi.{self.name}.yaml"
+        data = yaml.safe_load(stack_file.read_text()) or {}
+        data.setdefault("config", {})[key] = value.value
+        stack_file.write_text(yaml.safe_dump(data, sort_keys=False))
 
     def outputs(self) -> dict[str, OutputValue]:
         self.auto.calls.append(("outputs", self.name))
@@ -74,6 +85,7 @@ class AutoDouble:
     CommandError = CommandError
     StackNotFoundError = StackNotFoundError
     ConcurrentUpdateError = ConcurrentUpdateError
+    ConfigValue = ConfigValue
 
     def __init__(self) -> None:
         self.calls: list[tuple] = []
@@ -81,6 +93,7 @@ class AutoDouble:
         self.deployed = False
         self.fail: dict[str, Exception] = {}
         self.opts: list[dict] = []
+        self.work_dir = Path(".")
 
     @staticmethod
     def LocalWorkspaceOptions(**kw: Any) -> dict:  # the SDK class name
@@ -98,12 +111,14 @@ class AutoDouble:
     def create_or_select_stack(self, stack_name: str, work_dir: str, opts: dict) -> StackDouble:
         self.calls.append(("create_or_select", stack_name))
         self.opts.append(opts)
+        self.work_dir = Path(work_dir)
         self.stacks.add(stack_name)
         return StackDouble(self, stack_name)
 
     def select_stack(self, stack_name: str, work_dir: str, opts: dict) -> StackDouble:
         self.calls.append(("select", stack_name))
         self.opts.append(opts)
+        self.work_dir = Path(work_dir)
         if stack_name not in self.stacks:
             raise StackNotFoundError(CommandResult("", f"no stack named '{stack_name}' found", 255))
         return StackDouble(self, stack_name)
@@ -114,9 +129,12 @@ def engine_error(cls: type[CommandError], stderr: str) -> CommandError:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of the project, also the working directory: results go to ./results/<stack>."""
     for name in ("Pulumi.yaml", "Pulumi.local.yaml"):
         shutil.copy(REPO / name, tmp_path / name)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GPULAB_RESULTS", raising=False)
     return tmp_path
 
 
@@ -126,10 +144,11 @@ def make_lab(project: Path, auto: AutoDouble, lines: list[str] | None = None) ->
 
 
 def test_up_streams_progress_and_masks_secret_outputs(project: Path) -> None:
-    auto, lines = AutoDouble(), []
+    auto, lines = AutoDouble(), list[str]()
     outputs = make_lab(project, auto, lines).up()
     assert auto.calls == [("create_or_select", "local"), ("up", "local")]
     assert auto.opts[0]["work_dir"] == str(project)  # this repository's project, local program
+    assert auto.opts[0]["env_vars"] == {"GPULAB_RESULTS": str(project / "results")}
     assert "  + gpulab:AnsibleRun site created" in lines
     assert outputs["kubeconfig"] == SECRET_MASK
     assert outputs["results"] == {"status": "ok", "rows": []}
@@ -272,7 +291,15 @@ def test_cli_commands_through_the_double(
     assert main(["up", "local", "--backend", "file:///tmp/state"]) == 0
     out = capsys.readouterr().out
     assert "gpulab:AnsibleRun site created" in out and '"kubeconfig": "[secret]"' in out
-    assert auto.opts[-1]["env_vars"] == {"PULUMI_BACKEND_URL": "file:///tmp/state"}
+    assert auto.opts[-1]["env_vars"] == {
+        "PULUMI_BACKEND_URL": "file:///tmp/state",
+        "GPULAB_RESULTS": str(project / "results"),  # where the program's workload runs write
+    }
+    assert main(["up", "local", "--refresh"]) == 0
+    assert auto.calls[-1] == ("up", "local", ("refresh", True))
+    assert main(["measure", "local"]) == 0
+    assert [c[0] for c in auto.calls[-2:]] == ["set_config", "up"]
+    assert "gpulab:measure_id = " in capsys.readouterr().out
     assert main(["outputs", "local"]) == 0
     assert json.loads(capsys.readouterr().out)["topology"] == "local"
     assert main(["status", "local"]) == 0
@@ -284,3 +311,99 @@ def test_cli_commands_through_the_double(
     assert main(["up", "local"]) == 1
     err = capsys.readouterr().err
     assert err == "gpulab: error: up local failed: error: boom\n"
+
+
+def test_results_follow_gpulab_results(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One rule (infra.paths): $GPULAB_RESULTS, else ./results, then <stack>/; the engine is
+    told the same root so the program's workload runs write where the commands read."""
+    elsewhere = project / "elsewhere"
+    monkeypatch.setenv("GPULAB_RESULTS", str(elsewhere))
+    auto = AutoDouble()
+    make_lab(project, auto).up()
+    assert auto.opts[0]["env_vars"]["GPULAB_RESULTS"] == str(elsewhere)
+    assert list((elsewhere / "local").glob("outputs-*-up.json"))
+    assert not (project / "results").exists()
+
+
+def test_up_refresh_passes_refresh_to_the_engine(project: Path) -> None:
+    auto = AutoDouble()
+    make_lab(project, auto).up(refresh=True)
+    assert auto.calls == [("create_or_select", "local"), ("up", "local", ("refresh", True))]
+
+
+def test_measure_of_a_lab_never_built_says_so(project: Path) -> None:
+    auto = AutoDouble()
+    auto.stacks.add("local")  # the stack exists, nothing is deployed
+    with pytest.raises(UsageError, match=r"has no lab built: run `gpulab up local`"):
+        make_lab(project, auto).measure()
+    assert not [c for c in auto.calls if c[0] in ("set_config", "up")]
+
+
+def test_measure_sets_a_fresh_measure_id_then_up(project: Path) -> None:
+    auto = AutoDouble()
+    lab = make_lab(project, auto)
+    lab.up()
+    auto.calls.clear()
+    lab.measure()
+    assert [c[0] for c in auto.calls] == ["select", "outputs", "set_config", "up"]
+    _, _, key, first = auto.calls[2]
+    assert key == "gpulab:measure_id"
+    assert re.fullmatch(r"\d{8}T\d{6}\.\d{6}Z", first)
+    lab.measure()
+    second = [c for c in auto.calls if c[0] == "set_config"][-1][3]
+    assert second != first  # every measure is a new id
+    assert list((project / "results" / "local").glob("outputs-*-measure.json"))
+
+
+def test_measure_reruns_only_the_workload_runs_mock(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The measure_id that `gpulab measure` writes into the stack config changes every
+    WorkloadRun's triggers and no AnsibleRun input: the program runs under Pulumi's MOCK
+    runtime (no engine here) before and after, from the stack file the double updated."""
+    import pulumi
+
+    from infra.config import raw_from_stack_file
+    from tests.pulumi.entry import run_entry_point
+
+    def program_inputs() -> dict[str, dict[str, Any]]:
+        raw = raw_from_stack_file(project / "Pulumi.local.yaml")
+        seen: dict[str, dict[str, Any]] = {}
+
+        @pulumi.runtime.test
+        def body() -> Any:
+            monitor, _ = run_entry_point("local", raw, monkeypatch)
+
+            async def go() -> None:
+                from pulumi.runtime.stack import wait_for_rpcs
+
+                await wait_for_rpcs(await_all_outstanding_tasks=False)
+                for reg in monitor.regs:
+                    if reg.typ.startswith("pulumi-python:dynamic/gpulab:"):
+                        inputs = {k: v for k, v in reg.inputs.items() if k != "__provider"}
+                        seen[f"{reg.typ.rsplit(':', 1)[1]} {reg.name}"] = inputs
+
+            return pulumi.Output.from_input(go())
+
+        body()
+        monkeypatch.chdir(project)
+        return seen
+
+    auto = AutoDouble()
+    lab = make_lab(project, auto)
+    lab.up()
+    before = program_inputs()
+    lab.measure()
+    after = program_inputs()
+    measure_id = [c for c in auto.calls if c[0] == "set_config"][-1][3]
+    assert (
+        sorted(before)
+        == sorted(after)
+        == ["AnsibleRun local-site", "WorkloadRun local-workloads-native"]
+    )
+    assert after["AnsibleRun local-site"] == before["AnsibleRun local-site"]
+    work_before, work_after = (x["WorkloadRun local-workloads-native"] for x in (before, after))
+    assert work_before["triggers"] == [""] and work_after["triggers"] == [measure_id]
+    assert {k: v for k, v in work_after.items() if k != "triggers"} == {
+        k: v for k, v in work_before.items() if k != "triggers"
+    }

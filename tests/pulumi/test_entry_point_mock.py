@@ -13,21 +13,19 @@ previous one, the first after the site run.
 from __future__ import annotations
 
 import importlib.util
-import runpy
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pulumi
 import pytest
 import yaml
-from pulumi.runtime.mocks import MockMonitor
 
 from infra.config import raw_from_stack_file, validate
 from infra.dynamic import execution_envs
+from tests.pulumi.entry import RecordingMonitor, run_entry_point, stack_config
 from tests.pulumi.helpers import check, settle
-from tests.pulumi.mocks import REPO, LabMocks, use_config
+from tests.pulumi.mocks import REPO
 
 ANSIBLE = "pulumi-python:dynamic/gpulab:AnsibleRun"
 WORKLOAD = "pulumi-python:dynamic/gpulab:WorkloadRun"
@@ -46,76 +44,6 @@ VGPU_MODE = {
 CASES: list[tuple[str, Path, dict[str, Any]]] = [
     (p.name[len("Pulumi.") : -len(".yaml")], p, {}) for p in STACK_FILES
 ] + [("vsphere-gpu-vgpu", REPO / "Pulumi.vsphere-gpu.yaml", VGPU_MODE)]
-
-
-@dataclass
-class Reg:
-    urn: str
-    typ: str
-    name: str
-    custom: bool
-    parent: str
-    deps: set[str]
-    inputs: dict[str, Any] = field(default_factory=dict)
-
-
-class RecordingMonitor(MockMonitor):
-    """The SDK's mock monitor, also keeping what the engine would get: each request's
-    ``dependencies`` (depends_on, expanded, plus the resources behind its input Outputs)."""
-
-    def __init__(self, mocks: LabMocks) -> None:
-        super().__init__(mocks)
-        self.regs: list[Reg] = []
-
-    def RegisterResource(self, request: Any) -> Any:
-        resp = super().RegisterResource(request)
-        if request.type != "pulumi:pulumi:Stack":
-            inputs = pulumi.runtime.rpc.deserialize_properties(request.object)
-            self.regs.append(
-                Reg(
-                    resp.urn,
-                    request.type,
-                    request.name,
-                    bool(request.custom),
-                    request.parent,
-                    set(request.dependencies),
-                    dict(inputs),
-                )
-            )
-        return resp
-
-    def of_type(self, typ: str) -> list[Reg]:
-        return [r for r in self.regs if r.typ == typ]
-
-
-def stack_config(path: Path, overrides: dict[str, Any]) -> dict[str, Any]:
-    raw = raw_from_stack_file(path)
-    for key, value in overrides.items():
-        if value is None:
-            raw.pop(key, None)
-        else:
-            raw[key] = value
-    return raw
-
-
-def run_entry_point(
-    stack: str, raw: dict[str, Any], monkeypatch: pytest.MonkeyPatch
-) -> tuple[RecordingMonitor, dict[str, Any]]:
-    """Run the repository root as the language host does; returns the monitor and the
-    exports (settle them inside a ``@pulumi.runtime.test``)."""
-    mocks = LabMocks()
-    monitor = RecordingMonitor(mocks)
-    pulumi.runtime.set_mocks(mocks, project="gpulab", stack=stack, preview=False, monitor=monitor)
-    use_config(raw)
-    exports: dict[str, Any] = {}
-    monkeypatch.setattr(pulumi, "export", exports.__setitem__)
-    monkeypatch.chdir(REPO)
-    monkeypatch.delenv("GPULAB_RESULTS", raising=False)
-    monkeypatch.setattr(
-        sys, "path", [str(REPO), *[p for p in sys.path if p not in ("", str(REPO))]]
-    )
-    runpy.run_path(str(REPO), run_name="__main__")
-    return monitor, exports
 
 
 def check_flow(
