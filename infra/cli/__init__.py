@@ -18,7 +18,7 @@ from workloads.errors import InputError
 
 # Command modules, each owning its commands. Order is the order of ``gpulab --help``.
 COMMAND_MODULES = (
-    "infra.cli.lifecycle",  # run, up, down, rebuild, status, outputs
+    "infra.cli.lifecycle",  # run, up, measure, down, rebuild, status, outputs
     "infra.cli.bench",  # bench
     "infra.cli.data",  # data
     "infra.cli.validate",  # validate
