@@ -1,0 +1,415 @@
+"""systemd-nspawn test hosts that log in like cloud images, and the lab that serves them.
+
+Library behind ``tests/parts/fixtures_nspawn.py`` (the pytest fixtures) and
+``benchmarks/site_scaling.py``; it raises instead of skipping. One :class:`NspawnLab` owns:
+
+- a Linux bridge with a private 10.213.N.0/24 that overlaps nothing on the machine
+  (the bridge holds ``.1``; hosts get ``.2``, ``.3``, ... in boot order);
+- apt-cacher-ng bound to the bridge address only (Debian backend = this machine's mirror);
+- HTTP servers bound to the bridge address only: the stub NVIDIA repository and whatever
+  :meth:`NspawnLab.serve` is given (a wheelhouse, a pip index);
+- the hosts: each ``systemd-nspawn -b --volatile=overlay`` of the cached rootfs
+  (``scripts/parts/rootfs.sh``), real systemd, real sshd, attached to the bridge.
+
+The hosts behave like the Debian cloud image: the login user is ``debian`` with passwordless
+sudo, sshd takes keys only and refuses root; the session key is authorized for ``debian`` only.
+Every process is stopped by its PID in :meth:`NspawnLab.close` (also on failure).
+
+Booting more hosts for a benchmark::
+
+    with open_lab(["pci-passthrough"]) as lab:      # one GPU host
+        more = lab.boot(3, gpu_path="pci-passthrough")
+        run_playbook("site.yml", [h.host for h in lab.hosts], ...)
+        lab.stop(more)                             # or leave them to close()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+from infra.hosts import Host
+from tests.parts import CACHE, REPO
+
+ROOTFS = CACHE / "rootfs" / "bookworm"
+ROOTFS_READY = CACHE / "rootfs" / "bookworm.ready"
+STUB_REPO = CACHE / "nvidia-stub-repo"
+ACNG_CACHE = CACHE / "acng"
+ACNG_PORT = 3142
+STUB_PORT = 8713
+LOGIN_USER = "debian"  # the Debian cloud image's login user (rootfs.sh creates it)
+COMMANDS = ("systemd-nspawn", "apt-cacher-ng", "ssh-keygen", "ssh", "nsenter", "ip")
+
+T = TypeVar("T")
+
+
+def rootfs_ready() -> bool:
+    return ROOTFS_READY.is_file() and (ROOTFS / "usr/bin/python3").exists()
+
+
+def mirror() -> str:
+    """The Debian mirror of this machine's apt sources (what debootstrap used too)."""
+    for f in sorted(Path("/etc/apt").glob("sources.list.d/*.sources")):
+        for line in f.read_text().splitlines():
+            m = re.match(r"\s*URIs:\s*(\S+/debian)/?\s*$", line)
+            if m:
+                return m.group(1) + "/"
+    for f in [Path("/etc/apt/sources.list"), *Path("/etc/apt").glob("sources.list.d/*.list")]:
+        if f.is_file():
+            for line in f.read_text().splitlines():
+                m = re.match(r"\s*deb\s+(?:\[[^]]*\]\s+)?(\S+/debian)/?\s+bookworm\b", line)
+                if m:
+                    return m.group(1) + "/"
+    return "http://deb.debian.org/debian/"
+
+
+def _free_subnet() -> str:
+    """A 10.213.N.0/24 no address or route on this machine uses."""
+    used = (
+        subprocess.run(["ip", "-o", "addr"], capture_output=True, text=True, check=False).stdout
+        + subprocess.run(["ip", "route"], capture_output=True, text=True, check=False).stdout
+    )
+    for n in range(77, 128):
+        if f"10.213.{n}." not in used:
+            return f"10.213.{n}"
+    raise RuntimeError("no free 10.213.N.0/24 subnet for the nspawn hosts")
+
+
+def stop_process(proc: subprocess.Popen[bytes] | None, timeout: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL, one process by its PID."""
+    if proc is None or proc.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=5)
+
+
+def wait_for(pred: Callable[[], T], timeout: float, what: str, step: float = 0.1) -> T:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(step)
+    raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def _run(*argv: str) -> None:
+    r = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: rc {r.returncode}: {r.stderr.strip()}")
+
+
+def _child_pid(pid: int) -> int | None:
+    r = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True, check=False)
+    pids = r.stdout.split()
+    return int(pids[0]) if pids else None
+
+
+def _suffix(i: int) -> str:
+    """a, b, ..., z, ba, bb, ... (host names stay short: veth names have 15 characters)."""
+    out = ""
+    while True:
+        out = chr(ord("a") + i % 26) + out
+        i //= 26
+        if i == 0:
+            return out
+
+
+@dataclass
+class NspawnHost:
+    name: str  # the container's machine name and hostname
+    address: str
+    host_side: str  # the bridge address the host reaches the lab's services on
+    key: Path
+    proc: subprocess.Popen[bytes]
+    host: Host  # inventory entry: ssh_user "debian", the session key, gpu_path, groups
+    log: Path
+
+    def ssh(
+        self, command: str, check: bool = True, timeout: float = 60, as_user: bool = False
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``command`` on the host over SSH as ``debian``: through ``sudo -n sh -c`` (as
+        root) unless ``as_user``, where it runs as the plain login user."""
+        remote = command if as_user else f"sudo -n sh -c {shlex.quote(command)}"
+        return self.ssh_as(self.host.ssh_user, remote, check=check, timeout=timeout)
+
+    def answers_ssh(self) -> bool:
+        return self.ssh("true", as_user=True, check=False, timeout=10).returncode == 0
+
+    def systemd_up(self) -> bool:
+        state = self.ssh("systemctl is-system-running", as_user=True, check=False).stdout
+        return state.strip() in ("running", "degraded")
+
+    def ssh_as(
+        self, user: str, command: str, check: bool = True, timeout: float = 60
+    ) -> subprocess.CompletedProcess[str]:
+        """``command`` as ``user`` with the session key (e.g. ``root``: refused on these hosts)."""
+        argv = [
+            "ssh", "-i", str(self.key), "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",
+            "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR",
+            "-o", "ConnectTimeout=5", f"{user}@{self.address}", command,
+        ]  # fmt: skip
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+        if check and r.returncode != 0:
+            raise AssertionError(
+                f"ssh {user}@{self.name} {command!r} -> rc {r.returncode}: {r.stderr}"
+            )
+        return r
+
+
+@dataclass
+class NspawnLab:
+    """The bridge, the services on it and the hosts; see the module docstring."""
+
+    workdir: Path
+    net: str  # 10.213.N
+    bridge: str
+    key: Path
+    hosts: list[NspawnHost] = field(default_factory=list)
+    stub_sha256: dict[str, str] = field(default_factory=dict)
+    boot_s: float = 0.0
+    _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
+    _next: int = 0
+
+    @property
+    def host_side(self) -> str:
+        return f"{self.net}.1"
+
+    @property
+    def apt_proxy(self) -> str:
+        return f"http://{self.host_side}:{ACNG_PORT}"
+
+    @property
+    def stub_url(self) -> str:
+        return f"http://{self.host_side}:{STUB_PORT}"
+
+    def serve(self, directory: str | os.PathLike[str], port: int = 0) -> str:
+        """Serve ``directory`` over HTTP to the hosts (bound to the bridge address only) until
+        :meth:`close`; returns its base URL (no trailing slash)."""
+        d = Path(directory).resolve()
+        if not d.is_dir():
+            raise FileNotFoundError(f"cannot serve {d}: not a directory")
+        if port == 0:
+            with socket.socket() as s:
+                s.bind((self.host_side, 0))
+                port = s.getsockname()[1]
+        log = self.workdir / f"http-{port}.log"
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "http.server", "--bind", self.host_side, "--directory",
+             str(d), str(port)],
+            stdout=log.open("wb"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+        self._procs.append(proc)
+
+        def up() -> bool:
+            if proc.poll() is not None:
+                raise RuntimeError(f"http.server for {d} exited: {log.read_text()[-300:]}")
+            with socket.socket() as s:
+                return s.connect_ex((self.host_side, port)) == 0
+
+        wait_for(up, 15, f"http.server for {d}")
+        return f"http://{self.host_side}:{port}"
+
+    def boot(
+        self, count: int = 1, gpu_path: str = "pci-passthrough", groups: Sequence[str] = ()
+    ) -> list[NspawnHost]:
+        """Boot ``count`` more hosts at once (all reachable over SSH as ``debian`` and running
+        systemd on return); they join :attr:`hosts` and are named ``nspawn-<a|b|...>`` in the
+        inventory."""
+        return self.boot_specs([(gpu_path, list(groups))] * count)
+
+    def boot_specs(self, specs: Sequence[tuple[str, list[str]]]) -> list[NspawnHost]:
+        """Boot one host per ``(gpu_path, groups)`` at once; see :meth:`boot`."""
+        t0 = time.monotonic()
+        new = [self._start_one(path, list(groups)) for path, groups in specs]
+        self.hosts.extend(new)
+        for nh in new:
+            self._configure_net(nh)
+        for nh in new:
+            wait_for(nh.answers_ssh, 40, f"ssh to {nh.name}")
+            wait_for(nh.systemd_up, 40, f"systemd in {nh.name}", step=0.3)
+        self.boot_s += time.monotonic() - t0
+        return new
+
+    def stop(self, hosts: Sequence[NspawnHost]) -> None:
+        """Shut ``hosts`` down (SIGTERM to each nspawn at once, then wait) and forget them."""
+        for nh in hosts:
+            if nh.proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(nh.proc.pid, signal.SIGTERM)
+        for nh in hosts:
+            stop_process(nh.proc)
+            if nh in self.hosts:
+                self.hosts.remove(nh)
+
+    def close(self) -> None:
+        self.stop(list(self.hosts))
+        for p in reversed(self._procs):
+            stop_process(p)
+        subprocess.run(["ip", "link", "del", self.bridge], capture_output=True, check=False)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _start_one(self, gpu_path: str, groups: list[str]) -> NspawnHost:
+        i = self._next
+        self._next += 1
+        if i > 200:
+            raise RuntimeError("no address left in the lab subnet")
+        name = f"gl{os.getpid() % 100000}{_suffix(i)}"
+        hk = self.workdir / f"{name}-hostkeys"
+        (hk / "etc/ssh").mkdir(parents=True)
+        _run("ssh-keygen", "-q", "-A", "-f", str(hk))
+        hostname = self.workdir / f"{name}-hostname"
+        hostname.write_text(name + "\n")  # systemd reads /etc/hostname (the builder's is there)
+        etc_hosts = self.workdir / f"{name}-hosts"  # as cloud-init writes it (sudo resolves it)
+        etc_hosts.write_text(f"127.0.0.1 localhost\n127.0.1.1 {name}\n::1 localhost\n")
+        home = f"/home/{LOGIN_USER}"
+        binds = [f"--bind-ro={self.workdir / 'authorized_keys'}:{home}/.ssh/authorized_keys",
+                 f"--bind-ro={self.workdir / '01proxy'}:/etc/apt/apt.conf.d/01gpulab-proxy",
+                 f"--bind-ro={hostname}:/etc/hostname",
+                 f"--bind-ro={etc_hosts}:/etc/hosts"]  # fmt: skip
+        for f in sorted((hk / "etc/ssh").iterdir()):
+            binds.append(f"--bind-ro={f}:/etc/ssh/{f.name}")
+        log = self.workdir / f"{name}.log"
+        proc = subprocess.Popen(
+            ["systemd-nspawn", "-b", "-D", str(ROOTFS), "-M", name, f"--hostname={name}",
+             "--register=no", "--keep-unit", f"--network-bridge={self.bridge}",
+             "--console=passive", "--volatile=overlay", *binds],
+            stdout=log.open("wb"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+        addr = f"{self.net}.{i + 2}"
+        host = Host(
+            name=f"nspawn-{_suffix(i)}", address=addr, ssh_user=LOGIN_USER, gpu_path=gpu_path,
+            groups=groups,
+            vars={"ansible_ssh_private_key_file": str(self.key),
+                  "ansible_python_interpreter": "/usr/bin/python3"},
+        )  # fmt: skip
+        return NspawnHost(name, addr, self.host_side, self.key, proc, host, log)
+
+    def _configure_net(self, nh: NspawnHost) -> None:
+        veth = f"vb-{nh.name}"[:15]
+        wait_for(lambda: Path(f"/sys/class/net/{veth}").exists() or nh.proc.poll() is not None,
+                 20, f"veth {veth}")  # fmt: skip
+        if nh.proc.poll() is not None:
+            raise RuntimeError(f"systemd-nspawn {nh.name} exited: {nh.log.read_text()[-800:]}")
+        child = wait_for(lambda: _child_pid(nh.proc.pid), 10, f"the init of {nh.name}")
+        _run("ip", "link", "set", veth, "up")
+        ns = ["nsenter", "-t", str(child), "-n"]
+        _run(*ns, "ip", "addr", "add", f"{nh.address}/24", "dev", "host0")
+        _run(*ns, "ip", "link", "set", "host0", "up")
+        _run(*ns, "ip", "route", "add", "default", "via", self.host_side)
+
+    def _start_services(self) -> None:
+        cfg = self.workdir / "acng"
+        (cfg / "log").mkdir(parents=True)
+        (ACNG_CACHE / "cache").mkdir(parents=True, exist_ok=True)
+        (cfg / "backends_debian").write_text(mirror() + "\n")
+        (cfg / "acng.conf").write_text(
+            f"CacheDir: {ACNG_CACHE / 'cache'}\nLogDir: {cfg / 'log'}\n"
+            "SupportDir: /usr/lib/apt-cacher-ng\n"
+            f"Port: {ACNG_PORT}\nBindAddress: {self.host_side}\nForeGround: 1\nExThreshold: 4\n"
+            "Remap-debrep: file:deb_mirror*.gz /debian ; file:backends_debian\n"
+        )
+        acng = subprocess.Popen(
+            ["apt-cacher-ng", "-c", str(cfg)], stdout=(cfg / "out.log").open("wb"),
+            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+        self._procs.append(acng)
+
+        def acng_up() -> bool:
+            if acng.poll() is not None:
+                raise RuntimeError(f"apt-cacher-ng exited with {acng.returncode}")
+            with socket.socket() as s:
+                return s.connect_ex((self.host_side, ACNG_PORT)) == 0
+
+        wait_for(acng_up, 15, "apt-cacher-ng")
+        self.serve(STUB_REPO, STUB_PORT)
+
+
+def prepare_stub_repo() -> dict[str, str]:
+    """Build (cached) the stub NVIDIA repository; returns file name -> SHA-256."""
+    r = subprocess.run(
+        ["bash", str(REPO / "scripts/parts/nvidia-stub-repo.sh"), "prepare"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if r.returncode != 0:
+        raise RuntimeError(f"stub NVIDIA repository build failed: {r.stderr.strip()[-300:]}")
+    sums = {}
+    for line in (STUB_REPO / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split(maxsplit=1)
+        sums[name.strip()] = digest
+    return sums
+
+
+def _login_ids() -> tuple[int, int]:
+    """uid and gid of the login user in the rootfs."""
+    for line in (ROOTFS / "etc/passwd").read_text().splitlines():
+        f = line.split(":")
+        if f[0] == LOGIN_USER:
+            return int(f[2]), int(f[3])
+    raise RuntimeError(f"no user {LOGIN_USER!r} in {ROOTFS} (scripts/parts/rootfs.sh prepare)")
+
+
+def start_lab(gpu_paths: Sequence[str] = ("pci-passthrough", "none"), **kw: Any) -> NspawnLab:
+    """Bridge, services and one host per entry of ``gpu_paths`` (hosts of a GPU path other
+    than ``none`` go to group ``gpu_hosts``, the others to ``cpu_hosts``). Call
+    :meth:`NspawnLab.close` (or use :func:`open_lab`)."""
+    if not rootfs_ready():
+        raise RuntimeError(f"cached rootfs {ROOTFS} missing (scripts/parts/rootfs.sh prepare)")
+    sums = prepare_stub_repo()
+    workdir = Path(tempfile.mkdtemp(prefix="gpulab-nspawn-"))
+    net = _free_subnet()
+    lab = NspawnLab(workdir=workdir, net=net, bridge=f"glbr{os.getpid() % 100000}",
+                    key=workdir / "id", stub_sha256=sums)  # fmt: skip
+    t0 = time.monotonic()
+    try:
+        _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(lab.key))
+        keys = workdir / "authorized_keys"  # owned by the login user, as cloud-init writes it
+        shutil.copy(workdir / "id.pub", keys)
+        keys.chmod(0o600)
+        os.chown(keys, *_login_ids())
+        (workdir / "01proxy").write_text(
+            f'Acquire::http::Proxy "{lab.apt_proxy}";\n'
+            f'Acquire::http::Proxy::{lab.host_side} "DIRECT";\n'  # the lab's own servers
+        )
+        _run("ip", "link", "add", lab.bridge, "type", "bridge")
+        _run("ip", "addr", "add", f"{lab.host_side}/24", "dev", lab.bridge)
+        _run("ip", "link", "set", lab.bridge, "up")
+        lab._start_services()
+        lab.boot_specs([(p, ["cpu_hosts" if p == "none" else "gpu_hosts"]) for p in gpu_paths])
+        lab.boot_s = time.monotonic() - t0
+        return lab
+    except BaseException:
+        lab.close()
+        raise
+
+
+@contextlib.contextmanager
+def open_lab(gpu_paths: Sequence[str] = ("pci-passthrough", "none")) -> Iterator[NspawnLab]:
+    lab = start_lab(gpu_paths)
+    try:
+        yield lab
+    finally:
+        lab.close()
