@@ -11,6 +11,11 @@ Host vars per host:
   gpulab_gpu_path                             from gpu_path (the roles branch on it)
   ansible_connection=local                    for gpu_path "local" on localhost/127.0.0.1
                                               (with the controller's own Python)
+  ansible_become=false                        when the login is already root (ssh_user root,
+                                              or a local connection run by root): the plays
+                                              say ``become: true`` for the images' sudo users,
+                                              and root needs no sudo (chroot targets, minimal
+                                              images without sudo)
   everything in ``Host.vars``                 last, so a host can override any of the above
                                               (``ansible_connection: community.general.chroot``)
 
@@ -20,6 +25,7 @@ also in the group named after its gpu_path (``gpu_path_vgpu`` ...).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -58,9 +64,13 @@ def host_vars(host: Host) -> dict[str, Any]:
         "ansible_port": int(host.ssh_port),
         "gpulab_gpu_path": host.gpu_path,
     }
-    if host.gpu_path == "local" and host.address in LOCAL_ADDRESSES:
+    local = host.gpu_path == "local" and host.address in LOCAL_ADDRESSES
+    if local:
         hv["ansible_connection"] = "local"
         hv["ansible_python_interpreter"] = "{{ ansible_playbook_python }}"
+    # A local connection runs as the controller's user, whatever ssh_user says.
+    if (os.geteuid() == 0) if local else host.ssh_user == "root":
+        hv["ansible_become"] = False
     hv.update(host.vars)
     return hv
 

@@ -205,6 +205,21 @@ def _failures(events: Iterable[Mapping[str, Any]]) -> list[TaskFailure]:
     return out
 
 
+SUDO_PASSWORD_SIGNS = ("missing sudo password", "a password is required", "incorrect sudo password")
+
+
+def _explain_sudo(failures: list[TaskFailure], inventory: Mapping[str, Any]) -> None:
+    """Name the login user when become failed because sudo asks for a password."""
+    hostvars = inventory.get("all", {}).get("hosts", {})
+    for f in failures:
+        if any(sign in f.msg.lower() for sign in SUDO_PASSWORD_SIGNS):
+            user = (hostvars.get(f.host) or {}).get("ansible_user") or "?"
+            f.msg = (
+                f"sudo as user {user!r} needs a password ({f.msg}); give {user!r} passwordless "
+                "sudo (NOPASSWD), as cloud images do, or log in as a user that has it"
+            )
+
+
 def _summaries(stats: Mapping[str, Any] | None, names: Iterable[str]) -> dict[str, HostSummary]:
     stats = stats or {}
     out = {n: HostSummary() for n in names}
@@ -296,6 +311,7 @@ def run_playbook(
             elapsed_s=elapsed,
             stdout_tail=stdout_tail,
         )
+        _explain_sudo(result.failures, inventory)
         if keep_artifacts is not None:
             dest = Path(keep_artifacts)
             dest.parent.mkdir(parents=True, exist_ok=True)

@@ -115,6 +115,24 @@ def test_unreachable_host_is_named() -> None:
     assert "host 'ghost' unreachable at task 'An ok task'" in str(exc.value)
 
 
+def test_sudo_password_failure_names_the_user() -> None:
+    """The message become gives when sudo asks for a password, on the host's login user (the
+    real one comes from an nspawn host in test_nspawn_login.py)."""
+    failures = [
+        runner_mod.TaskFailure("gpu-0", "Install pciutils", "Task failed: Missing sudo password"),
+        runner_mod.TaskFailure("gpu-1", "Install pciutils", "requested failure"),
+    ]
+    inv = build_inventory([Host("gpu-0", "10.0.0.5", ssh_user="rocky", gpu_path="none"),
+                           Host("gpu-1", "10.0.0.6", gpu_path="none")])  # fmt: skip
+    runner_mod._explain_sudo(failures, inv)
+    assert str(failures[0]) == (
+        "host 'gpu-0' failed at task 'Install pciutils': sudo as user 'rocky' needs a password "
+        "(Task failed: Missing sudo password); give 'rocky' passwordless sudo (NOPASSWD), as "
+        "cloud images do, or log in as a user that has it"
+    )
+    assert failures[1].msg == "requested failure"
+
+
 def test_missing_playbook_is_a_clear_error() -> None:
     with pytest.raises(FileNotFoundError, match=r"no-such\.yml"):
         run_playbook("no-such.yml", [CTL])
@@ -238,16 +256,21 @@ def test_workload_run_interface_matches_callers() -> None:
 def test_k8s_job_template_renders_a_gpu_job(tmp_path: Path) -> None:
     dest = tmp_path / "job.yaml"
     env = {"GPULAB_DATA_DIR": "/data/inet", "GPULAB_DIST_BASE_PORT": 2300}
-    run_playbook(PLAYBOOKS / "render_job.yml", [CTL],
-                 extravars={"render_dest": str(dest), "workload_run_environment": env})
+    run_playbook(
+        PLAYBOOKS / "render_job.yml",
+        [CTL],
+        extravars={"render_dest": str(dest), "workload_run_environment": env},
+    )
     job = yaml.safe_load(dest.read_text())
     assert job["kind"] == "Job" and job["spec"]["backoffLimit"] == 0
     assert job["spec"]["activeDeadlineSeconds"] == 600
     c = job["spec"]["template"]["spec"]["containers"][0]
     assert c["resources"]["limits"]["nvidia.com/gpu"] == 2
     assert c["image"] == "registry.local/gpulab/workloads:1"
-    assert c["env"] == [{"name": "GPULAB_DATA_DIR", "value": "/data/inet"},
-                        {"name": "GPULAB_DIST_BASE_PORT", "value": "2300"}]
+    assert c["env"] == [
+        {"name": "GPULAB_DATA_DIR", "value": "/data/inet"},
+        {"name": "GPULAB_DIST_BASE_PORT", "value": "2300"},
+    ]
     script = c["args"][0]
     assert "python3 -m workloads bench --suite smoke" in script
     assert "--arm 'k8s it'\"'\"'s'" in script  # shell-quoted
