@@ -328,6 +328,28 @@ INSTANCES = frozenset({"ironic-bm", "nova-pci", "vsphere-gpu"})
 SERVERS = frozenset({"ironic-bm", "nova-pci"})
 
 
+# The login user of each image family's cloud image: the first prefix that the lowercased
+# image (OpenStack) or template (vSphere) name starts with picks it; anything else is ubuntu.
+SSH_USER_BY_IMAGE: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("ubuntu",), "ubuntu"),
+    (("debian",), "debian"),
+    (("rocky",), "rocky"),
+    (("centos", "rhel"), "cloud-user"),
+    (("fedora-coreos", "fcos"), "core"),
+)
+
+
+def default_ssh_user(topology: str, image: str | None) -> str:
+    """``gpulab:ssh_user`` when absent: root for local, else the image family's user."""
+    if topology == "local":
+        return "root"
+    name = (image or "").strip().lower()
+    for prefixes, user in SSH_USER_BY_IMAGE:
+        if name.startswith(prefixes):
+            return user
+    return "ubuntu"
+
+
 def _f(key: str, parse: Callable[[Any], Any], help: str, where: frozenset[str], **kw: Any) -> Field:
     req = kw.pop("required", False)
     return Field(key, parse, help, where, where if req is True else (req or frozenset()), **kw)
@@ -336,8 +358,8 @@ def _f(key: str, parse: Callable[[Any], Any], help: str, where: frozenset[str], 
 FIELDS: tuple[Field, ...] = (
     _f("topology", p_enum(*TOPOLOGIES), "which lab to build", ALL, required=True),
     _f("lab", p_lab, "lab name; prefixes and tags every resource", ALL, required=True),
-    _f("ssh_user", p_name, "login user on the lab hosts", ALL,
-       default=lambda t: "root" if t == "local" else "ubuntu"),
+    _f("ssh_user", p_name, "login user on the lab hosts (default: the image family's, see "
+       "docs/topologies.md; root for local)", ALL, default=lambda t: default_ssh_user(t, None)),
     _f("ssh_public_key", p_ssh_key, "public key installed on OpenStack hosts", OPENSTACK,
        required=True),
     _f("host_count", p_count, "number of GPU hosts", INSTANCES, default=1),

@@ -16,6 +16,7 @@ from infra.config.fields import (
     TOPOLOGIES,
     BadValue,
     SecretRef,
+    default_ssh_user,
 )
 
 
@@ -39,7 +40,8 @@ class LabConfig:
     All topologies
         topology: str          ironic-bm | nova-pci | magnum-k8s | vsphere-gpu | local
         lab: str               lab name; every resource is named ``<lab>-...`` and tagged with it
-        ssh_user: str          login user on the hosts (default ubuntu; root for local)
+        ssh_user: str          login user on the hosts (default: the image's family, see
+                               fields.SSH_USER_BY_IMAGE; root for local)
         host_count: int|None   GPU hosts to build (ironic-bm, nova-pci, vsphere-gpu; default 1)
         suite: str             workload suite (workloads/suites/<suite>.yaml; default smoke)
         execution_envs: tuple[str, ...]  native|docker|singularity|k8s|bitfusion (empty: the
@@ -229,6 +231,10 @@ def validate(raw: dict[str, Any]) -> LabConfig:
             got = "" if f.secret else f", got {_show(value)}"
             problems.append(f"gpulab:{f.key} must be {exc}{got}")
 
+    if raw.get("ssh_user") is None:  # the login user of the image (template) family
+        values["ssh_user"] = default_ssh_user(
+            topology, values.get("image") or values.get("template")
+        )
     if topology == "vsphere-gpu":
         _check_vsphere(raw, values, problems)
     bare_metal_magnum = topology == "magnum-k8s" and values.get("server_type") == "bm"
