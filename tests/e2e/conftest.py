@@ -1,0 +1,135 @@
+"""Fixtures of the end-to-end lab: the wheelhouse served to the nspawn hosts, the provider
+host, and the stack config each topology's ``up`` gets (built from its example stack file)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from infra.config import raw_from_stack_file
+from tests.ansible.helpers import stub_vars
+from tests.e2e.engine import Engine
+from tests.e2e.provider import ProviderHost
+from tests.parts import CACHE, REPO, need
+from tests.parts.nspawn import NspawnLab
+
+WHEELHOUSE = CACHE / "wheelhouse"
+TINY_SUITE = Path(__file__).resolve().parent / "tiny.yaml"
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+@pytest.fixture(scope="session")
+def wheelhouse() -> Path:
+    """``scripts/parts/wheelhouse.sh prepare`` (cached: a no-op when ready)."""
+    r = subprocess.run(
+        ["bash", str(REPO / "scripts/parts/wheelhouse.sh"), "prepare"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    need(
+        r.returncode == 0 and (WHEELHOUSE / "requirements.txt").is_file(),
+        f"wheelhouse {WHEELHOUSE} (scripts/parts/wheelhouse.sh prepare): {r.stderr.strip()[-300:]}",
+    )
+    return WHEELHOUSE
+
+
+@dataclass
+class Lab:
+    """The booted hosts, the services the hosts reach, the provider host and the results."""
+
+    nspawn: NspawnLab
+    provider: ProviderHost
+    results: Path  # $GPULAB_RESULTS
+    wheel_url: str
+    requirements: list[str]
+    workdir: Path
+
+    @property
+    def addresses(self) -> list[str]:
+        return [h.address for h in self.nspawn.hosts[:2]]
+
+    def engine(self, addresses: list[str] | None = None) -> Engine:
+        return Engine(self.provider, addresses or self.addresses, log=say)
+
+    def site(self) -> dict[str, Any]:
+        """``gpulab:site``: stub NVIDIA repositories and the served wheelhouse, as an
+        air-gapped lab sets its package sources."""
+        host_side = self.nspawn.host_side
+        site = stub_vars(self.nspawn.stub_url, self.nspawn.stub_sha256)
+        site.update(
+            {
+                "workload_env_pip_packages": self.requirements,
+                "workload_env_pip_index_url": "",
+                "workload_env_pip_extra_args": (
+                    f"--no-index --find-links {self.wheel_url}/ --trusted-host {host_side}"
+                ),
+            }
+        )
+        return site
+
+    def stack(self, topology: str, lab: str, **overrides: Any) -> dict[str, Any]:
+        """A test stack file: the example ``Pulumi.<topology>.yaml`` plus the lab's settings,
+        written out and read back as ``gpulab up`` reads one; ``None`` removes a key."""
+        raw = raw_from_stack_file(REPO / f"Pulumi.{topology}.yaml")
+        raw.update(
+            {
+                "lab": lab,
+                "ssh_user": "debian",
+                "host_count": 2,
+                "suite": "smoke",  # replaced by the tiny suite file below
+                "workload_variables": {"workload_run_suite": str(TINY_SUITE)},
+                "site": self.site(),
+            }
+        )
+        for key, value in overrides.items():
+            if value is None:
+                raw.pop(key, None)
+            else:
+                raw[key] = value
+        path = self.workdir / f"Pulumi.{lab}.yaml"
+        path.write_text(yaml.safe_dump({"config": {f"gpulab:{k}": v for k, v in raw.items()}}))
+        return raw_from_stack_file(path)
+
+
+@pytest.fixture(scope="session")
+def e2e_lab(nspawn_lab: NspawnLab, wheelhouse: Path, tmp_path_factory) -> Iterator[Lab]:  # type: ignore[no-untyped-def]
+    workdir = tmp_path_factory.mktemp("e2e")
+    results = workdir / "results"
+    t0 = time.monotonic()
+    wheel_url = nspawn_lab.serve(wheelhouse)
+    reqs = [
+        ln.strip()
+        for ln in (wheelhouse / "requirements.txt").read_text().splitlines()
+        if ln.strip()
+    ]
+    # What a user's shell gives `pulumi up`: the results root and the lab's SSH key.
+    env = dict(
+        os.environ, GPULAB_RESULTS=str(results), ANSIBLE_PRIVATE_KEY_FILE=str(nspawn_lab.key)
+    )
+    old = {k: os.environ.get(k) for k in ("GPULAB_RESULTS", "ANSIBLE_PRIVATE_KEY_FILE")}
+    os.environ.update(GPULAB_RESULTS=str(results), ANSIBLE_PRIVATE_KEY_FILE=str(nspawn_lab.key))
+    try:
+        with ProviderHost(stack="e2e", env=env) as provider:
+            say(
+                f"\n[e2e] hosts booted in {nspawn_lab.boot_s:.1f} s, wheelhouse at {wheel_url}, "
+                f"provider host up in {time.monotonic() - t0:.1f} s"
+            )
+            yield Lab(nspawn_lab, provider, results, wheel_url, reqs, workdir)
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
