@@ -32,6 +32,7 @@ def validate_cmd(
 
     from infra.config import BY_KEY, load_stack_file
     from infra.config.fields import SecretRef
+    from infra.specs.topology import get as topology
 
     path = _resolve(stack_file)
     cfg = load_stack_file(path)
@@ -53,8 +54,8 @@ def validate_cmd(
         else:
             shown = str(value).lower() if isinstance(value, bool) else str(value)
         table.add_row(f"gpulab:{f.name}", shown)
-    if cfg.topology == "ironic-bm":
-        table.add_row("(flavor)", f"resources:{cfg.resource_class_spec}=1")
+    for key, shown in topology(cfg.topology).describe(cfg):
+        table.add_row(key, shown)
     Console().print(table)
 
 
