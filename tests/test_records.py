@@ -10,6 +10,7 @@ from workloads.errors import InputError
 from workloads.records import (
     SCHEMA_VERSION,
     RecordError,
+    RecordWarning,
     RecordWriter,
     iter_records,
     make_record,
@@ -50,25 +51,70 @@ def test_missing_required_field_is_named():
         validate_record(rec)
 
 
-def test_writer_appends_and_reader_tolerates_truncated_tail(tmp_path):
+def test_writer_appends_and_reader_reports_truncated_tail(tmp_path):
     out = tmp_path / "sub" / "r.jsonl"
     with RecordWriter(out) as w:
         w.write(make_record(**BASE, images_per_sec=1.0))
         w.write(make_record(**BASE, status="failed", error="oom"))
     with open(out, "a") as fh:
-        fh.write('{"schema_version": 1, "run')  # a writer killed mid-line
-    recs = list(iter_records(out))
+        fh.write('{"schema_version": 2, "run')  # a writer killed mid-line
+    problems: list[str] = []
+    recs = list(iter_records(out, problems=problems))
     assert [r["status"] for r in recs] == ["ok", "failed"]
+    assert problems == [f"{out}:3: skipped (26 chars, last line, a writer killed mid-line)"]
+    with pytest.warns(RecordWarning, match=r"r.jsonl:3: skipped"):
+        assert len(list(iter_records(out))) == 2
     with pytest.raises(RecordError, match="not a JSON record"):
         list(iter_records(out, strict=True))
 
 
-def test_reader_rejects_bad_line_in_the_middle(tmp_path):
+def test_reader_reports_bad_line_in_the_middle_and_keeps_the_rest(tmp_path):
     out = tmp_path / "r.jsonl"
     good = json.dumps(make_record(**BASE))
     out.write_text(good + "\nnot json\n" + good + "\n")
+    problems: list[str] = []
+    assert len(list(iter_records(out, problems=problems))) == 2
+    assert problems == [f"{out}:2: skipped (8 chars, not JSON)"]
     with pytest.raises(RecordError, match=r"r.jsonl:2"):
-        list(iter_records(out))
+        list(iter_records(out, strict=True))
+
+
+def test_writer_moves_a_torn_line_aside_before_appending(tmp_path):
+    """The bug of an unchecked append: the next record glued onto the torn line."""
+    out = tmp_path / "r.jsonl"
+    first = make_record(**BASE, images_per_sec=1.0)
+    out.write_text(json.dumps(first) + "\n" + '{"schema_version": 2, "rec')
+    problems: list[str] = []
+    with RecordWriter(out, problems) as w:
+        w.write(make_record(**BASE, images_per_sec=2.0))
+    assert problems == [
+        f"{out}: torn last line (26 bytes at byte {len(json.dumps(first)) + 1}, "
+        f"a writer killed mid-line) moved to {out}.partial"
+    ]
+    assert (tmp_path / "r.jsonl.partial").read_text() == '{"schema_version": 2, "rec\n'
+    got = list(iter_records(out, strict=True))
+    assert [r["images_per_sec"] for r in got] == [1.0, 2.0]
+
+
+def test_writer_completes_a_whole_record_missing_its_newline(tmp_path):
+    out = tmp_path / "r.jsonl"
+    out.write_text(json.dumps(make_record(**BASE, images_per_sec=1.0)))  # killed before "\n"
+    with RecordWriter(out) as w:
+        w.write(make_record(**BASE, images_per_sec=2.0))
+    assert [r["images_per_sec"] for r in iter_records(out, strict=True)] == [1.0, 2.0]
+    assert not (tmp_path / "r.jsonl.partial").exists()
+
+
+def test_reader_recovers_a_record_glued_to_a_torn_fragment(tmp_path):
+    """Files written before the newline check: fragment + record on one line."""
+    out = tmp_path / "r.jsonl"
+    rec = make_record(**BASE, images_per_sec=3.0)
+    out.write_text('{"schema_version": 1, "ru' + json.dumps(rec) + "\n")
+    problems: list[str] = []
+    assert list(iter_records(out, problems=problems)) == [rec]
+    assert problems == [
+        f"{out}:1: torn fragment of 25 chars before a record skipped; the record after it is kept"
+    ]
 
 
 def test_unwritable_output_is_an_input_error(tmp_path):
@@ -76,3 +122,42 @@ def test_unwritable_output_is_an_input_error(tmp_path):
     blocker.write_text("x")
     with pytest.raises(InputError, match="cannot be written"):
         RecordWriter(blocker / "r.jsonl")
+
+
+# --- the setting a record carries (schema 2) -------------------------------------------------
+
+SETTING = dict(
+    gpu_path="pci-passthrough",
+    exec_env="native",
+    virtualization="vm",
+    sharing="exclusive",
+    setting_flags=[],
+)
+
+
+def test_schema_1_record_without_setting_stays_readable(tmp_path):
+    old = {**make_record(**BASE), "schema_version": 1}
+    validate_record(old)
+    new = make_record(**BASE, **SETTING)
+    assert new["schema_version"] == 2
+    out = tmp_path / "r.jsonl"
+    out.write_text(json.dumps(old) + "\n" + json.dumps(new) + "\n")
+    assert [r["schema_version"] for r in iter_records(out, strict=True)] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"virtualization": "paravirt"}, "virtualization 'paravirt'"),
+        ({"exec_env": None}, "'exec_env'"),
+    ],
+)
+def test_bad_setting_fields_are_named(change, message):
+    with pytest.raises(RecordError, match=message):
+        make_record(**BASE, **{**SETTING, **change})
+
+
+def test_part_of_a_setting_is_refused():
+    part = {k: v for k, v in SETTING.items() if k != "sharing"}
+    with pytest.raises(RecordError, match="part of the setting: sharing missing"):
+        make_record(**BASE, **part)

@@ -8,6 +8,7 @@ Used by Ansible's ``workload_run`` role and by ``gpulab run local``; keep it sta
     python -m workloads bench --model M [--batch N] [--steps T] [--warmup W] [--repeats R]
                               [--image-size PX] --out FILE
                               [--topology T] [--arm LABEL] [--backend tensorflow|jax|torch]
+         (both) [--gpu-path P] [--exec-env E] [--sharing S]   (the setting, as the lab states it)
     python -m workloads fingerprint        # this machine's environment fingerprint as JSON
     python -m workloads list               # models (default batch, input size) and suites
 
@@ -15,6 +16,11 @@ Used by Ansible's ``workload_run`` role and by ``gpulab run local``; keep it sta
 is a JSON Lines file that records are appended to, one per measurement as it finishes.
 Defaults: the model's batch and full image size, 100 timed steps, 10 warm-up steps, 1 repeat,
 topology ``local``, arm ``native``, backend TensorFlow when installed (else JAX, else PyTorch).
+``--topology``, ``--arm``, ``--gpu-path``, ``--exec-env`` and ``--sharing`` default to
+``GPULAB_TOPOLOGY``, ``GPULAB_ARM``, ``GPULAB_GPU_PATH``, ``GPULAB_EXEC_ENV`` and
+``GPULAB_SHARING`` (workloads/setting.py): every record carries that setting, cross-checked
+against the fingerprint (``setting_flags``). Topology ``local`` defaults to gpu_path ``local``
+and exec_env ``native``; another topology without a gpu_path records no setting (a warning).
 Each repetition runs in its own process (``python -m workloads _measure``, internal).
 
 ``GPULAB_EXPECT_DEVICE`` (gpu|cpu|auto, default auto): with ``gpu``, a measurement whose
@@ -56,14 +62,27 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--repeats", type=int, help="repetitions R, each its own process (default 1)")
     p.add_argument("--image-size", type=int, dest="image_size", help="square input size in px")
     p.add_argument("--out", required=True, help="JSON Lines file the records are appended to")
-    p.add_argument("--topology", default="local", help="topology label (default local)")
-    p.add_argument("--arm", default="native", help="comparison-arm label (default native)")
+    env = os.environ.get
+    p.add_argument("--topology", default=env("GPULAB_TOPOLOGY") or "local",
+                   help="topology label (default $GPULAB_TOPOLOGY, else local)")
+    p.add_argument("--arm", default=env("GPULAB_ARM") or "native",
+                   help="comparison-arm label (default $GPULAB_ARM, else native)")
+    p.add_argument("--gpu-path", dest="gpu_path", default=env("GPULAB_GPU_PATH") or None,
+                   help="the host's gpu_path, as the lab states it (default $GPULAB_GPU_PATH; "
+                   "topology local: local)")
+    p.add_argument("--exec-env", dest="exec_env", default=env("GPULAB_EXEC_ENV") or None,
+                   help="execution environment: native, docker, apptainer (or singularity), "
+                   "k8s, bitfusion (default $GPULAB_EXEC_ENV, else native)")
+    p.add_argument("--sharing", default=env("GPULAB_SHARING") or None,
+                   help="GPU sharing: exclusive, vgpu, bitfusion, time-slicing, mps, mig "
+                   "[:DETAIL] (default $GPULAB_SHARING, else from gpu_path)")
     p.add_argument("--backend", choices=("tensorflow", "jax", "torch"), help="Keras backend")
 
 
 def _bench(args: argparse.Namespace) -> int:
     from workloads.bench import run_bench
     from workloads.expect_device import expected_device
+    from workloads.setting import setting_from_options
     from workloads.suites import resolve_suite
 
     expected_device()  # a bad GPULAB_EXPECT_DEVICE fails here, before anything runs
@@ -78,8 +97,13 @@ def _bench(args: argparse.Namespace) -> int:
             print(f"[{event.index + 1}/{event.total}] {rec['experiment']} repeat "
                   f"{rec['repeat']}: {rec['status']} {rate}", file=sys.stderr, flush=True)
 
+    setting = setting_from_options(args.topology, args.gpu_path, args.exec_env, args.sharing)
+    if setting is None:
+        print(f"python -m workloads: warning: topology {args.topology!r} without --gpu-path "
+              "(GPULAB_GPU_PATH): records carry no setting (reported as unknown setting)",
+              file=sys.stderr)
     result = run_bench(suite, args.out, topology=args.topology, arm=args.arm,
-                       backend=args.backend, progress=progress)
+                       backend=args.backend, progress=progress, setting=setting)
     print(f"{len(result.records)} record(s) -> {result.out}", file=sys.stderr)
     return result.exit_code
 

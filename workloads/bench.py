@@ -33,6 +33,7 @@ from typing import Any
 
 from workloads.records import RecordWriter, make_record, new_run_id
 from workloads.scenarios import Job
+from workloads.setting import Setting, setting_from_options, setting_record_fields
 from workloads.step import check_backend, default_backend
 from workloads.suites import Entry, Suite
 
@@ -185,7 +186,7 @@ def run_job(
 
 def _record(
     suite: Suite, entry: Entry, repeat: int, job: Job, fields: dict[str, Any], run_id: str,
-    topology: str, arm: str,
+    topology: str, arm: str, setting: Setting | None = None,
 ) -> dict[str, Any]:
     params = {
         "image_size": entry.image_size,
@@ -207,6 +208,7 @@ def _record(
     rec.update(fields)
     rec["params"] = params
     rec["fingerprint"] = fingerprint
+    rec.update(setting_record_fields(setting, fingerprint))
     rec.setdefault("finished_at", _iso(time.time()))
     rec.setdefault("started_at", _iso(job.launched_at))
     return make_record(**rec)
@@ -228,8 +230,13 @@ def run_bench(
     progress: ProgressHook | None = None,
     python: str = sys.executable,
     run_id: str | None = None,
+    setting: Setting | None = None,
 ) -> BenchResult:
-    """Run every repetition of every entry of ``suite``; append records to ``out``."""
+    """Run every repetition of every entry of ``suite``; append records to ``out``.
+
+    ``setting``: where it runs, as the lab states it (workloads.setting); None takes topology
+    ``local``'s default (gpu_path local, exec_env native), none for another topology."""
+    setting = setting or setting_from_options(topology, None, None, None)
     backend = check_backend(backend or default_backend())
     writer = RecordWriter(out)  # an unwritable path fails here, before anything runs
     result = BenchResult(Path(out), run_id or new_run_id())
@@ -240,7 +247,7 @@ def run_bench(
     if in_main:
         signal.signal(signal.SIGTERM, _raise_interrupted)
     try:
-        _run_plan(suite, plan, writer, result, topology, arm, backend, python, emit)
+        _run_plan(suite, plan, writer, result, topology, arm, backend, python, emit, setting)
     except (KeyboardInterrupt, Interrupted):
         result.interrupted = True  # between measurements: nothing was running
     finally:
@@ -253,6 +260,7 @@ def run_bench(
 def _run_plan(
     suite: Suite, plan: list[tuple[Entry, int]], writer: RecordWriter, result: BenchResult,
     topology: str, arm: str, backend: str, python: str, emit: ProgressHook,
+    setting: Setting | None = None,
 ) -> None:
     for index, (entry, repeat) in enumerate(plan):
         job = Job(
@@ -282,7 +290,7 @@ def _run_plan(
                 "elapsed_s": time.time() - job.launched_at,
             }
             result.interrupted = True
-        rec = _record(suite, entry, repeat, job, fields, result.run_id, topology, arm)
+        rec = _record(suite, entry, repeat, job, fields, result.run_id, topology, arm, setting)
         writer.write(rec)
         result.records.append(rec)
         emit(Event("finish", index, len(plan), entry, repeat, record=rec))

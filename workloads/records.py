@@ -22,9 +22,22 @@ Fields (all records):
   claims          list[str] (published claim ids this experiment tests)
   topology        str (ironic-bm, nova-pci, magnum-k8s, vsphere-gpu, local)
   arm             str (label of the comparison arm, e.g. "native", "docker")
+  gpu_path, exec_env, virtualization, sharing
+                  str, schema 2: the setting as the lab states it (workloads.setting); the
+                  report groups by ``virtualization``. Absent (schema 1, or a run given no
+                  gpu_path): the report says so and groups the record as "unknown setting".
+  setting_flags   list[str], schema 2: where the fingerprint disagrees with the setting
   host            str
   started_at, finished_at  ISO-8601 UTC strings
   fingerprint     dict (environment: see workloads.fingerprint)
+
+Schema 1 records (no setting fields) stay readable (READABLE_VERSIONS).
+
+Crash safety: before each append, :class:`RecordWriter` makes sure the file ends in a newline.
+A torn last line (a writer killed mid-line) is moved to ``<file>.partial`` with a warning; a
+last line that is a whole record missing only its newline gets the newline. Readers never drop
+a line silently: each skipped line is reported with file and line number (to ``problems`` when
+given, else as a :class:`RecordWarning`).
 """
 
 from __future__ import annotations
@@ -32,6 +45,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+import warnings
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,7 +53,8 @@ from typing import Any
 
 from workloads.errors import InputError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 STATUSES = ("ok", "failed", "interrupted")
 KINDS = ("training", "kernel", "job")
@@ -76,11 +91,32 @@ OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "started_at": str,
     "finished_at": str,
     "fingerprint": dict,
+    "gpu_path": str,
+    "exec_env": str,
+    "virtualization": str,
+    "sharing": str,
+    "setting_flags": list,
 }
+SETTING_FIELDS = ("gpu_path", "exec_env", "virtualization", "sharing")
+VIRTUALIZATIONS = ("none", "container", "vm", "container-in-vm")
 
 
 class RecordError(ValueError):
     """A record that does not match the schema."""
+
+
+class RecordWarning(UserWarning):
+    """A line of a record file that was skipped or moved aside (file and line named)."""
+
+
+Problems = list[str] | None
+
+
+def _report(problems: Problems, message: str) -> None:
+    if problems is None:
+        warnings.warn(message, RecordWarning, stacklevel=3)
+    else:
+        problems.append(message)
 
 
 def utc_now() -> str:
@@ -124,9 +160,17 @@ def validate_record(rec: dict[str, Any]) -> None:
         typ = OPTIONAL[key]
         if not isinstance(value, typ) or (isinstance(value, bool) and typ is int):
             raise RecordError(f"record field {key!r} has type {type(value).__name__}")
-    if rec["schema_version"] != SCHEMA_VERSION:
+    if rec["schema_version"] not in READABLE_VERSIONS:
         raise RecordError(
-            f"record schema_version {rec['schema_version']} is not {SCHEMA_VERSION}"
+            f"record schema_version {rec['schema_version']} is not one of {READABLE_VERSIONS}"
+        )
+    present = [k for k in SETTING_FIELDS if k in rec]
+    if present and len(present) != len(SETTING_FIELDS):
+        missing = ", ".join(k for k in SETTING_FIELDS if k not in rec)
+        raise RecordError(f"record carries part of the setting: {missing} missing")
+    if present and rec["virtualization"] not in VIRTUALIZATIONS:
+        raise RecordError(
+            f"record virtualization {rec['virtualization']!r} is not one of {VIRTUALIZATIONS}"
         )
     if rec["status"] not in STATUSES:
         raise RecordError(f"record status {rec['status']!r} is not one of {STATUSES}")
@@ -136,11 +180,79 @@ def validate_record(rec: dict[str, Any]) -> None:
         raise RecordError("a record with status 'ok' carries an error")
 
 
-class RecordWriter:
-    """Append records to a JSON Lines file; each one is flushed and fsynced when written."""
+def _is_record_line(data: bytes) -> bool:
+    try:
+        rec = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    if not isinstance(rec, dict):
+        return False
+    try:
+        validate_record(rec)
+    except RecordError:
+        return False
+    return True
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+
+def repair_tail(path: str | os.PathLike[str]) -> str | None:
+    """Make ``path`` end in a newline before an append; a message when something was done.
+
+    A last line that is a whole valid record gets its newline; anything else after the last
+    newline (a torn write) is appended to ``<path>.partial`` and cut from ``path``.
+    """
+    p = Path(path)
+    try:
+        fh = open(p, "rb+")  # noqa: SIM115
+    except FileNotFoundError:
+        return None
+    with fh:
+        size = fh.seek(0, os.SEEK_END)
+        if size == 0:
+            return None
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return None
+        start, pos = 0, size
+        while pos > 0:
+            step = min(65536, pos)
+            pos -= step
+            fh.seek(pos)
+            i = fh.read(step).rfind(b"\n")
+            if i >= 0:
+                start = pos + i + 1
+                break
+        fh.seek(start)
+        frag = fh.read()
+        if _is_record_line(frag):
+            fh.seek(size)
+            fh.write(b"\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+            return None
+        partial = p.with_name(p.name + ".partial")
+        with open(partial, "ab") as out:
+            out.write(frag + b"\n")
+            out.flush()
+            os.fsync(out.fileno())
+        fh.truncate(start)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return (
+        f"{p}: torn last line ({len(frag)} bytes at byte {start}, a writer killed mid-line) "
+        f"moved to {partial}"
+    )
+
+
+class RecordWriter:
+    """Append records to a JSON Lines file; each one is flushed and fsynced when written.
+
+    Before each append the file is made to end in a newline (:func:`repair_tail`), so a record
+    is never glued onto a torn line left by a killed writer.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], problems: Problems = None) -> None:
         self.path = Path(path)
+        self.problems = problems
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._fh = open(self.path, "a", encoding="utf-8")  # noqa: SIM115
@@ -152,7 +264,14 @@ class RecordWriter:
 
     def write(self, rec: dict[str, Any]) -> None:
         validate_record(rec)
-        self._fh.write(json.dumps(rec, sort_keys=True, default=str) + "\n")
+        line = json.dumps(rec, sort_keys=True, default=str) + "\n"
+        try:
+            moved = repair_tail(self.path)
+        except OSError as exc:
+            raise InputError(f"{self.path}: cannot check its last line: {exc.strerror}") from None
+        if moved:
+            _report(self.problems, moved)
+        self._fh.write(line)
         self._fh.flush()
         os.fsync(self._fh.fileno())
         self.count += 1
@@ -168,22 +287,65 @@ class RecordWriter:
         self.close()
 
 
-def iter_records(path: str | os.PathLike[str], strict: bool = False) -> Iterator[dict[str, Any]]:
-    """Yield the records of a JSON Lines file.
+def _glued(line: str) -> tuple[int, dict[str, Any]] | None:
+    """(fragment length, the whole record after it) for a torn fragment glued to a record on
+    one line (an append made without a newline check), else None."""
+    i = line.find("{", 1)
+    while i > 0:
+        try:
+            rec = json.loads(line[i:])
+        except json.JSONDecodeError:
+            rec = None
+        if isinstance(rec, dict) and "schema_version" in rec and "record_id" in rec:
+            return i, rec
+        i = line.find("{", i + 1)
+    return None
 
-    A truncated last line (a writer killed mid-write) is skipped unless ``strict``; a bad line
-    anywhere else raises RecordError naming the file and line.
+
+def parse_lines(
+    path: str | os.PathLike[str], text: str, problems: Problems = None, strict: bool = False
+) -> Iterator[tuple[int, Any]]:
+    """(line number, parsed JSON) of each non-empty line of a record file.
+
+    A line that is not JSON is skipped and reported (``problems`` or a RecordWarning) naming
+    file and line, or raises RecordError when ``strict``. A line holding a torn fragment glued
+    to a whole record yields that record (the fragment is reported).
     """
-    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    lines = text.splitlines()
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            yield lineno, json.loads(line)
+            continue
         except json.JSONDecodeError:
-            if lineno == len(lines) and not strict:
-                return
-            raise RecordError(f"{path}:{lineno}: not a JSON record") from None
+            pass
+        if strict:
+            raise RecordError(f"{path}:{lineno}: not a JSON record")
+        glued = _glued(line)
+        if glued is not None:
+            _report(
+                problems,
+                f"{path}:{lineno}: torn fragment of {glued[0]} chars before a "
+                "record skipped; the record after it is kept",
+            )
+            yield lineno, glued[1]
+            continue
+        where = "last line, a writer killed mid-line" if lineno == len(lines) else "not JSON"
+        _report(problems, f"{path}:{lineno}: skipped ({len(line)} chars, {where})")
+
+
+def iter_records(
+    path: str | os.PathLike[str], strict: bool = False, problems: Problems = None
+) -> Iterator[dict[str, Any]]:
+    """Yield the records of a JSON Lines file.
+
+    A line that is not JSON (a torn write) is skipped and reported with file and line (see
+    :func:`parse_lines`), or raises RecordError when ``strict``; a JSON line that is not a
+    valid record raises RecordError naming the file and line.
+    """
+    text = Path(path).read_text(encoding="utf-8")
+    for lineno, rec in parse_lines(path, text, problems, strict):
         if not isinstance(rec, dict):
             raise RecordError(f"{path}:{lineno}: not a JSON object")
         try:
@@ -193,10 +355,12 @@ def iter_records(path: str | os.PathLike[str], strict: bool = False) -> Iterator
         yield rec
 
 
-def read_records(paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str]) -> list[dict]:
+def read_records(
+    paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], problems: Problems = None
+) -> list[dict[str, Any]]:
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
     out: list[dict[str, Any]] = []
     for p in paths:
-        out.extend(iter_records(p))
+        out.extend(iter_records(p, problems=problems))
     return out

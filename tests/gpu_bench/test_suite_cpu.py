@@ -135,7 +135,7 @@ def test_bad_input_one_line_exit_2(args: list[str], names: str, tmp_path: Path) 
 def test_records_file_is_jsonl(smoke: tuple[subprocess.CompletedProcess, Path]) -> None:
     _, out = smoke
     lines = (out / "records.jsonl").read_text().splitlines()
-    assert len(lines) == 4 and all(json.loads(ln)["schema_version"] == 1 for ln in lines)
+    assert len(lines) == 4 and all(json.loads(ln)["schema_version"] == 2 for ln in lines)
 
 
 def test_max_minutes_guard_starts_nothing_late(tmp_path: Path) -> None:

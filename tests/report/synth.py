@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from workloads.records import make_record
+from workloads.setting import make_setting
 
 PATTERN = (0.0, -1.0, 1.0, -0.5, 0.5)  # symmetric: the median is the centre value
 ARMS = {
@@ -23,6 +24,28 @@ ARMS = {
     "vm": ("nova-pci", "native"),
     "cvm": ("magnum-k8s", "container-vm"),
 }
+# the setting the lab states for each synthetic arm: (topology, arm) -> (gpu_path, exec_env)
+LAB_SETTING = {
+    ("ironic-bm", "native"): ("whole-machine", "native"),
+    ("ironic-bm", "docker"): ("whole-machine", "docker"),
+    ("magnum-k8s", "container-bm"): ("container-bm", "k8s"),
+    ("nova-pci", "native"): ("pci-passthrough", "native"),
+    ("nova-pci", "singularity"): ("pci-passthrough", "singularity"),
+    ("magnum-k8s", "container-vm"): ("container-vm", "k8s"),
+    ("vsphere-gpu", "vgpu"): ("vgpu", "native"),
+    ("vsphere-gpu", "docker"): ("vgpu", "docker"),
+    ("vsphere-gpu", "bitfusion"): ("bitfusion", "bitfusion"),
+    ("local", "native"): ("local", "native"),
+    ("local", "docker"): ("local", "docker"),
+}
+
+
+def setting_fields(topology: str, arm: str) -> dict[str, Any]:
+    """The setting fields of a synthetic record ({} for an arm the lab states nothing for);
+    no cross-check flags: the synthetic fingerprints are illustrative."""
+    if (topology, arm) not in LAB_SETTING:
+        return {}
+    return {**make_setting(*LAB_SETTING[(topology, arm)]).fields(), "setting_flags": []}
 
 
 def fingerprint(setting: str, virt: str | None = None, gpu_node: int = 0) -> dict[str, Any]:
@@ -43,11 +66,20 @@ def fingerprint(setting: str, virt: str | None = None, gpu_node: int = 0) -> dic
             "driver_version": "535.104.05" if not is_vm else "535.129.03",
             "cuda_driver_version": "12.2",
             "virtualization_modes": [virt or ("passthrough" if is_vm else "none")],
-            "gpus": [{"name": "NVIDIA GeForce GTX 1080", "numa_node": gpu_node,
-                      "pcie": {"gen_current": 3, "width_current": 16}}],
+            "gpus": [
+                {
+                    "name": "NVIDIA GeForce GTX 1080",
+                    "numa_node": gpu_node,
+                    "pcie": {"gen_current": 3, "width_current": 16},
+                }
+            ],
         },
-        "software": {"python": "3.11.2", "packages": {"tensorflow": "2.21.0", "keras": "3.15.0"},
-                     "backend": {"keras_backend": "tensorflow"}, "git": {"revision": "abc1234"}},
+        "software": {
+            "python": "3.11.2",
+            "packages": {"tensorflow": "2.21.0", "keras": "3.15.0"},
+            "backend": {"keras_backend": "tensorflow"},
+            "git": {"revision": "abc1234"},
+        },
     }
 
 
@@ -91,6 +123,7 @@ def reps(
             "metrics": {k: v * f for k, v in (metrics or {}).items()},
             "params": params or {},
             "claims": claims or [],
+            **setting_fields(topology, arm),
         }
         if ips is not None:
             rec["images_per_sec"] = ips * f
@@ -109,31 +142,43 @@ SINGLE_SYN_BM = {
 }
 SINGLE_SYN = {"bm": (1.0, 1.0), "cbm": (0.98, 1.02), "vm": (0.93, 1.10), "cvm": (0.90, 1.15)}
 SINGLE_REAL_IPS = {"bm": 1.0, "cbm": 0.99, "vm": 0.90, "cvm": 0.88}
-FIG5 = {"bm": {"inception_v3": 72, "resnet50": 52, "alexnet": 157},
-        "cbm": {"inception_v3": 73, "resnet50": 53, "alexnet": 160},
-        "vm": {"inception_v3": 79, "resnet50": 58, "alexnet": 184},
-        "cvm": {"inception_v3": 81, "resnet50": 60, "alexnet": 200}}
-FIG6 = {"bm": {"inception_v3": 57, "resnet50": 52, "alexnet": 284},
-        "cbm": {"inception_v3": 47, "resnet50": 43, "alexnet": 282},
-        "vm": {"inception_v3": 44, "resnet50": 39, "alexnet": 247},
-        "cvm": {"inception_v3": 38, "resnet50": 35, "alexnet": 240}}
-FIG7 = {"bm": {"inception_v3": 261, "resnet50": 322, "alexnet": 800},
-        "cbm": {"inception_v3": 320, "resnet50": 338, "alexnet": 818},
-        "vm": {"inception_v3": 353, "resnet50": 375, "alexnet": 943},
-        "cvm": {"inception_v3": 391, "resnet50": 389, "alexnet": 944}}
-FIG8 = {"bm": {"inception_v3": 54, "resnet50": 47, "alexnet": 282},
-        "cbm": {"inception_v3": 45, "resnet50": 43, "alexnet": 279},
-        "vm": {"inception_v3": 39, "resnet50": 37, "alexnet": 241},
-        "cvm": {"inception_v3": 36.5, "resnet50": 35, "alexnet": 239}}
-FIG9 = {"bm": {"inception_v3": 278, "resnet50": 336, "alexnet": 869},
-        "cbm": {"inception_v3": 354, "resnet50": 364, "alexnet": 895},
-        "vm": {"inception_v3": 384, "resnet50": 408, "alexnet": 984},
-        "cvm": {"inception_v3": 419, "resnet50": 429, "alexnet": 1003}}
+FIG5 = {
+    "bm": {"inception_v3": 72, "resnet50": 52, "alexnet": 157},
+    "cbm": {"inception_v3": 73, "resnet50": 53, "alexnet": 160},
+    "vm": {"inception_v3": 79, "resnet50": 58, "alexnet": 184},
+    "cvm": {"inception_v3": 81, "resnet50": 60, "alexnet": 200},
+}
+FIG6 = {
+    "bm": {"inception_v3": 57, "resnet50": 52, "alexnet": 284},
+    "cbm": {"inception_v3": 47, "resnet50": 43, "alexnet": 282},
+    "vm": {"inception_v3": 44, "resnet50": 39, "alexnet": 247},
+    "cvm": {"inception_v3": 38, "resnet50": 35, "alexnet": 240},
+}
+FIG7 = {
+    "bm": {"inception_v3": 261, "resnet50": 322, "alexnet": 800},
+    "cbm": {"inception_v3": 320, "resnet50": 338, "alexnet": 818},
+    "vm": {"inception_v3": 353, "resnet50": 375, "alexnet": 943},
+    "cvm": {"inception_v3": 391, "resnet50": 389, "alexnet": 944},
+}
+FIG8 = {
+    "bm": {"inception_v3": 54, "resnet50": 47, "alexnet": 282},
+    "cbm": {"inception_v3": 45, "resnet50": 43, "alexnet": 279},
+    "vm": {"inception_v3": 39, "resnet50": 37, "alexnet": 241},
+    "cvm": {"inception_v3": 36.5, "resnet50": 35, "alexnet": 239},
+}
+FIG9 = {
+    "bm": {"inception_v3": 278, "resnet50": 336, "alexnet": 869},
+    "cbm": {"inception_v3": 354, "resnet50": 364, "alexnet": 895},
+    "vm": {"inception_v3": 384, "resnet50": 408, "alexnet": 984},
+    "cvm": {"inception_v3": 419, "resnet50": 429, "alexnet": 1003},
+}
 # shared host: elapsed degradation with a background AlexNet b512 (fig. 10 shape)
-SHARED = {("inception_v3", 32): {"bm": 0.18, "cbm": 0.12, "vm": 0.08},
-          ("resnet50", 32): {"bm": 0.17, "cbm": 0.12, "vm": 0.07},
-          ("alexnet", 512): {"bm": 0.60, "cbm": 0.45, "vm": 0.35},
-          ("alexnet", 32): {"bm": 0.15, "cbm": 0.08, "vm": 0.05}}
+SHARED = {
+    ("inception_v3", 32): {"bm": 0.18, "cbm": 0.12, "vm": 0.08},
+    ("resnet50", 32): {"bm": 0.17, "cbm": 0.12, "vm": 0.07},
+    ("alexnet", 512): {"bm": 0.60, "cbm": 0.45, "vm": 0.35},
+    ("alexnet", 32): {"bm": 0.15, "cbm": 0.08, "vm": 0.05},
+}
 
 
 def closer(scale: dict[str, float] | None = None) -> list[dict[str, Any]]:
@@ -145,78 +190,181 @@ def closer(scale: dict[str, float] | None = None) -> list[dict[str, Any]]:
         for model, (ips, ela) in SINGLE_SYN_BM.items():
             fi, fe = SINGLE_SYN[s]
             b = BATCH[model]
-            recs += reps(topo, arm, experiment="single_synthetic", model=model, batch=b,
-                         ips=ips * fi, elapsed=ela * fe, fp=fp, claims=["single_synthetic"])
-            recs += reps(topo, arm, experiment="single_real", model=model, batch=b, data="real",
-                         ips=ips * SINGLE_REAL_IPS[s], elapsed=FIG5[s][model], fp=fp)
-            for exp, data, ips_t, ela_t in (("distributed_synthetic", "synthetic", FIG6, FIG7),
-                                           ("distributed_real", "real", FIG8, FIG9)):
-                recs += reps(topo, arm, experiment=exp, model=model, batch=b, data=data,
-                             scenario="distributed", ips=ips_t[s][model] * scale.get(s, 1.0),
-                             elapsed=ela_t[s][model], fp=fp)
+            recs += reps(
+                topo,
+                arm,
+                experiment="single_synthetic",
+                model=model,
+                batch=b,
+                ips=ips * fi,
+                elapsed=ela * fe,
+                fp=fp,
+                claims=["single_synthetic"],
+            )
+            recs += reps(
+                topo,
+                arm,
+                experiment="single_real",
+                model=model,
+                batch=b,
+                data="real",
+                ips=ips * SINGLE_REAL_IPS[s],
+                elapsed=FIG5[s][model],
+                fp=fp,
+            )
+            for exp, data, ips_t, ela_t in (
+                ("distributed_synthetic", "synthetic", FIG6, FIG7),
+                ("distributed_real", "real", FIG8, FIG9),
+            ):
+                recs += reps(
+                    topo,
+                    arm,
+                    experiment=exp,
+                    model=model,
+                    batch=b,
+                    data=data,
+                    scenario="distributed",
+                    ips=ips_t[s][model] * scale.get(s, 1.0),
+                    elapsed=ela_t[s][model],
+                    fp=fp,
+                )
         if s == "cvm":
             continue
         for (model, b), degs in SHARED.items():
             alone = 100.0
-            recs += reps(topo, arm, experiment="shared", model=model, batch=b, scenario="shared",
-                         fp=fp, noise=0.0,  # the names workloads/scenarios/shared.py writes
-                         metrics={"alone_elapsed_s": alone,
-                                  "shared_elapsed_s": alone * (1 + degs[s]),
-                                  "alone_images_per_sec": 50.0,
-                                  "shared_images_per_sec": 50.0 / (1 + degs[s])})
+            recs += reps(
+                topo,
+                arm,
+                experiment="shared",
+                model=model,
+                batch=b,
+                scenario="shared",
+                fp=fp,
+                noise=0.0,  # the names workloads/scenarios/shared.py writes
+                metrics={
+                    "alone_elapsed_s": alone,
+                    "shared_elapsed_s": alone * (1 + degs[s]),
+                    "alone_images_per_sec": 50.0,
+                    "shared_images_per_sec": 50.0 / (1 + degs[s]),
+                },
+            )
     return recs
 
 
 def others() -> list[dict[str, Any]]:
     """vSphere MNIST, Bitfusion sharing, IBM kernels and Fathom-style models."""
     recs: list[dict[str, Any]] = []
-    for topo, arm, wall, fp in (("ironic-bm", "native", 100.0, fingerprint("bm")),
-                                ("ironic-bm", "docker", 100.0, fingerprint("cbm")),
-                                ("vsphere-gpu", "vgpu", 103.0, fingerprint("vm", "vgpu")),
-                                ("vsphere-gpu", "docker", 100.5, fingerprint("cvm", "vgpu"))):
+    for topo, arm, wall, fp in (
+        ("ironic-bm", "native", 100.0, fingerprint("bm")),
+        ("ironic-bm", "docker", 100.0, fingerprint("cbm")),
+        ("vsphere-gpu", "vgpu", 103.0, fingerprint("vm", "vgpu")),
+        ("vsphere-gpu", "docker", 100.5, fingerprint("cvm", "vgpu")),
+    ):
         # as the mnist_epochs scenario writes it: kind job, training wall-clock in metrics
-        recs += reps(topo, arm, suite="vmware-mnist", experiment="mnist_epochs",
-                     model="mnist_cnn", scenario="mnist_epochs", data="real", batch=128,
-                     kind="job", elapsed=wall + 20.0, metrics={"train_wall_s": wall}, fp=fp)
-    recs += reps("vsphere-gpu", "bitfusion", suite="bitfusion-sharing", experiment="sharing",
-                 model="resnet50", scenario="sharing", fp=fingerprint("vm", "passthrough"),
-                 metrics={"throughput_ratio": 3.05, "completion_time_ratio": 1.19},
-                 params={"jobs": 4})  # as workloads/scenarios/sharing.py writes them
+        recs += reps(
+            topo,
+            arm,
+            suite="vmware-mnist",
+            experiment="mnist_epochs",
+            model="mnist_cnn",
+            scenario="mnist_epochs",
+            data="real",
+            batch=128,
+            kind="job",
+            elapsed=wall + 20.0,
+            metrics={"train_wall_s": wall},
+            fp=fp,
+        )
+    recs += reps(
+        "vsphere-gpu",
+        "bitfusion",
+        suite="bitfusion-sharing",
+        experiment="sharing",
+        model="resnet50",
+        scenario="sharing",
+        fp=fingerprint("vm", "passthrough"),
+        metrics={"throughput_ratio": 3.05, "completion_time_ratio": 1.19},
+        params={"jobs": 4},
+    )  # as workloads/scenarios/sharing.py writes them
     kernels = {
         "gemm": {"gemm_1760x16x1760": (1.0, 1.0)},
         "conv": {"conv_7x7x832_n16_k256_1x1_s1": (1.0, 1.01)},
-        "rnn": {"rnn_vanilla_h1760_b16_t50": (1.0, 1.0), "rnn_lstm_h512_b16_t25": (1.0, 1.02),
-                "rnn_gru_h512_b32_t1": (1.0, 1.15)},
+        "rnn": {
+            "rnn_vanilla_h1760_b16_t50": (1.0, 1.0),
+            "rnn_lstm_h512_b16_t25": (1.0, 1.02),
+            "rnn_gru_h512_b32_t1": (1.0, 1.15),
+        },
         "bandwidth": {"bandwidth_h2d_local_33554432": (1.0, 1.0)},
     }
     for arm, idx, s in (("native", 0, "bm"), ("docker", 1, "cbm")):
         for kern, shapes in kernels.items():
             m = {f"{sh}.time_per_call_s": v[idx] * 1e-3 for sh, v in shapes.items()}
             if kern == "bandwidth":
-                m = {"bandwidth_h2d_local_33554432.gbps": 12.0,
-                     "bandwidth_h2d_remote_33554432.gbps": 12.0 if s == "bm" else 7.0}
-            recs += reps("ironic-bm", arm, suite="ibm-containers", experiment=f"deepbench-{kern}",
-                         model=kern, kind="kernel", scenario="kernel", metrics=m,
-                         fp=fingerprint(s))
+                m = {
+                    "bandwidth_h2d_local_33554432.gbps": 12.0,
+                    "bandwidth_h2d_remote_33554432.gbps": 12.0 if s == "bm" else 7.0,
+                }
+            recs += reps(
+                "ironic-bm",
+                arm,
+                suite="ibm-containers",
+                experiment=f"deepbench-{kern}",
+                model=kern,
+                kind="kernel",
+                scenario="kernel",
+                metrics=m,
+                fp=fingerprint(s),
+            )
         for model in ("alexnet", "vgg", "residual"):
-            recs += reps("ironic-bm", arm, suite="ibm-containers", experiment=f"fathom-{model}",
-                         model=model, ips=200.0 * (1.0 if s == "bm" else 0.99), fp=fingerprint(s))
+            recs += reps(
+                "ironic-bm",
+                arm,
+                suite="ibm-containers",
+                experiment=f"fathom-{model}",
+                model=model,
+                ips=200.0 * (1.0 if s == "bm" else 0.99),
+                fp=fingerprint(s),
+            )
     return recs
 
 
 def bad_runs() -> list[dict[str, Any]]:
     """One failed and one throttled run (HW thermal slowdown in the NVML samples)."""
-    failed = make_record(run_id="x", suite="closer2018", experiment="single_synthetic",
-                         model="resnet50", scenario="single", status="failed",
-                         error="ResourceExhaustedError: OOM when allocating tensor",
-                         topology="nova-pci", arm="native", batch_size=32)
-    throttled = reps("ironic-bm", "native", experiment="single_synthetic", model="resnet50",
-                     ips=10.0, elapsed=500.0, repeats=1,
-                     params={"nvml_samples": [{"gpu": 0, "throttle_mask": 0x0},
-                                              {"gpu": 0, "throttle_mask": 0x40}]})[0]
-    capped = reps("ironic-bm", "native", experiment="single_synthetic", model="alexnet",
-                  batch=512, ips=900.0, elapsed=140.0, repeats=1,
-                  params={"nvml_samples": [{"gpu": 0, "throttle_mask": 0x4}]})[0]
+    failed = make_record(
+        run_id="x",
+        suite="closer2018",
+        experiment="single_synthetic",
+        model="resnet50",
+        scenario="single",
+        status="failed",
+        error="ResourceExhaustedError: OOM when allocating tensor",
+        topology="nova-pci",
+        arm="native",
+        batch_size=32,
+    )
+    throttled = reps(
+        "ironic-bm",
+        "native",
+        experiment="single_synthetic",
+        model="resnet50",
+        ips=10.0,
+        elapsed=500.0,
+        repeats=1,
+        params={
+            "nvml_samples": [{"gpu": 0, "throttle_mask": 0x0}, {"gpu": 0, "throttle_mask": 0x40}]
+        },
+    )[0]
+    capped = reps(
+        "ironic-bm",
+        "native",
+        experiment="single_synthetic",
+        model="alexnet",
+        batch=512,
+        ips=900.0,
+        elapsed=140.0,
+        repeats=1,
+        params={"nvml_samples": [{"gpu": 0, "throttle_mask": 0x4}]},
+    )[0]
     return [failed, throttled, capped]
 
 

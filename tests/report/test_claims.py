@@ -67,41 +67,81 @@ def test_the_papers_own_numbers_reproduce_every_checkable_claim() -> None:
 
 CL = "closer2018"
 PERTURB: list[tuple[str, Callable[[list[dict]], list[dict]]]] = [
-    (f"{CL}/single_synthetic", lambda r: scaled(r, "images_per_sec", 0.85,
-                                                experiment="single_synthetic", arm="native",
-                                                topology="nova-pci")),
-    (f"{CL}/single_real", lambda r: scaled(r, "elapsed_s", 1.10, experiment="single_real",
-                                           arm="container-bm")),
-    (f"{CL}/distributed_synthetic", lambda r: scaled(r, "images_per_sec", 1.2,
-                                                     experiment="distributed_synthetic",
-                                                     topology="nova-pci")),
-    (f"{CL}/fig6_distributed_synthetic_images_per_sec",
-     lambda r: scaled(r, "images_per_sec", 1.2, experiment="distributed_synthetic",
-                      topology="nova-pci")),
-    (f"{CL}/distributed_real", lambda r: scaled(r, "elapsed_s", 1.3, experiment="distributed_real",
-                                                arm="container-vm")),
-    (f"{CL}/fig9_distributed_real_elapsed_s",
-     lambda r: scaled(r, "elapsed_s", 1.3, experiment="distributed_real", arm="container-vm")),
-    (f"{CL}/shared", lambda r: scaled(r, "shared_elapsed_s", 1.5, experiment="shared",
-                                      topology="nova-pci")),
-    ("vmware_vgpu_containers/mnist_container_vm",
-     lambda r: scaled(r, "train_wall_s", 1.10, model="mnist_cnn", topology="vsphere-gpu",
-                      arm="docker")),
-    ("vmware_vgpu_containers/virtualization_overhead",
-     lambda r: scaled(r, "train_wall_s", 1.2, model="mnist_cnn", arm="vgpu")),
-    ("ibm_containers/conv_gemm_parity", lambda r: scaled(r, "time_per_call_s", 1.3, model="gemm",
-                                                         arm="docker")),
-    ("ibm_containers/rnn", lambda r: scaled(r, "rnn_gru_h512_b32_t1", 1 / 1.15, model="rnn",
-                                            arm="docker")),
-    ("ibm_containers/bandwidth_numa",
-     lambda r: scaled(r, "bandwidth_h2d_remote_33554432", 12 / 7, model="bandwidth",
-                      arm="docker")),
-    ("ibm_containers/fathom_parity", lambda r: scaled(r, "images_per_sec", 0.8,
-                                                      suite="ibm-containers", arm="docker")),
-    ("vmware_bitfusion_singularity/sharing_throughput",
-     lambda r: scaled(r, "throughput_ratio", 1 / 3.05)),
-    ("vmware_bitfusion_singularity/sharing_completion",
-     lambda r: scaled(r, "completion_time_ratio", 4.0)),
+    (
+        f"{CL}/single_synthetic",
+        lambda r: scaled(
+            r,
+            "images_per_sec",
+            0.85,
+            experiment="single_synthetic",
+            arm="native",
+            topology="nova-pci",
+        ),
+    ),
+    (
+        f"{CL}/single_real",
+        lambda r: scaled(r, "elapsed_s", 1.10, experiment="single_real", arm="container-bm"),
+    ),
+    (
+        f"{CL}/distributed_synthetic",
+        lambda r: scaled(
+            r, "images_per_sec", 1.2, experiment="distributed_synthetic", topology="nova-pci"
+        ),
+    ),
+    (
+        f"{CL}/fig6_distributed_synthetic_images_per_sec",
+        lambda r: scaled(
+            r, "images_per_sec", 1.2, experiment="distributed_synthetic", topology="nova-pci"
+        ),
+    ),
+    (
+        f"{CL}/distributed_real",
+        lambda r: scaled(r, "elapsed_s", 1.3, experiment="distributed_real", arm="container-vm"),
+    ),
+    (
+        f"{CL}/fig9_distributed_real_elapsed_s",
+        lambda r: scaled(r, "elapsed_s", 1.3, experiment="distributed_real", arm="container-vm"),
+    ),
+    (
+        f"{CL}/shared",
+        lambda r: scaled(r, "shared_elapsed_s", 1.5, experiment="shared", topology="nova-pci"),
+    ),
+    (
+        "vmware_vgpu_containers/mnist_container_vm",
+        lambda r: scaled(
+            r, "train_wall_s", 1.10, model="mnist_cnn", topology="vsphere-gpu", arm="docker"
+        ),
+    ),
+    (
+        "vmware_vgpu_containers/virtualization_overhead",
+        lambda r: scaled(r, "train_wall_s", 1.2, model="mnist_cnn", arm="vgpu"),
+    ),
+    (
+        "ibm_containers/conv_gemm_parity",
+        lambda r: scaled(r, "time_per_call_s", 1.3, model="gemm", arm="docker"),
+    ),
+    (
+        "ibm_containers/rnn",
+        lambda r: scaled(r, "rnn_gru_h512_b32_t1", 1 / 1.15, model="rnn", arm="docker"),
+    ),
+    (
+        "ibm_containers/bandwidth_numa",
+        lambda r: scaled(
+            r, "bandwidth_h2d_remote_33554432", 12 / 7, model="bandwidth", arm="docker"
+        ),
+    ),
+    (
+        "ibm_containers/fathom_parity",
+        lambda r: scaled(r, "images_per_sec", 0.8, suite="ibm-containers", arm="docker"),
+    ),
+    (
+        "vmware_bitfusion_singularity/sharing_throughput",
+        lambda r: scaled(r, "throughput_ratio", 1 / 3.05),
+    ),
+    (
+        "vmware_bitfusion_singularity/sharing_completion",
+        lambda r: scaled(r, "completion_time_ratio", 4.0),
+    ),
 ]
 
 
@@ -114,10 +154,24 @@ def test_a_perturbed_result_is_not_reproduced(claim: str, perturb: Callable) -> 
 
 
 def test_only_local_smoke_records_measure_no_claim() -> None:
-    recs = synth.reps("local", "native", suite="smoke", experiment="smoke-alexnet",
-                      model="alexnet", ips=50.0, elapsed=10.0)
-    recs += synth.reps("local", "docker", suite="smoke", experiment="smoke-alexnet",
-                       model="alexnet", ips=49.0, elapsed=10.2)
+    recs = synth.reps(
+        "local",
+        "native",
+        suite="smoke",
+        experiment="smoke-alexnet",
+        model="alexnet",
+        ips=50.0,
+        elapsed=10.0,
+    )
+    recs += synth.reps(
+        "local",
+        "docker",
+        suite="smoke",
+        experiment="smoke-alexnet",
+        model="alexnet",
+        ips=49.0,
+        elapsed=10.2,
+    )
     v = judge(recs, Arm("local", "native"))
     assert {x.verdict for x in v.values()} == {NOT_MEASURED}
     assert all(o.measured for x in v.values() for _, o in x.results)
@@ -128,23 +182,40 @@ def test_local_docker_arm_measures_container_claims_as_cbm() -> None:
     recs = []
     for arm, f in (("native", 1.0), ("docker", 0.99)):
         for model, (ips, ela) in synth.SINGLE_SYN_BM.items():
-            recs += synth.reps("local", arm, experiment="single_real", data="real", model=model,
-                               ips=ips * f, elapsed=ela / f, batch=synth.BATCH[model])
+            recs += synth.reps(
+                "local",
+                arm,
+                experiment="single_real",
+                data="real",
+                model=model,
+                ips=ips * f,
+                elapsed=ela / f,
+                batch=synth.BATCH[model],
+            )
     v = judge(recs, Arm("local", "native"))["closer2018/single_real"]
     statuses = [o.status for _, o in v.results]
     assert v.verdict == REPRODUCED
     assert statuses.count("pass") == 2 and statuses.count("missing") == 2
 
 
-@pytest.mark.parametrize(("ratio", "verdict"), [(0.86, REPRODUCED), (0.88, NOT_REPRODUCED),
-                                                (0.74, REPRODUCED), (0.72, NOT_REPRODUCED)])
+@pytest.mark.parametrize(
+    ("ratio", "verdict"),
+    [(0.86, REPRODUCED), (0.88, NOT_REPRODUCED), (0.74, REPRODUCED), (0.72, NOT_REPRODUCED)],
+)
 def test_tolerance_edges_of_distributed_container_on_bm(ratio: float, verdict: str) -> None:
     """'about 20 % degradation' for container on BM: 0.80 ± 0.07."""
     recs = []
     for topo, arm, f in (("ironic-bm", "native", 1.0), ("magnum-k8s", "container-bm", ratio)):
         for model in ("inception_v3", "resnet50"):
-            recs += synth.reps(topo, arm, experiment="distributed_synthetic",
-                               scenario="distributed", model=model, ips=50.0 * f, noise=0.0)
+            recs += synth.reps(
+                topo,
+                arm,
+                experiment="distributed_synthetic",
+                scenario="distributed",
+                model=model,
+                ips=50.0 * f,
+                noise=0.0,
+            )
     bound = next(b for b in BOUNDS if b.settings == ("cbm",) and b.lo == 0.80)
     assert (bound.lo, bound.tol) == (0.80, 0.07)
     v = judge(recs)["closer2018/distributed_synthetic"]
@@ -152,9 +223,16 @@ def test_tolerance_edges_of_distributed_container_on_bm(ratio: float, verdict: s
 
 
 def test_sharing_with_other_than_four_jobs_is_not_compared() -> None:
-    recs = synth.reps("local", "native", suite="bitfusion-sharing", experiment="sharing",
-                      model="resnet50", scenario="sharing", params={"jobs": 2},
-                      metrics={"throughput_ratio": 3.0, "completion_time_ratio": 1.17})
+    recs = synth.reps(
+        "local",
+        "native",
+        suite="bitfusion-sharing",
+        experiment="sharing",
+        model="resnet50",
+        scenario="sharing",
+        params={"jobs": 2},
+        metrics={"throughput_ratio": 3.0, "completion_time_ratio": 1.17},
+    )
     v = judge(recs, Arm("local", "native"))
     assert v["vmware_bitfusion_singularity/sharing_throughput"].verdict == NOT_MEASURED
     recs4 = [dict(r, params={"jobs": 4}) for r in recs]
@@ -166,6 +244,12 @@ def test_suite_entry_ids_with_model_suffix_map_to_the_paper_experiment() -> None
     """A suite may name entries ``distributed_synthetic-resnet50``; they still count."""
     recs = []
     for topo, arm, f in (("ironic-bm", "native", 1.0), ("magnum-k8s", "container-bm", 0.5)):
-        recs += synth.reps(topo, arm, experiment="distributed_synthetic-resnet50",
-                           scenario="distributed", model="resnet50", ips=50.0 * f)
+        recs += synth.reps(
+            topo,
+            arm,
+            experiment="distributed_synthetic-resnet50",
+            scenario="distributed",
+            model="resnet50",
+            ips=50.0 * f,
+        )
     assert judge(recs)["closer2018/distributed_synthetic"].verdict == NOT_REPRODUCED

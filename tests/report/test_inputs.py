@@ -17,8 +17,9 @@ from workloads.report.load import load_records
 
 def two_arms() -> list[dict]:
     recs = synth.reps("local", "native", experiment="e", model="alexnet", ips=10.0, elapsed=5.0)
-    return recs + synth.reps("local", "docker", experiment="e", model="alexnet", ips=9.0,
-                             elapsed=5.5)
+    return recs + synth.reps(
+        "local", "docker", experiment="e", model="alexnet", ips=9.0, elapsed=5.5
+    )
 
 
 def test_directory_and_duplicates(tmp_path: Path) -> None:
@@ -29,10 +30,12 @@ def test_directory_and_duplicates(tmp_path: Path) -> None:
     assert sorted(r["record_id"] for r in got) == sorted(r["record_id"] for r in recs)
 
 
-def test_truncated_last_line_is_skipped(tmp_path: Path) -> None:
+def test_truncated_last_line_is_skipped_and_reported(tmp_path: Path) -> None:
     p = synth.write(tmp_path / "r.jsonl", two_arms())
     p.write_text(p.read_text() + '{"schema_version": 1, "rec', encoding="utf-8")
-    assert len(load_records([p])) == 10
+    problems: list[str] = []
+    assert len(load_records([p], problems)) == 10
+    assert problems == [f"{p}:11: skipped (26 chars, last line, a writer killed mid-line)"]
 
 
 def test_stack_output_summary_from_the_lifecycle(tmp_path: Path, monkeypatch) -> None:
@@ -56,10 +59,14 @@ def test_stack_output_summary_from_the_lifecycle(tmp_path: Path, monkeypatch) ->
         (lambda d: [d / "missing.jsonl"], "does not exist"),
         (lambda d: [synth.write(d / "empty.jsonl", [])], "no records in"),
         (lambda d: [(d / "x").mkdir() or d / "x"], "holds no *.jsonl"),
-        (lambda d: [d.joinpath("s.json").write_text('{"a": 1}') and d / "s.json"],
-         "names no existing"),
-        (lambda d: [d.joinpath("b.jsonl").write_text('{"x": 1\n{}\n') and d / "b.jsonl"],
-         "b.jsonl:1: not a JSON record"),
+        (
+            lambda d: [d.joinpath("s.json").write_text('{"a": 1}') and d / "s.json"],
+            "names no existing",
+        ),
+        (
+            lambda d: [d.joinpath("b.jsonl").write_text('{"x": 1\n{}\n') and d / "b.jsonl"],
+            "b.jsonl:2: schema_version None is not supported",
+        ),
     ],
 )
 def test_bad_inputs(tmp_path: Path, setup, message: str) -> None:
@@ -67,15 +74,28 @@ def test_bad_inputs(tmp_path: Path, setup, message: str) -> None:
         load_records(setup(tmp_path))
 
 
-def test_mixed_schema_versions(tmp_path: Path) -> None:
+def test_schema_versions_1_and_2_read_together_99_refused(tmp_path: Path) -> None:
+    """Schema 1 records (no setting) stay readable beside schema 2; each file without the
+    setting is named once, and its records are grouped as unknown setting."""
     recs = two_arms()
-    recs[3] = dict(recs[3], schema_version=2)
-    p = synth.write(tmp_path / "mixed.jsonl", recs)
-    with pytest.raises(InputError, match=r"mix schema versions: 1 .*; 2 \(.*mixed.jsonl:4\)"):
-        load_records([p])
-    only2 = synth.write(tmp_path / "v2.jsonl", [dict(r, schema_version=2) for r in recs])
-    with pytest.raises(InputError, match="schema_version 2 is not supported"):
-        load_records([only2])
+    old = [
+        {
+            k: v
+            for k, v in r.items()
+            if k not in ("gpu_path", "exec_env", "virtualization", "sharing", "setting_flags")
+        }
+        | {"schema_version": 1}
+        for r in recs[:3]
+    ]
+    p1 = synth.write(tmp_path / "v1.jsonl", old)
+    p2 = synth.write(tmp_path / "v2.jsonl", recs[3:])
+    problems: list[str] = []
+    got = load_records([p1, p2], problems)
+    assert len(got) == len(recs)
+    assert len(problems) == 1 and problems[0].startswith(f"{p1}: 3 record(s) carry no setting")
+    bad = synth.write(tmp_path / "v99.jsonl", [dict(recs[0], schema_version=99)])
+    with pytest.raises(InputError, match=r"v99.jsonl:1: schema_version 99 is not supported"):
+        load_records([bad])
 
 
 def test_invalid_record_names_file_and_line(tmp_path: Path) -> None:

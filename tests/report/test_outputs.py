@@ -37,11 +37,16 @@ def png_size(path: Path) -> tuple[int, int]:
 
 def test_figures_are_pngs_of_the_expected_size(report: ReportResult) -> None:
     names = {f.path.name for f in report.figures}
-    expected = {f"closer2018_{s}_{d}_{m}.png" for s, d in (("single", "synthetic"),
-                                                          ("single", "real"),
-                                                          ("distributed", "synthetic"),
-                                                          ("distributed", "real"))
-                for m in ("images_per_sec", "elapsed_s")}
+    expected = {
+        f"closer2018_{s}_{d}_{m}.png"
+        for s, d in (
+            ("single", "synthetic"),
+            ("single", "real"),
+            ("distributed", "synthetic"),
+            ("distributed", "real"),
+        )
+        for m in ("images_per_sec", "elapsed_s")
+    }
     expected |= {"shared_degradation.png", "sharing.png"}
     assert expected <= names
     for f in report.figures:
@@ -55,8 +60,14 @@ def test_figures_are_pngs_of_the_expected_size(report: ReportResult) -> None:
 
 def test_html_names_every_claim_with_a_verdict(report: ReportResult) -> None:
     html = report.html.read_text(encoding="utf-8")
-    rows = dict(re.findall(r'<tr id="claim-[^"]+">\s*<td><code>([^<]+)</code>.*?'
-                           r'class="verdict v-([a-z-]+)"', html, flags=re.S))
+    rows = dict(
+        re.findall(
+            r'<tr id="claim-[^"]+">\s*<td><code>([^<]+)</code>.*?'
+            r'class="verdict v-([a-z-]+)"',
+            html,
+            flags=re.S,
+        )
+    )
     assert set(rows) == set(load_published().claim_texts)
     assert list(rows.values()).count("reproduced") == 18
     assert list(rows.values()).count("not-measured") == 2
@@ -77,8 +88,12 @@ def test_html_highlights_environment_differences(report: ReportResult) -> None:
     html = report.html.read_text(encoding="utf-8")
     rows = re.findall(r'<tr class="([^"]*)">\s*<td class="field">([^<]+)</td>', html)
     classes = {field: cls.split() for cls, field in rows}
-    for field in ("NVIDIA driver", "GPU virtualization mode (NVML)", "Container runtime",
-                  "NUMA placement"):
+    for field in (
+        "NVIDIA driver",
+        "GPU virtualization mode (NVML)",
+        "Container runtime",
+        "NUMA placement",
+    ):
         assert classes[field] == ["differs", "key"], (field, classes[field])
     assert "differs" not in classes["CUDA (driver)"]  # same everywhere in the synthetic set
     assert "535.104.05" in html and "535.129.03" in html and "vgpu" in html
@@ -107,9 +122,14 @@ def test_csv_export_has_every_row_with_known_ratios(report: ReportResult) -> Non
         rows = list(csv.DictReader(fh))
     assert tuple(rows[0].keys()) == CSV_COLUMNS
     assert len(rows) == len(report.table.rows)
-    (vm,) = [r for r in rows if r["experiment"] == "distributed_synthetic"
-             and r["model"] == "inception_v3" and r["topology"] == "nova-pci"
-             and r["metric"] == "images_per_sec"]
+    (vm,) = [
+        r
+        for r in rows
+        if r["experiment"] == "distributed_synthetic"
+        and r["model"] == "inception_v3"
+        and r["topology"] == "nova-pci"
+        and r["metric"] == "images_per_sec"
+    ]
     assert float(vm["normalized"]) == pytest.approx(44 / 57)
     assert float(vm["median"]) == pytest.approx(44.0)
     assert vm["setting"] == "vm" and vm["n"] == "5" and vm["cv_flag"] == "0"

@@ -24,17 +24,25 @@ from workloads.report.table import build_table, metric_values
         ("vsphere-gpu", "docker", "cvm"),
         ("local", "native", "bm"),
         ("local", "docker", "cbm"),
-        ("somewhere", "native", "other"),
+        ("somewhere", "native", "unknown"),
     ],
 )
-def test_setting_of(topology: str, arm: str, setting: str) -> None:
-    assert setting_of(topology, arm) == setting
+def test_setting_is_the_recorded_one(topology: str, arm: str, setting: str) -> None:
+    (rec,) = synth.reps(topology, arm, experiment="e", model="m", ips=1.0, repeats=1)
+    assert setting_of(rec) == setting
 
 
-def test_magnum_unlabelled_arm_uses_the_fingerprint() -> None:
-    assert setting_of("magnum-k8s", "k8s", {"vm": {"is_vm": True}}) == "cvm"
-    assert setting_of("magnum-k8s", "k8s", {"vm": {"is_vm": False}}) == "cbm"
-    assert setting_of("magnum-k8s", "k8s", {}) == "other"
+def test_setting_is_never_guessed_from_labels_or_fingerprint() -> None:
+    """A record without the setting is unknown, whatever its topology, arm or fingerprint say;
+    a recorded setting wins over a fingerprint that disagrees."""
+    (rec,) = synth.reps("nova-pci", "native", experiment="e", model="m", ips=1.0, repeats=1)
+    bare = {
+        k: v
+        for k, v in rec.items()
+        if k not in ("gpu_path", "exec_env", "virtualization", "sharing")
+    }
+    assert setting_of(dict(bare, fingerprint={"vm": {"is_vm": True}})) == "unknown"
+    assert setting_of(dict(rec, fingerprint={"vm": {"is_vm": False}})) == "vm"
 
 
 def test_baseline_resolution() -> None:
@@ -57,8 +65,15 @@ def test_baseline_resolution() -> None:
 def test_normalization_recovers_known_ratios() -> None:
     recs = []
     for arm, f in (("native", 1.0), ("docker", 0.8)):
-        recs += synth.reps("local", arm, experiment="e", model="resnet50", ips=200.0 * f,
-                           elapsed=30.0 / f, suite="s")
+        recs += synth.reps(
+            "local",
+            arm,
+            experiment="e",
+            model="resnet50",
+            ips=200.0 * f,
+            elapsed=30.0 / f,
+            suite="s",
+        )
     table = build_table(recs, Arm("local", "native"))
     ips = {r.arm.arm: r for r in table.find(metric="images_per_sec")}
     assert ips["native"].norm == pytest.approx(1.0)
@@ -88,10 +103,20 @@ def test_missing_baseline_group_leaves_norm_empty() -> None:
 
 
 def test_shared_metrics_give_degradations_and_ratios_stay_unnormalized() -> None:
-    recs = synth.reps("local", "native", experiment="shared", model="resnet50",
-                      scenario="shared", noise=0.0,
-                      metrics={"elapsed_alone_s": 10.0, "elapsed_shared_s": 12.5,
-                               "images_per_sec_alone": 40.0, "images_per_sec_shared": 30.0})
+    recs = synth.reps(
+        "local",
+        "native",
+        experiment="shared",
+        model="resnet50",
+        scenario="shared",
+        noise=0.0,
+        metrics={
+            "elapsed_alone_s": 10.0,
+            "elapsed_shared_s": 12.5,
+            "images_per_sec_alone": 40.0,
+            "images_per_sec_shared": 30.0,
+        },
+    )
     vals = metric_values(recs[0])
     assert vals["elapsed_degradation"] == pytest.approx(0.25)
     assert vals["images_per_sec_degradation"] == pytest.approx(0.25)
@@ -101,9 +126,17 @@ def test_shared_metrics_give_degradations_and_ratios_stay_unnormalized() -> None
 
 
 def test_kernel_shape_metrics_become_variants() -> None:
-    recs = synth.reps("local", "native", experiment="k", model="rnn", kind="kernel",
-                      metrics={"rnn_gru_h8_b2_t3.time_per_call_s": 0.5,
-                               "rnn_lstm_h8_b2_t3.time_per_call_s": 0.25})
+    recs = synth.reps(
+        "local",
+        "native",
+        experiment="k",
+        model="rnn",
+        kind="kernel",
+        metrics={
+            "rnn_gru_h8_b2_t3.time_per_call_s": 0.5,
+            "rnn_lstm_h8_b2_t3.time_per_call_s": 0.25,
+        },
+    )
     table = build_table(recs, Arm("local", "native"))
     rows = {r.key.variant: r.summary.median for r in table.find(metric="time_per_call_s")}
     assert rows == pytest.approx({"rnn_gru_h8_b2_t3": 0.5, "rnn_lstm_h8_b2_t3": 0.25})

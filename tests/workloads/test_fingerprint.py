@@ -158,8 +158,12 @@ def test_nvml_double_vgpu_and_passthrough_values():
     assert vgpu["name"] == "GRID P100-4Q" and vgpu["virtualization_mode"] == "vgpu"
     assert vgpu["memory_total_mib"] == 4096
     # a vGPU guest answers NotSupported: recorded as unknown, not an exception
-    assert vgpu["pcie"] == {"gen_current": None, "gen_max": None,
-                            "width_current": None, "width_max": None}
+    assert vgpu["pcie"] == {
+        "gen_current": None,
+        "gen_max": None,
+        "width_current": None,
+        "width_max": None,
+    }
     assert vgpu["mig_mode"] is None
     assert pt["virtualization_mode"] == "passthrough" and pt["uuid"] == "GPU-00000001-fake"
     assert pt["pcie"]["gen_current"] == 3 and pt["pcie"]["width_current"] == 16
@@ -170,8 +174,12 @@ def test_nvml_double_vgpu_and_passthrough_values():
 
 def test_nvml_double_without_driver_is_no_gpu():
     info = gpu_info(FakeNvml(fail_init=True))
-    assert info == {"present": False, "count": 0, "gpus": [],
-                    "reason": "no NVIDIA driver: NVMLError: NVML Shared Library Not Found"}
+    assert info == {
+        "present": False,
+        "count": 0,
+        "gpus": [],
+        "reason": "no NVIDIA driver: NVMLError: NVML Shared Library Not Found",
+    }
 
 
 def test_sampler_with_nvml_double_covers_the_window():
@@ -229,3 +237,98 @@ def test_bare_metal_reads_as_native(tmp_path):
     assert fp["vm"]["is_vm"] is True and fp["vm"]["hypervisor"] == "kvm"
     fp = collect_system(root=root, env={}, run=lambda argv: None)  # no systemd-detect-virt
     assert fp["vm"]["is_vm"] is False and fp["cpu"]["model"] == "Test CPU"
+
+
+# --- the lab's stated setting cross-checked against the fingerprint ---------------------------
+
+
+def _flags(gpu_path: str, exec_env: str, fp: dict) -> list[str]:
+    from workloads.setting import make_setting, setting_record_fields
+
+    return setting_record_fields(make_setting(gpu_path, exec_env), fp)["setting_flags"]
+
+
+def test_cpuinfo_hypervisor_flag_alone_keeps_a_vm_from_passing_for_bare_metal(tmp_path):
+    """No systemd-detect-virt, no DMI vendor: only /proc/cpuinfo's hypervisor flag."""
+    root = fake_root(tmp_path)
+    (root / "proc/cpuinfo").write_text("model name\t: Test CPU\nflags\t\t: fpu hypervisor sse\n")
+    fp = collect_system(root=root, env={}, run=lambda argv: None)
+    assert fp["vm"]["is_vm"] is True and fp["vm"]["cpuinfo_hypervisor_flag"] is True
+    (flag,) = _flags("whole-machine", "native", fp)
+    assert flag.startswith("lab says bare metal (gpu_path whole-machine), fingerprint sees ")
+    assert "systemd-detect-virt --vm unavailable" in flag
+    assert "cpuinfo hypervisor flag set" in flag
+    assert _flags("pci-passthrough", "native", fp) == []  # the lab says VM: agreed
+
+
+def test_lab_says_vm_but_fingerprint_sees_bare_metal(tmp_path):
+    fp = collect_system(
+        root=fake_root(tmp_path, "Dell Inc.", "PowerEdge R740"), env={}, run=no_virt
+    )
+    assert _flags("vgpu", "native", fp) == [
+        "lab says vm (gpu_path vgpu), fingerprint says bare metal: systemd-detect-virt --vm "
+        "none, no DMI VM vendor, no cpuinfo hypervisor flag"
+    ]
+    assert _flags("whole-machine", "native", fp) == []
+
+
+def test_lab_says_container_but_no_marker_and_the_reverse(tmp_path):
+    root = fake_root(tmp_path, "Dell Inc.", "PowerEdge R740")
+    fp = collect_system(root=root, env={}, run=no_virt)
+    (flag,) = _flags("whole-machine", "docker", fp)
+    assert flag.startswith("lab says container (exec_env docker), fingerprint finds no container")
+    fp = collect_system(root=root, env={"APPTAINER_NAME": "w.sif"}, run=no_virt)
+    assert _flags("whole-machine", "singularity", fp) == []  # singularity = apptainer
+    (flag,) = _flags("whole-machine", "docker", fp)
+    assert "fingerprint finds runtime apptainer" in flag
+    (flag,) = _flags("whole-machine", "native", fp)
+    assert flag.startswith("lab says native (no container), fingerprint finds a apptainer")
+    (root / ".dockerenv").write_text("")
+    assert _flags("local", "docker", collect_system(root=root, env={}, run=no_virt)) == []
+
+
+def test_no_fingerprint_is_said_not_guessed():
+    assert _flags("local", "native", {}) == ["setting not cross-checked: no fingerprint"]
+    assert _flags("local", "native", {"error": "OSError: boom"}) == [
+        "setting not cross-checked: OSError: boom"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("gpu_path", "exec_env", "virtualization", "sharing"),
+    [
+        ("whole-machine", "native", "none", "exclusive"),
+        ("whole-machine", "docker", "container", "exclusive"),
+        ("local", "singularity", "container", "exclusive"),
+        ("pci-passthrough", "native", "vm", "exclusive"),
+        ("container-vm", "k8s", "container-in-vm", "exclusive"),
+        ("container-bm", "k8s", "container", "exclusive"),
+        ("vgpu", "docker", "container-in-vm", "vgpu"),
+        ("bitfusion", "bitfusion", "vm", "bitfusion"),
+    ],
+)
+def test_virtualization_is_derived_from_gpu_path_and_exec_env(
+    gpu_path: str, exec_env: str, virtualization: str, sharing: str
+) -> None:
+    from workloads.setting import make_setting
+
+    s = make_setting(gpu_path, exec_env)
+    assert (s.virtualization, s.sharing) == (virtualization, sharing)
+    assert s.exec_env != "singularity"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("nowhere", "native"), "gpu_path 'nowhere' is not one of"),
+        (("none", "native"), "gpu_path 'none' is not one of"),
+        (("local", "lxc"), "exec_env 'lxc' is not one of"),
+        (("local", "native", "shared!"), "sharing 'shared!' is not one of"),
+    ],
+)
+def test_bad_setting_values_are_one_line_input_errors(args: tuple, message: str) -> None:
+    from workloads.errors import InputError
+    from workloads.setting import make_setting
+
+    with pytest.raises(InputError, match=message):
+        make_setting(*args)

@@ -15,7 +15,7 @@ from workloads.report.environment import compare
 from workloads.report.exclusions import Excluded, bit_names, split, throttle_bits
 from workloads.report.figures import FigureFile, all_figures
 from workloads.report.load import load_records
-from workloads.report.mapping import SETTING_LABELS, resolve_baseline
+from workloads.report.mapping import SETTING_LABELS, arm_settings, resolve_baseline
 from workloads.report.published import load_published
 from workloads.report.render import (
     figure_src,
@@ -28,9 +28,11 @@ from workloads.report.stats import CV_FLAG, N_BOOT
 from workloads.report.table import Table, arm_of, build_table
 
 NOTES = [
-    "Settings: ironic-bm -> BM; nova-pci -> VM; magnum-k8s container-bm/-vm -> container on "
-    "BM/VM; vsphere-gpu -> VM; local native -> BM-like baseline; a docker, singularity, k8s or "
-    "container-* arm on a BM/VM topology -> container on BM/VM (workloads/report/mapping.py).",
+    "Settings are the ones the lab stated in each record (virtualization, from the host's "
+    "gpu_path and the execution environment): none -> BM, container -> container on BM, vm -> "
+    "VM, container-in-vm -> container on VM. Records without a setting (schema 1) are 'unknown "
+    "setting', never guessed from labels or fingerprints. Where the fingerprint disagrees with "
+    "the stated setting the arm carries a flag (workloads/report/mapping.py).",
     "Repetitions of one (suite, experiment, model, scenario, data, batch, variant) and arm are "
     f"summarized by their median; 95 % CI: percentile bootstrap of the median ({N_BOOT} "
     "resamples, seeded from the group, so the same records give the same interval); CV = sample "
@@ -56,12 +58,19 @@ class ReportResult:
     verdicts: list[claims_mod.Verdict]
     excluded: list[Excluded]
     table: Table
+    problems: list[str]  # skipped lines, records without a setting: one line each
 
 
 def _excluded_row(e: Excluded) -> dict[str, Any]:
     r = e.record
-    return {"record_id": e.record_id, "arm": arm_of(r).label, "experiment": r["experiment"],
-            "model": r["model"], "reason": e.reason, "detail": e.detail}
+    return {
+        "record_id": e.record_id,
+        "arm": arm_of(r).label,
+        "experiment": r["experiment"],
+        "model": r["model"],
+        "reason": e.reason,
+        "detail": e.detail,
+    }
 
 
 def build_report(
@@ -72,12 +81,14 @@ def build_report(
     embed_figures: bool = True,
     title: str = "gpulab report",
 ) -> ReportResult:
-    records = load_records(inputs)
+    problems: list[str] = []
+    records = load_records(inputs, problems)
     kept, excluded, capped = split(records)
     if not kept:
         reasons = ", ".join(sorted({e.reason for e in excluded}))
         raise InputError(f"no ok records to report: all {len(records)} are left out ({reasons})")
-    base = resolve_baseline(baseline, {arm_of(r) for r in kept})
+    kept_settings = {a: s.setting for a, s in arm_settings(kept, arm_of).items()}
+    base = resolve_baseline(baseline, kept_settings, kept_settings)
     table = build_table(kept, base)
     pub = load_published(published)
     verdicts = claims_mod.verdicts(table, pub, records)
@@ -94,29 +105,66 @@ def build_report(
         "generated_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "baseline": base.label,
         "counts": {"records": len(records), "ok": len(kept), "excluded": len(excluded)},
-        "arms": [{"label": a.label, "setting": table.settings[a],
-                  "setting_label": SETTING_LABELS.get(table.settings[a], "other"),
-                  "n": len(table.records_per_arm.get(a, [])), "baseline": a == base}
-                 for a in arms],
-        "environment": [{"field": e.field, "key": e.key, "values": list(e.values),
-                         "differs": e.differs} for e in env],
-        "verdicts": [{"claim": v.claim, "text": v.text, "verdict": v.verdict,
-                      "tolerance": v.tolerance, "records_naming": v.records_naming,
-                      "checks": [{"what": c.what, "tolerance": c.tolerance, "status": o.status,
-                                  "measured": o.measured} for c, o in v.results]}
-                     for v in verdicts],
-        "verdict_counts": [(n, sum(v.verdict == n for v in verdicts)) for n in
-                           (claims_mod.REPRODUCED, claims_mod.NOT_REPRODUCED,
-                            claims_mod.NOT_MEASURED)],
+        "arms": [
+            {
+                "label": a.label,
+                "setting": table.settings[a],
+                "setting_label": SETTING_LABELS.get(table.settings[a], "other"),
+                "n": len(table.records_per_arm.get(a, [])),
+                "baseline": a == base,
+                "flags": table.setting_flags.get(a, []),
+            }
+            for a in arms
+        ],
+        "problems": problems,
+        "environment": [
+            {"field": e.field, "key": e.key, "values": list(e.values), "differs": e.differs}
+            for e in env
+        ],
+        "verdicts": [
+            {
+                "claim": v.claim,
+                "text": v.text,
+                "verdict": v.verdict,
+                "tolerance": v.tolerance,
+                "records_naming": v.records_naming,
+                "checks": [
+                    {
+                        "what": c.what,
+                        "tolerance": c.tolerance,
+                        "status": o.status,
+                        "measured": o.measured,
+                    }
+                    for c, o in v.results
+                ],
+            }
+            for v in verdicts
+        ],
+        "verdict_counts": [
+            (n, sum(v.verdict == n for v in verdicts))
+            for n in (claims_mod.REPRODUCED, claims_mod.NOT_REPRODUCED, claims_mod.NOT_MEASURED)
+        ],
         "status_words": {"pass": "pass", "fail": "FAIL", "missing": "no records"},
         "sections": table_sections(table),
-        "figures": [{"title": f.title, "caption": f.caption,
-                     "file": str(f.path.relative_to(out)),
-                     "src": figure_src(f.path, out, embed_figures)} for f in figures],
+        "figures": [
+            {
+                "title": f.title,
+                "caption": f.caption,
+                "file": str(f.path.relative_to(out)),
+                "src": figure_src(f.path, out, embed_figures),
+            }
+            for f in figures
+        ],
         "excluded": [_excluded_row(e) for e in excluded],
-        "power_capped": [{"record_id": r["record_id"], "arm": arm_of(r).label,
-                          "model": r["model"], "bits": bit_names(throttle_bits(r))}
-                         for r in capped],
+        "power_capped": [
+            {
+                "record_id": r["record_id"],
+                "arm": arm_of(r).label,
+                "model": r["model"],
+                "bits": bit_names(throttle_bits(r)),
+            }
+            for r in capped
+        ],
         "cv_flagged": sum(1 for r in table.rows if r.summary.cv_flag),
         "notes": NOTES,
     }
@@ -124,4 +172,6 @@ def build_report(
     write_csv(table, csv_path)
     md_path.write_text(render_markdown(ctx), encoding="utf-8")
     html_path.write_text(render_html(ctx), encoding="utf-8")
-    return ReportResult(out, html_path, md_path, csv_path, figures, verdicts, excluded, table)
+    return ReportResult(
+        out, html_path, md_path, csv_path, figures, verdicts, excluded, table, problems
+    )

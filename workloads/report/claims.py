@@ -78,76 +78,276 @@ BIG, CNNS = R.BIG, R.CNNS
 SS, SR, DS, DR = "single_synthetic", "single_real", "distributed_synthetic", "distributed_real"
 
 BOUNDS: list[Bound] = [
-    Bound(f"{CL}/{SS}", "every non-BM arm within 15 %: imgs/s >= 0.85x", "images_per_sec",
-          0.85, None, 0.03, SS),
-    Bound(f"{CL}/{SS}", "every non-BM arm within 15 %: elapsed <= 1.15x", "elapsed_s",
-          None, 1.15, 0.03, SS),
-    Bound(f"{CL}/{SR}", "container on BM almost the same as BM: imgs/s within 5 %",
-          "images_per_sec", 1.0, 1.0, 0.05, SR, settings=("cbm",)),
-    Bound(f"{CL}/{SR}", "container on BM almost the same as BM: elapsed within 5 %",
-          "elapsed_s", 1.0, 1.0, 0.05, SR, settings=("cbm",)),
-    Bound(f"{CL}/{SR}", "container on VM elapsed almost 30 % longer (max over models 1.30x)",
-          "elapsed_s", 1.30, 1.30, 0.10, SR, settings=("cvm",), agg="max"),
-    Bound(f"{CL}/{SR}", "synthetic data: container on VM elapsed under 20 % longer (max < 1.20x)",
-          "elapsed_s", None, 1.20, 0.02, SS, settings=("cvm",), agg="max"),
-    Bound(f"{CL}/{DS}", "InceptionV3/ResNet-50 imgs/s, container on BM: about 20 % lower (0.80x)",
-          "images_per_sec", 0.80, 0.80, 0.07, DS, models=BIG, settings=("cbm",)),
-    Bound(f"{CL}/{DS}", "InceptionV3/ResNet-50 imgs/s, VM: about 25 % lower (0.75x)",
-          "images_per_sec", 0.75, 0.75, 0.07, DS, models=BIG, settings=("vm",)),
-    Bound(f"{CL}/{DS}", "InceptionV3/ResNet-50 imgs/s, container on VM: about 35 % lower (0.65x)",
-          "images_per_sec", 0.65, 0.65, 0.07, DS, models=BIG, settings=("cvm",)),
-    Bound(f"{CL}/{DR}", "container on VM elapsed up to 1.5x BM (max over models)",
-          "elapsed_s", 1.5, 1.5, 0.10, DR, settings=("cvm",), agg="max"),
-    Bound(f"{CL}/shared", "batch-32 models: elapsed degradation within 20 %",
-          "elapsed_degradation", None, 0.20, 0.02, "shared", models=CNNS, batch=32,
-          with_baseline=True),
-    Bound(f"{CL}/shared", "AlexNet batch 512: elapsed degradation over 30 %",
-          "elapsed_degradation", 0.30, None, 0.03, "shared", models=("alexnet",), batch=512,
-          with_baseline=True),
-    Bound(f"{CL}/shared", "AlexNet batch 32: elapsed degradation under 10 % for container and VM",
-          "elapsed_degradation", None, 0.10, 0.02, "shared", models=("alexnet",), batch=32,
-          settings=("cbm", "vm", "cvm")),
-    Bound(f"{VW}/virtualization_overhead", "MNIST CNN elapsed in a VM (passthrough or vGPU) "
-          "about 4 % over bare metal (<= 1.04x)", MNIST_TIME, None, 1.04, 0.04,
-          models=("mnist_cnn",), settings=("vm",)),
-    Bound(f"{IBM}/conv_gemm_parity", "conv and GEMM kernels: container time per call within 5 %",
-          "time_per_call_s", 1.0, 1.0, 0.05, settings=CONTAINERS, match=_conv_gemm),
-    Bound(f"{IBM}/rnn", "vanilla RNN and LSTM kernels: container time per call within 5 %",
-          "time_per_call_s", 1.0, 1.0, 0.05, settings=CONTAINERS, match=_rnn_lstm),
-    Bound(f"{IBM}/rnn", "GRU kernels consistently slower in the container (> 1.0x)",
-          "time_per_call_s", 1.0 + 1e-9, None, 0.0, settings=CONTAINERS, match=_gru),
-    Bound(f"{IBM}/bandwidth_numa", "container affinitized to the GPU's node: GB/s restored "
-          "(>= 0.95x of the baseline pinned the same way)", "gbps", 0.95, None, 0.0,
-          settings=CONTAINERS, match=_bandwidth, variant=R.is_local),
-    Bound(f"{IBM}/fathom_parity", "Fathom convolution models: container imgs/s within 5 %",
-          "images_per_sec", 1.0, 1.0, 0.05, models=("alexnet", "vgg", "residual", "deepq"),
-          settings=CONTAINERS, suite="ibm-containers"),
-    Bound(f"{BF}/sharing_throughput", "4 jobs at 25 % of a GPU: aggregate throughput about 3x "
-          "one full-GPU job", "aggregate_throughput_ratio", 3.0, 3.0, 0.5, with_baseline=True,
-          variant=_four_jobs),
-    Bound(f"{BF}/sharing_completion", "4 jobs take about 17 % longer than one "
-          "(completion-time ratio 1.17)", "completion_time_ratio", 1.17, 1.17, 0.10,
-          with_baseline=True, variant=_four_jobs),
+    Bound(
+        f"{CL}/{SS}",
+        "every non-BM arm within 15 %: imgs/s >= 0.85x",
+        "images_per_sec",
+        0.85,
+        None,
+        0.03,
+        SS,
+    ),
+    Bound(
+        f"{CL}/{SS}",
+        "every non-BM arm within 15 %: elapsed <= 1.15x",
+        "elapsed_s",
+        None,
+        1.15,
+        0.03,
+        SS,
+    ),
+    Bound(
+        f"{CL}/{SR}",
+        "container on BM almost the same as BM: imgs/s within 5 %",
+        "images_per_sec",
+        1.0,
+        1.0,
+        0.05,
+        SR,
+        settings=("cbm",),
+    ),
+    Bound(
+        f"{CL}/{SR}",
+        "container on BM almost the same as BM: elapsed within 5 %",
+        "elapsed_s",
+        1.0,
+        1.0,
+        0.05,
+        SR,
+        settings=("cbm",),
+    ),
+    Bound(
+        f"{CL}/{SR}",
+        "container on VM elapsed almost 30 % longer (max over models 1.30x)",
+        "elapsed_s",
+        1.30,
+        1.30,
+        0.10,
+        SR,
+        settings=("cvm",),
+        agg="max",
+    ),
+    Bound(
+        f"{CL}/{SR}",
+        "synthetic data: container on VM elapsed under 20 % longer (max < 1.20x)",
+        "elapsed_s",
+        None,
+        1.20,
+        0.02,
+        SS,
+        settings=("cvm",),
+        agg="max",
+    ),
+    Bound(
+        f"{CL}/{DS}",
+        "InceptionV3/ResNet-50 imgs/s, container on BM: about 20 % lower (0.80x)",
+        "images_per_sec",
+        0.80,
+        0.80,
+        0.07,
+        DS,
+        models=BIG,
+        settings=("cbm",),
+    ),
+    Bound(
+        f"{CL}/{DS}",
+        "InceptionV3/ResNet-50 imgs/s, VM: about 25 % lower (0.75x)",
+        "images_per_sec",
+        0.75,
+        0.75,
+        0.07,
+        DS,
+        models=BIG,
+        settings=("vm",),
+    ),
+    Bound(
+        f"{CL}/{DS}",
+        "InceptionV3/ResNet-50 imgs/s, container on VM: about 35 % lower (0.65x)",
+        "images_per_sec",
+        0.65,
+        0.65,
+        0.07,
+        DS,
+        models=BIG,
+        settings=("cvm",),
+    ),
+    Bound(
+        f"{CL}/{DR}",
+        "container on VM elapsed up to 1.5x BM (max over models)",
+        "elapsed_s",
+        1.5,
+        1.5,
+        0.10,
+        DR,
+        settings=("cvm",),
+        agg="max",
+    ),
+    Bound(
+        f"{CL}/shared",
+        "batch-32 models: elapsed degradation within 20 %",
+        "elapsed_degradation",
+        None,
+        0.20,
+        0.02,
+        "shared",
+        models=CNNS,
+        batch=32,
+        with_baseline=True,
+    ),
+    Bound(
+        f"{CL}/shared",
+        "AlexNet batch 512: elapsed degradation over 30 %",
+        "elapsed_degradation",
+        0.30,
+        None,
+        0.03,
+        "shared",
+        models=("alexnet",),
+        batch=512,
+        with_baseline=True,
+    ),
+    Bound(
+        f"{CL}/shared",
+        "AlexNet batch 32: elapsed degradation under 10 % for container and VM",
+        "elapsed_degradation",
+        None,
+        0.10,
+        0.02,
+        "shared",
+        models=("alexnet",),
+        batch=32,
+        settings=("cbm", "vm", "cvm"),
+    ),
+    Bound(
+        f"{VW}/virtualization_overhead",
+        "MNIST CNN elapsed in a VM (passthrough or vGPU) about 4 % over bare metal (<= 1.04x)",
+        MNIST_TIME,
+        None,
+        1.04,
+        0.04,
+        models=("mnist_cnn",),
+        settings=("vm",),
+    ),
+    Bound(
+        f"{IBM}/conv_gemm_parity",
+        "conv and GEMM kernels: container time per call within 5 %",
+        "time_per_call_s",
+        1.0,
+        1.0,
+        0.05,
+        settings=CONTAINERS,
+        match=_conv_gemm,
+    ),
+    Bound(
+        f"{IBM}/rnn",
+        "vanilla RNN and LSTM kernels: container time per call within 5 %",
+        "time_per_call_s",
+        1.0,
+        1.0,
+        0.05,
+        settings=CONTAINERS,
+        match=_rnn_lstm,
+    ),
+    Bound(
+        f"{IBM}/rnn",
+        "GRU kernels consistently slower in the container (> 1.0x)",
+        "time_per_call_s",
+        1.0 + 1e-9,
+        None,
+        0.0,
+        settings=CONTAINERS,
+        match=_gru,
+    ),
+    Bound(
+        f"{IBM}/bandwidth_numa",
+        "container affinitized to the GPU's node: GB/s restored "
+        "(>= 0.95x of the baseline pinned the same way)",
+        "gbps",
+        0.95,
+        None,
+        0.0,
+        settings=CONTAINERS,
+        match=_bandwidth,
+        variant=R.is_local,
+    ),
+    Bound(
+        f"{IBM}/fathom_parity",
+        "Fathom convolution models: container imgs/s within 5 %",
+        "images_per_sec",
+        1.0,
+        1.0,
+        0.05,
+        models=("alexnet", "vgg", "residual", "deepq"),
+        settings=CONTAINERS,
+        suite="ibm-containers",
+    ),
+    Bound(
+        f"{BF}/sharing_throughput",
+        "4 jobs at 25 % of a GPU: aggregate throughput about 3x one full-GPU job",
+        "aggregate_throughput_ratio",
+        3.0,
+        3.0,
+        0.5,
+        with_baseline=True,
+        variant=_four_jobs,
+    ),
+    Bound(
+        f"{BF}/sharing_completion",
+        "4 jobs take about 17 % longer than one (completion-time ratio 1.17)",
+        "completion_time_ratio",
+        1.17,
+        1.17,
+        0.10,
+        with_baseline=True,
+        variant=_four_jobs,
+    ),
 ]
 
 # (claim, what, tolerance, check)
 RELATIONS: list[tuple[str, str, str, Callable[[Table], Outcome]]] = [
-    (f"{CL}/{SS}", "container on VM has the lowest mean normalized imgs/s", "<= others + 0.02",
-     R.cvm_worst),
-    (f"{CL}/{SS}", "elapsed degrades more than throughput (per arm, mean over models)",
-     "elapsed increase >= imgs/s decrease - 0.02",
-     R.elapsed_more),
-    (f"{CL}/{DS}", "AlexNet much less affected: degradation at most half of InceptionV3/"
-     "ResNet-50's", "<= half of theirs + 0.02", R.alexnet_less),
-    (f"{CL}/{DR}", "real data like synthetic: normalized imgs/s differ by at most 0.10",
-     "|diff| <= 0.10", R.real_like_synthetic),
-    (f"{CL}/shared", "bare metal degrades most, VM least (elapsed, per model and batch)",
-     "bm >= max - 0.02, vm <= min + 0.02", R.shared_order),
-    (f"{IBM}/bandwidth_numa", "container pinned away from the GPU's NUMA node: host-device "
-     "GB/s considerably lower than pinned to it (< 0.90x)", "< 0.90 (none)", R.numa_remote_lower),
-    (f"{VW}/mnist_container_vm", "MNIST CNN elapsed, docker in a VM over docker natively: no "
-     "measurable penalty (<= 1.03)", "<= 1.03 (1.0 + 0.03)",
-     R.ratio_at_most(MNIST_TIME, "mnist_cnn", "cvm", "cbm", 1.03)),
+    (
+        f"{CL}/{SS}",
+        "container on VM has the lowest mean normalized imgs/s",
+        "<= others + 0.02",
+        R.cvm_worst,
+    ),
+    (
+        f"{CL}/{SS}",
+        "elapsed degrades more than throughput (per arm, mean over models)",
+        "elapsed increase >= imgs/s decrease - 0.02",
+        R.elapsed_more,
+    ),
+    (
+        f"{CL}/{DS}",
+        "AlexNet much less affected: degradation at most half of InceptionV3/ResNet-50's",
+        "<= half of theirs + 0.02",
+        R.alexnet_less,
+    ),
+    (
+        f"{CL}/{DR}",
+        "real data like synthetic: normalized imgs/s differ by at most 0.10",
+        "|diff| <= 0.10",
+        R.real_like_synthetic,
+    ),
+    (
+        f"{CL}/shared",
+        "bare metal degrades most, VM least (elapsed, per model and batch)",
+        "bm >= max - 0.02, vm <= min + 0.02",
+        R.shared_order,
+    ),
+    (
+        f"{IBM}/bandwidth_numa",
+        "container pinned away from the GPU's NUMA node: host-device "
+        "GB/s considerably lower than pinned to it (< 0.90x)",
+        "< 0.90 (none)",
+        R.numa_remote_lower,
+    ),
+    (
+        f"{VW}/mnist_container_vm",
+        "MNIST CNN elapsed, docker in a VM over docker natively: no measurable penalty (<= 1.03)",
+        "<= 1.03 (1.0 + 0.03)",
+        R.ratio_at_most(MNIST_TIME, "mnist_cnn", "cvm", "cbm", 1.03),
+    ),
 ]
 
 NOT_CHECKABLE = {
@@ -193,9 +393,17 @@ def bound_check(b: Bound) -> Check:
     metrics = (b.metric,) if isinstance(b.metric, str) else b.metric
 
     def rows_for(t: Table, metric: str) -> list:
-        rows = pick(t, metric, experiment=b.experiment, models=b.models, model_match=b.match,
-                    settings=b.settings, batch=b.batch, include_baseline=b.with_baseline,
-                    suite_pref=b.suite or (b.claim.split("/")[0]))
+        rows = pick(
+            t,
+            metric,
+            experiment=b.experiment,
+            models=b.models,
+            model_match=b.match,
+            settings=b.settings,
+            batch=b.batch,
+            include_baseline=b.with_baseline,
+            suite_pref=b.suite or (b.claim.split("/")[0]),
+        )
         if b.variant is not None:
             rows = [r for r in rows if b.variant(r.key.variant)]
         if b.suite is not None:
@@ -228,9 +436,11 @@ def figure_checks(pub: Published) -> list[Check]:
         norm = fig.normalized()
 
         def fn(t: Table, fig: Any = fig, norm: Any = norm) -> Outcome:
-            rows = [r for r in pick(t, fig.metric, experiment=fig.experiment,
-                                    suite_pref=fig.paper)
-                    if r.key.model in norm.get(r.setting, {})]
+            rows = [
+                r
+                for r in pick(t, fig.metric, experiment=fig.experiment, suite_pref=fig.paper)
+                if r.key.model in norm.get(r.setting, {})
+            ]
             if not rows:
                 return missing(f"no {fig.experiment} {fig.metric} records with a baseline")
             bad, good = [], []
@@ -253,8 +463,10 @@ def figure_checks(pub: Published) -> list[Check]:
 def all_checks(pub: Published) -> list[Check]:
     checks = [bound_check(b) for b in BOUNDS]
     checks += [Check(c, w, tol, fn) for c, w, tol, fn in RELATIONS]
-    checks += [Check(c, "not checkable", "n/a", lambda t, w=w: missing(w))
-               for c, w in NOT_CHECKABLE.items()]
+    checks += [
+        Check(c, "not checkable", "n/a", lambda t, w=w: missing(w))
+        for c, w in NOT_CHECKABLE.items()
+    ]
     return checks + figure_checks(pub)
 
 

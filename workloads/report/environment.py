@@ -1,6 +1,8 @@
 """The arms' environment fingerprints side by side, with what differs marked.
 
-Fields are read from ``record.fingerprint`` (workloads.fingerprint.collect). An arm shows the
+The first rows are the setting each record states (gpu_path, exec_env, virtualization,
+sharing) and its cross-check flags; the rest are read from ``record.fingerprint``
+(workloads.fingerprint.collect). An arm shows the
 distinct values over its ok records, joined with " | " (two hosts of one arm with different
 drivers show both); records that lack a fact are skipped, "—" when none has it. KEY_FIELDS
 (driver, virtualization mode, container runtime, NUMA placement) always come first and are
@@ -80,8 +82,10 @@ def _numa(fp: dict[str, Any]) -> Any:
 
 
 def _runtime(fp: dict[str, Any]) -> Any:
-    return _get(fp, "container.runtime") or _get(fp, "execution_env") or (
-        "none" if isinstance(_get(fp, "container"), dict) else None
+    return (
+        _get(fp, "container.runtime")
+        or _get(fp, "execution_env")
+        or ("none" if isinstance(_get(fp, "container"), dict) else None)
     )
 
 
@@ -93,9 +97,32 @@ def _framework(fp: dict[str, Any]) -> Any:
     return ", ".join(([f"backend {backend}"] if backend else []) + vers) or None
 
 
+def _stated(rec: dict[str, Any]) -> Any:
+    if not rec.get("virtualization"):
+        return "unknown setting (not recorded)"
+    return (
+        f"{rec.get('virtualization')} (gpu_path {rec.get('gpu_path')}, exec_env "
+        f"{rec.get('exec_env')}, sharing {rec.get('sharing')})"
+    )
+
+
+def _flags(rec: dict[str, Any]) -> Any:
+    flags = rec.get("setting_flags")
+    if not rec.get("virtualization"):
+        return None
+    return "; ".join(str(f) for f in flags) if flags else "none"
+
+
+# read from the record itself: the setting the lab stated, and the fingerprint's cross-check
+RECORD_FIELDS: list[tuple[str, Getter]] = [
+    ("Setting (stated by the lab)", _stated),
+    ("Setting flags", _flags),
+]
 KEY_FIELDS: list[tuple[str, Getter]] = [
-    ("NVIDIA driver", lambda fp: _get(fp, "gpu.driver_version")
-     or (_get(fp, "gpu.reason") and "none")),
+    (
+        "NVIDIA driver",
+        lambda fp: _get(fp, "gpu.driver_version") or (_get(fp, "gpu.reason") and "none"),
+    ),
     ("GPU virtualization mode (NVML)", _virt),
     ("Container runtime", _runtime),
     ("NUMA placement", _numa),
@@ -127,11 +154,11 @@ class EnvRow:
         return len(set(self.values)) > 1
 
 
-def _value(records: list[dict[str, Any]], getter: Getter) -> str:
+def _value(records: list[dict[str, Any]], getter: Getter, whole: bool = False) -> str:
     vals: list[str] = []
     for rec in records:
         try:
-            v = getter(rec.get("fingerprint") or {})
+            v = getter(rec if whole else rec.get("fingerprint") or {})
         except (AttributeError, TypeError):
             v = None
         if v is None or v == "":
@@ -142,10 +169,11 @@ def _value(records: list[dict[str, Any]], getter: Getter) -> str:
 
 
 def compare(arms: list[Arm], per_arm: dict[Arm, list[dict[str, Any]]]) -> list[EnvRow]:
-    rows = []
+    rows = [
+        EnvRow(name, True, tuple(_value(per_arm.get(a, []), getter, True) for a in arms))
+        for name, getter in RECORD_FIELDS
+    ]
     for fields, key in ((KEY_FIELDS, True), (OTHER_FIELDS, False)):
         for name, getter in fields:
-            rows.append(
-                EnvRow(name, key, tuple(_value(per_arm.get(a, []), getter) for a in arms))
-            )
+            rows.append(EnvRow(name, key, tuple(_value(per_arm.get(a, []), getter) for a in arms)))
     return rows

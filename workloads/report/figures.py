@@ -84,17 +84,23 @@ def _category_labels(keys: Sequence[Any]) -> list[str]:
         if k.variant:
             label += f"\n{k.variant}"
         if many_exp:
-            label = k.experiment if label == k.model and k.model in k.experiment else (
-                f"{k.experiment}\n{label}")
+            label = (
+                k.experiment
+                if label == k.model and k.model in k.experiment
+                else (f"{k.experiment}\n{label}")
+            )
         out.append(label)
     return out
 
 
-def bar_figure(table: Table, pub: Published, rows: list[Row], metric: str, title: str,
-               path: Path) -> FigureFile:
+def bar_figure(
+    table: Table, pub: Published, rows: list[Row], metric: str, title: str, path: Path
+) -> FigureFile:
     plt = _plt()
-    keys = sorted({r.key for r in rows}, key=lambda k: (k.experiment, MODEL_ORDER.get(k.model, 9),
-                                                       k.model, k.batch_size, k.variant))
+    keys = sorted(
+        {r.key for r in rows},
+        key=lambda k: (k.experiment, MODEL_ORDER.get(k.model, 9), k.model, k.batch_size, k.variant),
+    )
     arms = [a for a in table.arms if any(r.arm == a for r in rows)]
     index = {(r.key, r.arm): r for r in rows}
     fig, ax = plt.subplots(figsize=FIG_SIZE_IN, dpi=DPI, layout="constrained")
@@ -116,32 +122,69 @@ def bar_figure(table: Table, pub: Published, rows: list[Row], metric: str, title
             highs.append(r.norm_hi or r.norm)
             tops.append(max(r.norm_hi or r.norm, r.norm))
             fig_pub = pub.figure_for(key.base_experiment, metric)
-            paper = fig_pub.normalized().get(table.settings[arm], {}).get(key.model) \
-                if fig_pub else None
+            paper = (
+                fig_pub.normalized().get(table.settings[arm], {}).get(key.model)
+                if fig_pub
+                else None
+            )
             if paper is not None:
                 lo, hi = paper
                 lows.append(lo)
                 highs.append(hi)
                 tops[-1] = max(tops[-1], hi)
-                label = None if overlaid else (
-                    f"paper ({PAPER_NAMES.get(fig_pub.paper, fig_pub.paper)} fig. "  # type: ignore[union-attr]
-                    f"{fig_pub.number}; range = approx)")  # type: ignore[union-attr]
+                label = (
+                    None
+                    if overlaid
+                    else (
+                        f"paper ({PAPER_NAMES.get(fig_pub.paper, fig_pub.paper)} fig. "  # type: ignore[union-attr]
+                        f"{fig_pub.number}; range = approx)"
+                    )
+                )  # type: ignore[union-attr]
                 overlaid = True
                 if lo == hi:
-                    ax.plot([x - width * 0.45, x + width * 0.45], [lo, lo], color="black",
-                            linewidth=2.5, label=label, zorder=4)
+                    ax.plot(
+                        [x - width * 0.45, x + width * 0.45],
+                        [lo, lo],
+                        color="black",
+                        linewidth=2.5,
+                        label=label,
+                        zorder=4,
+                    )
                 else:
                     xr = x + width * 0.3
-                    ax.plot([xr, xr], [lo, hi], color="black", linewidth=3, label=label,
-                            zorder=4, solid_capstyle="butt")
+                    ax.plot(
+                        [xr, xr],
+                        [lo, hi],
+                        color="black",
+                        linewidth=3,
+                        label=label,
+                        zorder=4,
+                        solid_capstyle="butt",
+                    )
         if not xs:
             continue
-        ax.bar(xs, hs, width=width * 0.92, color=COLORS[i % len(COLORS)],
-               label=_arm_name(table, arm), yerr=[err_lo, err_hi], capsize=2,
-               error_kw={"elinewidth": 0.8, "ecolor": "#333333"}, zorder=3)
+        ax.bar(
+            xs,
+            hs,
+            width=width * 0.92,
+            color=COLORS[i % len(COLORS)],
+            label=_arm_name(table, arm),
+            yerr=[err_lo, err_hi],
+            capsize=2,
+            error_kw={"elinewidth": 0.8, "ecolor": "#333333"},
+            zorder=3,
+        )
         for x, top, v in zip(xs, tops, absval, strict=True):
-            ax.text(x, top + 0.005, _fmt(v), ha="center", va="bottom", fontsize=7,
-                    rotation=90 if len(arms) * len(keys) > 12 else 0, zorder=5)
+            ax.text(
+                x,
+                top + 0.005,
+                _fmt(v),
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                rotation=90 if len(arms) * len(keys) > 12 else 0,
+                zorder=5,
+            )
     bottom = max(0.0, (int(min(lows) * 10) - 1) / 10)
     top = max(highs) + (max(highs) - bottom) * 0.25 + 0.05
     ax.set_ylim(bottom, top)
@@ -155,22 +198,33 @@ def bar_figure(table: Table, pub: Published, rows: list[Row], metric: str, title
     ax.legend(fontsize=7, loc="upper left", ncol=2, framealpha=0.9)
     _save(fig, path)
     higher = "Lower" if metric == "images_per_sec" else "Higher"
-    caption = (f"{title}. Bars: median over repetitions normalized to {table.baseline.label}; "
-               f"numbers above bars: absolute medians; whiskers: 95 % bootstrap CI. {higher} "
-               "values mean more degradation." + (" Black: the paper's normalized values."
-                                                  if overlaid else ""))
+    caption = (
+        f"{title}. Bars: median over repetitions normalized to {table.baseline.label}; "
+        f"numbers above bars: absolute medians; whiskers: 95 % bootstrap CI. {higher} "
+        "values mean more degradation."
+        + (" Black: the paper's normalized values." if overlaid else "")
+    )
     return FigureFile(path, title, caption)
 
 
-def _simple_bars(table: Table, rows_by_panel: list[tuple[str, list[Row]]], refs: dict[str, list],
-                 title: str, path: Path, percent: bool) -> None:
+def _simple_bars(
+    table: Table,
+    rows_by_panel: list[tuple[str, list[Row]]],
+    refs: dict[str, list],
+    title: str,
+    path: Path,
+    percent: bool,
+) -> None:
     plt = _plt()
     panels = [(n, rs) for n, rs in rows_by_panel if rs]
-    fig, axes = plt.subplots(1, len(panels), figsize=FIG_SIZE_IN, dpi=DPI, layout="constrained",
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=FIG_SIZE_IN, dpi=DPI, layout="constrained", squeeze=False
+    )
     for ax, (name, rows) in zip(axes[0], panels, strict=True):
-        keys = sorted({r.key for r in rows}, key=lambda k: (MODEL_ORDER.get(k.model, 9), k.model,
-                                                           -k.batch_size, k.variant))
+        keys = sorted(
+            {r.key for r in rows},
+            key=lambda k: (MODEL_ORDER.get(k.model, 9), k.model, -k.batch_size, k.variant),
+        )
         arms = [a for a in table.arms if any(r.arm == a for r in rows)]
         index = {(r.key, r.arm): r for r in rows}
         width = min(0.8 / max(len(arms), 1), 0.3)
@@ -178,22 +232,46 @@ def _simple_bars(table: Table, rows_by_panel: list[tuple[str, list[Row]]], refs:
             pts = [(j, index[(k, arm)]) for j, k in enumerate(keys) if (k, arm) in index]
             xs = [j - width * len(arms) / 2 + width * (i + 0.5) for j, _ in pts]
             hs = [r.summary.median * (100 if percent else 1) for _, r in pts]
-            ax.bar(xs, hs, width=width * 0.92, color=COLORS[i % len(COLORS)],
-                   label=_arm_name(table, arm), zorder=3)
+            ax.bar(
+                xs,
+                hs,
+                width=width * 0.92,
+                color=COLORS[i % len(COLORS)],
+                label=_arm_name(table, arm),
+                zorder=3,
+            )
             for x, h in zip(xs, hs, strict=True):
-                ax.text(x, h, f"{h:.1f}%" if percent else f"{h:.2f}", ha="center",
-                        va="bottom", fontsize=7, zorder=5)
+                ax.text(
+                    x,
+                    h,
+                    f"{h:.1f}%" if percent else f"{h:.2f}",
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                    zorder=5,
+                )
         tallest = max([0.0] + [r.summary.median * (100 if percent else 1) for r in rows])
         for value, label in refs.get(name, []):
             ax.axhline(value, color="black", linestyle="--", linewidth=0.9, zorder=4)
-            ax.text(-0.45, value, label, ha="left", va="bottom", fontsize=7, zorder=6, clip_on=True,
-                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
+            ax.text(
+                -0.45,
+                value,
+                label,
+                ha="left",
+                va="bottom",
+                fontsize=7,
+                zorder=6,
+                clip_on=True,
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1},
+            )
             tallest = max(tallest, value)
         ax.set_ylim(0, tallest * 1.4 if tallest > 0 else 1)
         ax.set_xlim(-0.5, len(keys) - 0.5)
         ax.set_xticks(range(len(keys)))
-        ax.set_xticklabels([f"{k.model}\nbatch {k.batch_size}" if k.batch_size else k.model
-                            for k in keys], fontsize=8)
+        ax.set_xticklabels(
+            [f"{k.model}\nbatch {k.batch_size}" if k.batch_size else k.model for k in keys],
+            fontsize=8,
+        )
         ax.set_ylabel(name)
         ax.grid(axis="y", alpha=0.3, zorder=0)
         ax.legend(fontsize=7, loc="upper left")
@@ -203,43 +281,62 @@ def _simple_bars(table: Table, rows_by_panel: list[tuple[str, list[Row]]], refs:
 
 def shared_figure(table: Table, path: Path) -> FigureFile | None:
     panels = [
-        ("degradation on elapse time (%)", [r for r in table.rows
-                                            if r.metric == "elapsed_degradation"]),
-        ("degradation on imgs/sec (%)", [r for r in table.rows
-                                         if r.metric == "images_per_sec_degradation"]),
+        (
+            "degradation on elapse time (%)",
+            [r for r in table.rows if r.metric == "elapsed_degradation"],
+        ),
+        (
+            "degradation on imgs/sec (%)",
+            [r for r in table.rows if r.metric == "images_per_sec_degradation"],
+        ),
     ]
     if not panels[0][1] and not panels[1][1]:
         return None
-    refs = {panels[0][0]: [(10, "10 % (AlexNet b32, container/VM)"),
-                           (20, "20 % (batch-32 models)"), (30, "30 % (AlexNet b512, over)")]}
+    refs = {
+        panels[0][0]: [
+            (10, "10 % (AlexNet b32, container/VM)"),
+            (20, "20 % (batch-32 models)"),
+            (30, "30 % (AlexNet b512, over)"),
+        ]
+    }
     title = "Shared host: degradation with a background job (as CLOSER 2018 fig. 10)"
     _simple_bars(table, panels, refs, title, path, percent=True)
-    return FigureFile(path, title, f"{title}. Bars: median degradation over repetitions "
-                      "(with background / alone - 1); dashed: the paper's thresholds.")
+    return FigureFile(
+        path,
+        title,
+        f"{title}. Bars: median degradation over repetitions "
+        "(with background / alone - 1); dashed: the paper's thresholds.",
+    )
 
 
 def sharing_figure(table: Table, path: Path) -> FigureFile | None:
     panels = [
-        ("aggregate throughput ratio", [r for r in table.rows
-                                        if r.metric == "aggregate_throughput_ratio"]),
-        ("completion time ratio", [r for r in table.rows
-                                   if r.metric == "completion_time_ratio"]),
+        (
+            "aggregate throughput ratio",
+            [r for r in table.rows if r.metric == "aggregate_throughput_ratio"],
+        ),
+        ("completion time ratio", [r for r in table.rows if r.metric == "completion_time_ratio"]),
     ]
     if not panels[0][1] and not panels[1][1]:
         return None
     refs = {panels[0][0]: [(3.0, "paper: about 3x")], panels[1][0]: [(1.17, "paper: 1.17x")]}
     title = "N-way GPU sharing: N concurrent jobs against one (Bitfusion study: 4 x 25 %)"
     _simple_bars(table, panels, refs, title, path, percent=False)
-    return FigureFile(path, title, f"{title}. Bars: medians over repetitions; dashed: the "
-                      "published values.")
+    return FigureFile(
+        path, title, f"{title}. Bars: medians over repetitions; dashed: the published values."
+    )
 
 
 def all_figures(table: Table, pub: Published, out_dir: Path) -> list[FigureFile]:
     out: list[FigureFile] = []
     groups: dict[tuple[str, str, str, str], list[Row]] = {}
     for r in table.rows:
-        if (r.metric in BAR_METRICS and r.key.scenario not in SPECIAL_SCENARIOS
-                and table.kinds.get(r.key) in ("training", "job") and r.norm is not None):
+        if (
+            r.metric in BAR_METRICS
+            and r.key.scenario not in SPECIAL_SCENARIOS
+            and table.kinds.get(r.key) in ("training", "job")
+            and r.norm is not None
+        ):
             groups.setdefault((r.key.suite, r.key.scenario, r.key.data, r.metric), []).append(r)
     for (suite, scenario, data, metric), rows in sorted(groups.items()):
         exps = sorted({r.key.experiment for r in rows})

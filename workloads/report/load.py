@@ -1,7 +1,8 @@
 """Records from JSON Lines files, results directories and stack-output summaries.
 
 Inputs, in any mix:
-  *.jsonl            a record file (workloads.records); a truncated last line is skipped
+  *.jsonl            a record file (workloads.records); a line that is not JSON (a torn write)
+                     is skipped and reported with file and line, never dropped silently
   a directory        every *.jsonl below it (recursively), in sorted order
   *.json             a stack-output summary (``pulumi stack output --json`` or the summary
                      ``gpulab run`` writes beside its records): every embedded record (an object
@@ -9,72 +10,75 @@ Inputs, in any mix:
                      existing *.jsonl file (relative to the summary's directory, else to the working
                      directory, as ``gpulab run`` writes ``results/<stack>/<run-id>.jsonl``) is read
 
-All records must carry one schema version, the one this code reads (workloads.records
-SCHEMA_VERSION); each is validated. Duplicates (same ``record_id``) are read once.
-Every problem is an InputError with one line naming the file (and line).
+Records of every readable schema version (workloads.records READABLE_VERSIONS) are read; each
+is validated. A record without the setting (schema 1, or a run given no gpu_path) is reported
+once per file and grouped as "unknown setting". Duplicates (same ``record_id``) are read once.
+Skipped lines and setting notes go to ``problems`` (else a RecordWarning each); bad input is an
+InputError with one line naming the file (and line).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from workloads.errors import InputError
-from workloads.records import SCHEMA_VERSION, RecordError, validate_record
+from workloads.records import (
+    READABLE_VERSIONS,
+    Problems,
+    RecordError,
+    RecordWarning,
+    parse_lines,
+    validate_record,
+)
+from workloads.setting import record_setting
 
 Source = tuple[str, dict[str, Any]]  # (where: "file:line", record)
 
 
-def _jsonl(path: Path) -> Iterator[Source]:
+def _jsonl(path: Path, problems: list[str]) -> Iterator[Source]:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise InputError(f"record file {str(path)!r} cannot be read: {exc.strerror}") from None
     except UnicodeDecodeError:
         raise InputError(f"record file {str(path)!r} is not UTF-8 text") from None
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            if lineno == len(lines):  # a writer killed mid-line
-                return
-            raise InputError(f"{path}:{lineno}: not a JSON record") from None
+    for lineno, rec in parse_lines(path, text, problems):
         if not isinstance(rec, dict):
             raise InputError(f"{path}:{lineno}: not a JSON object")
         yield f"{path}:{lineno}", rec
 
 
-def _walk_summary(node: Any, base: Path, where: str) -> Iterator[Source]:
+def _walk_summary(node: Any, base: Path, where: str, problems: list[str]) -> Iterator[Source]:
     if isinstance(node, dict):
         if "schema_version" in node and "record_id" in node:
             yield where, node
             return
         for k, v in node.items():
-            yield from _walk_summary(v, base, f"{where}.{k}")
+            yield from _walk_summary(v, base, f"{where}.{k}", problems)
     elif isinstance(node, list):
         for i, v in enumerate(node):
-            yield from _walk_summary(v, base, f"{where}[{i}]")
+            yield from _walk_summary(v, base, f"{where}[{i}]", problems)
     elif isinstance(node, str) and node.endswith(".jsonl"):
         cands = [Path(node)] if os.path.isabs(node) else [base / node, Path(node)]
         for p in cands:
             if p.is_file():
-                yield from _jsonl(p)
+                yield from _jsonl(p, problems)
                 break
 
 
-def _summary(path: Path) -> Iterator[Source]:
+def _summary(path: Path, problems: list[str]) -> Iterator[Source]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise InputError(f"summary {str(path)!r} cannot be read: {exc.strerror}") from None
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise InputError(f"summary {str(path)!r} is not JSON") from None
-    found = list(_walk_summary(data, path.parent, str(path)))
+    found = list(_walk_summary(data, path.parent, str(path), problems))
     if not found:
         raise InputError(
             f"summary {str(path)!r} embeds no records and names no existing *.jsonl record file"
@@ -82,7 +86,7 @@ def _summary(path: Path) -> Iterator[Source]:
     yield from found
 
 
-def _sources(inputs: Iterable[str | os.PathLike[str]]) -> Iterator[Source]:
+def _sources(inputs: Iterable[str | os.PathLike[str]], problems: list[str]) -> Iterator[Source]:
     for raw in inputs:
         p = Path(raw)
         if p.is_dir():
@@ -90,38 +94,47 @@ def _sources(inputs: Iterable[str | os.PathLike[str]]) -> Iterator[Source]:
             if not files:
                 raise InputError(f"results directory {str(p)!r} holds no *.jsonl record files")
             for f in files:
-                yield from _jsonl(f)
+                yield from _jsonl(f, problems)
         elif p.is_file():
             if p.suffix == ".json":
-                yield from _summary(p)
+                yield from _summary(p, problems)
             else:
-                yield from _jsonl(p)
+                yield from _jsonl(p, problems)
         else:
             raise InputError(f"input {str(p)!r} does not exist")
 
 
-def load_records(inputs: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
-    """Read, check and deduplicate the records of ``inputs``; raise InputError on bad input."""
+def _file_of(where: str) -> str:
+    """The file part of a source location (``file:line`` or ``summary.json.key[0]``)."""
+    head, sep, tail = where.rpartition(":")
+    return head if sep and tail.isdigit() else where.split(".json", 1)[0] + ".json"
+
+
+def load_records(
+    inputs: Iterable[str | os.PathLike[str]], problems: Problems = None
+) -> list[dict[str, Any]]:
+    """Read, check and deduplicate the records of ``inputs``; raise InputError on bad input.
+
+    Skipped lines and records without a setting are reported to ``problems`` when given (one
+    line each), else as RecordWarnings.
+    """
     inputs = list(inputs)
     if not inputs:
         raise InputError("no inputs: name record files (*.jsonl), results directories or summaries")
-    sources = list(_sources(inputs))
+    notes: list[str] = []
+    sources = list(_sources(inputs, notes))
     if not sources:
+        _flush(notes, problems)
         raise InputError(f"no records in {', '.join(str(i) for i in inputs)}")
-    versions: dict[Any, str] = {}
     for where, rec in sources:
-        versions.setdefault(rec.get("schema_version"), where)
-    if len(versions) > 1:
-        seen = "; ".join(f"{v!r} ({w})" for v, w in versions.items())
-        raise InputError(f"records mix schema versions: {seen}; report one version at a time")
-    (only, where), = versions.items()
-    if only != SCHEMA_VERSION:
-        raise InputError(
-            f"{where}: schema_version {only!r} is not supported "
-            f"(this report reads {SCHEMA_VERSION})"
-        )
+        if rec.get("schema_version") not in READABLE_VERSIONS:
+            raise InputError(
+                f"{where}: schema_version {rec.get('schema_version')!r} is not supported "
+                f"(this report reads {', '.join(map(str, READABLE_VERSIONS))})"
+            )
     out: list[dict[str, Any]] = []
     seen_ids: set[str] = set()
+    unset: dict[str, int] = {}
     for where, rec in sources:
         try:
             validate_record(rec)
@@ -131,4 +144,22 @@ def load_records(inputs: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any
             continue
         seen_ids.add(rec["record_id"])
         out.append(rec)
+        if record_setting(rec) is None:
+            f = _file_of(where)
+            unset[f] = unset.get(f, 0) + 1
+    for f, n in unset.items():
+        notes.append(
+            f"{f}: {n} record(s) carry no setting (gpu_path, exec_env, virtualization, "
+            "sharing: schema 1, or a run given no --gpu-path); grouped as unknown setting, "
+            "not guessed"
+        )
+    _flush(notes, problems)
     return out
+
+
+def _flush(notes: list[str], problems: Problems) -> None:
+    if problems is not None:
+        problems.extend(notes)
+        return
+    for n in notes:
+        warnings.warn(n, RecordWarning, stacklevel=3)

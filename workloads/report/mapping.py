@@ -1,47 +1,43 @@
 """Where a record ran, in the papers' words: the one place that maps records to settings.
 
-A record's ``topology`` + ``arm`` give the paper "setting" (CLOSER 2018 vocabulary):
+A record's setting is what the lab stated when it ran (workloads.setting: ``gpu_path``,
+``exec_env``, ``virtualization``, ``sharing``); the report reads ``virtualization`` and guesses
+nothing, neither from the topology or arm label nor from the fingerprint:
 
-  ==============  ===============================  =========
-  topology        arm                              setting
-  ==============  ===============================  =========
-  ironic-bm       native (anything not container)  bm
-  ironic-bm       docker/singularity/k8s/...       cbm
-  nova-pci        native                           vm
-  nova-pci        docker/singularity/k8s/...       cvm
-  magnum-k8s      container-bm                     cbm
-  magnum-k8s      container-vm                     cvm
-  magnum-k8s      other label: fingerprint VM?     cvm / cbm
-  vsphere-gpu     native, vgpu, passthrough, ...   vm
-  vsphere-gpu     docker/singularity/...           cvm
-  local           native                           bm   (a bare-metal-like baseline)
-  local           docker/singularity/...           cbm  (container on the same machine)
-  ==============  ===============================  =========
+  ===============  =========  ==================
+  virtualization   setting    label
+  ===============  =========  ==================
+  none             bm         BM
+  container        cbm        Container on BM
+  vm               vm         VM
+  container-in-vm  cvm        Container on VM
+  (absent)         unknown    unknown setting
+  ===============  =========  ==================
 
-An arm is a container arm when its label is one of CONTAINER_ARMS or starts with
-``container``. Anything else (an unknown topology) has setting ``other``: it is tabulated and
-plotted but never compared with a published number.
+A record without the setting (schema 1, or a run given no gpu_path) is "unknown setting":
+tabulated and plotted, never compared with a published number. An arm whose records state
+different settings is "mixed" (and flagged). The fingerprint's cross-check travels in the
+record's ``setting_flags`` and is shown beside the arm.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from workloads.errors import InputError
 
 SETTINGS = ("bm", "cbm", "vm", "cvm")
+SETTING_OF_VIRTUALIZATION = {"none": "bm", "container": "cbm", "vm": "vm", "container-in-vm": "cvm"}
 SETTING_LABELS = {
     "bm": "BM",
     "cbm": "Container on BM",
     "vm": "VM",
     "cvm": "Container on VM",
-    "other": "other",
+    "unknown": "unknown setting",
+    "mixed": "mixed settings",
 }
-CONTAINER_ARMS = frozenset({"docker", "singularity", "apptainer", "k8s", "podman", "container"})
-BARE_TOPOLOGIES = frozenset({"ironic-bm", "local"})
-VM_TOPOLOGIES = frozenset({"nova-pci", "vsphere-gpu"})
 DEFAULT_BASELINES = ("ironic-bm", "local/native")
 
 
@@ -57,51 +53,44 @@ class Arm:
         return f"{self.topology}/{self.arm}"
 
 
-def is_container_arm(arm: str) -> bool:
-    a = arm.lower()
-    return a in CONTAINER_ARMS or a.startswith("container")
+def setting_of(rec: Mapping[str, Any]) -> str:
+    """The paper setting (bm, cbm, vm, cvm) a record states, or ``unknown``."""
+    virt = rec.get("virtualization")
+    return SETTING_OF_VIRTUALIZATION.get(virt, "unknown") if isinstance(virt, str) else "unknown"
 
 
-def _fingerprint_says_vm(fp: dict[str, Any] | None) -> bool | None:
-    if not fp:
-        return None
-    for key in ("vm", "virtualization", "virt"):
-        v = fp.get(key)
-        if isinstance(v, dict):
-            for sub in ("is_vm", "vm", "detected"):
-                if isinstance(v.get(sub), bool):
-                    return bool(v[sub])
-            kind = v.get("vm") or v.get("type")
-            if isinstance(kind, str):
-                return kind not in ("", "none")
-        if isinstance(v, bool):
-            return v
-        if isinstance(v, str):
-            return v not in ("", "none")
-    if isinstance(fp.get("is_vm"), bool):
-        return bool(fp["is_vm"])
-    return None
+@dataclass
+class ArmSetting:
+    """The setting of one arm over its records, and the flags to show beside it."""
+
+    setting: str
+    flags: list[str]
 
 
-def setting_of(topology: str, arm: str, fingerprint: dict[str, Any] | None = None) -> str:
-    """The paper setting (bm, cbm, vm, cvm, or other) of a topology + arm."""
-    a = arm.lower()
-    if topology == "magnum-k8s":
-        if a.startswith("container-bm") or a in ("bm", "k8s-bm"):
-            return "cbm"
-        if a.startswith("container-vm") or a in ("vm", "k8s-vm"):
-            return "cvm"
-        said = _fingerprint_says_vm(fingerprint)
-        if said is None:
-            return "other"
-        return "cvm" if said else "cbm"
-    if topology in BARE_TOPOLOGIES:
-        base = "bm"
-    elif topology in VM_TOPOLOGIES:
-        base = "vm"
-    else:
-        return "other"
-    return "c" + base if is_container_arm(a) else base
+def arm_settings(records: Iterable[Mapping[str, Any]], arm_of: Any) -> dict[Arm, ArmSetting]:
+    """Per arm: the one setting its records state (else ``mixed``) and their distinct flags."""
+    seen: dict[Arm, dict[str, int]] = {}
+    flags: dict[Arm, list[str]] = {}
+    for rec in records:
+        arm = arm_of(rec)
+        counts = seen.setdefault(arm, {})
+        s = setting_of(rec)
+        counts[s] = counts.get(s, 0) + 1
+        fl = flags.setdefault(arm, [])
+        for f in rec.get("setting_flags") or []:
+            if str(f) not in fl:
+                fl.append(str(f))
+    out: dict[Arm, ArmSetting] = {}
+    for arm, counts in seen.items():
+        if len(counts) == 1:
+            (only,) = counts
+            out[arm] = ArmSetting(only, flags[arm])
+        else:
+            parts = ", ".join(f"{s} ({n} records)" for s, n in sorted(counts.items()))
+            out[arm] = ArmSetting(
+                "mixed", [f"records of this arm state different settings: {parts}", *flags[arm]]
+            )
+    return out
 
 
 def parse_baseline(spec: str) -> tuple[str, str | None]:
@@ -112,19 +101,23 @@ def parse_baseline(spec: str) -> tuple[str, str | None]:
     return topo, (arm or None)
 
 
-def resolve_baseline(spec: str | None, arms: Iterable[Arm]) -> Arm:
+def resolve_baseline(
+    spec: str | None, arms: Iterable[Arm], settings: Mapping[Arm, str] | None = None
+) -> Arm:
     """The baseline arm among ``arms`` (those with ok records).
 
-    ``spec`` is TOPOLOGY or TOPOLOGY/ARM. TOPOLOGY alone picks that topology's only arm, or its
-    arm whose setting is ``bm``/``vm`` (not a container), or ``native``. ``None`` tries
-    DEFAULT_BASELINES in order (``ironic-bm``, then ``local/native`` for a single machine).
+    ``spec`` is TOPOLOGY or TOPOLOGY/ARM. TOPOLOGY alone picks that topology's only arm, or
+    its arm labelled ``native``, or its one arm whose recorded setting (``settings``) is
+    ``bm``/``vm`` (not a container). ``None`` tries DEFAULT_BASELINES in order (``ironic-bm``,
+    then ``local/native`` for a single machine).
     """
     present = sorted(set(arms))
+    settings = settings or {}
     names = ", ".join(a.label for a in present) or "none"
     if spec is None:
         for cand in DEFAULT_BASELINES:
             try:
-                return resolve_baseline(cand, present)
+                return resolve_baseline(cand, present, settings)
             except InputError:
                 continue
         raise InputError(
@@ -135,7 +128,7 @@ def resolve_baseline(spec: str | None, arms: Iterable[Arm]) -> Arm:
     cands = [a for a in present if a.topology == topo and (arm is None or a.arm == arm)]
     if arm is None and len(cands) > 1:
         native = [a for a in cands if a.arm == "native"] or [
-            a for a in cands if not is_container_arm(a.arm)
+            a for a in cands if settings.get(a) in ("bm", "vm")
         ]
         cands = native if len(native) == 1 else cands
     if not cands:

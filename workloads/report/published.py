@@ -101,8 +101,7 @@ def load_published(path: str | Path | None = None) -> Published:
                 raise InputError(f"published figure key {paper}.figures.{key} is not understood")
             values = {
                 s: {
-                    mod: parse_value(v, f"{paper}.figures.{key}.{s}.{mod}")
-                    for mod, v in ms.items()
+                    mod: parse_value(v, f"{paper}.figures.{key}.{s}.{mod}") for mod, v in ms.items()
                 }
                 for s, ms in settings.items()
             }

@@ -21,8 +21,14 @@ def _v(r: Row) -> float:
 
 def cvm_worst(t: Table) -> Outcome:
     """single_synthetic: container on VM has the lowest mean normalized imgs/s (tol 0.02)."""
-    rows = pick(t, "images_per_sec", experiment="single_synthetic", models=CNNS,
-                settings=NON_BM, suite_pref=CLOSER)
+    rows = pick(
+        t,
+        "images_per_sec",
+        experiment="single_synthetic",
+        models=CNNS,
+        settings=NON_BM,
+        suite_pref=CLOSER,
+    )
     by_arm = per_arm(rows)
     means = {a: sum(_v(r) for r in rs) / len(rs) for a, rs in by_arm.items()}
     cvm = [a for a, rs in by_arm.items() if rs[0].setting == "cvm"]
@@ -53,8 +59,16 @@ def elapsed_more(t: Table) -> Outcome:
 
 def alexnet_less(t: Table) -> Outcome:
     """distributed_synthetic: AlexNet's degradation <= half of InceptionV3/ResNet-50's + 0.02."""
-    rows = per_arm(pick(t, "images_per_sec", experiment="distributed_synthetic", models=CNNS,
-                        settings=NON_BM, suite_pref=CLOSER))
+    rows = per_arm(
+        pick(
+            t,
+            "images_per_sec",
+            experiment="distributed_synthetic",
+            models=CNNS,
+            settings=NON_BM,
+            suite_pref=CLOSER,
+        )
+    )
     parts, ok, seen = [], True, False
     for a, rs in sorted(rows.items()):
         alex = [1 - _v(r) for r in rs if r.key.model == "alexnet"]
@@ -75,23 +89,28 @@ def real_like_synthetic(t: Table) -> Outcome:
 
     (The paper's own figures 6 and 8 differ by up to 0.09, and the paper calls them similar.)
     """
-    syn = {(r.arm, r.key.model): r for r in
-           pick(t, "images_per_sec", experiment="distributed_synthetic", suite_pref=CLOSER)}
+    syn = {
+        (r.arm, r.key.model): r
+        for r in pick(t, "images_per_sec", experiment="distributed_synthetic", suite_pref=CLOSER)
+    }
     real = pick(t, "images_per_sec", experiment="distributed_real", suite_pref=CLOSER)
     pairs = [(r, syn[(r.arm, r.key.model)]) for r in real if (r.arm, r.key.model) in syn]
     if not pairs:
         return missing("needs distributed_real and distributed_synthetic for the same arm/model")
     bad = [(r, s) for r, s in pairs if abs(_v(r) - _v(s)) > 0.10]
     shown = bad or pairs
-    text = "; ".join(f"{r.arm.label} {r.key.model}: real {_v(r):.3f} vs synthetic {_v(s):.3f}"
-                     for r, s in shown[:6])
+    text = "; ".join(
+        f"{r.arm.label} {r.key.model}: real {_v(r):.3f} vs synthetic {_v(s):.3f}"
+        for r, s in shown[:6]
+    )
     return Outcome("fail" if bad else "pass", text)
 
 
 def shared_order(t: Table) -> Outcome:
     """shared: per model and batch, bm degrades most and vm least (elapsed, tol 0.02)."""
-    rows = pick(t, "elapsed_degradation", experiment="shared", include_baseline=True,
-                suite_pref=CLOSER)
+    rows = pick(
+        t, "elapsed_degradation", experiment="shared", include_baseline=True, suite_pref=CLOSER
+    )
     by_model: dict[tuple[str, int], dict[str, float]] = {}
     for r in rows:
         by_model.setdefault((r.key.model, r.key.batch_size), {}).setdefault(r.setting, _v(r))
@@ -148,16 +167,25 @@ def is_remote(variant: str) -> bool:
 def numa_remote_lower(t: Table) -> Outcome:
     """bandwidth_numa: in a container arm, GB/s pinned away from the GPU's node < 0.90x of
     GB/s pinned to it (same direction and size, same record set)."""
-    rows = [r for r in t.rows if r.metric == "gbps" and r.setting in ("cbm", "cvm")
-            and r.key.model == "bandwidth"]
-    local = {(r.arm, r.key.variant.replace("_local_", "_X_")): r for r in rows
-             if is_local(r.key.variant)}
-    pairs = [(r, local.get((r.arm, r.key.variant.replace("_remote_", "_X_")))) for r in rows
-             if is_remote(r.key.variant)]
+    rows = [
+        r
+        for r in t.rows
+        if r.metric == "gbps" and r.setting in ("cbm", "cvm") and r.key.model == "bandwidth"
+    ]
+    local = {
+        (r.arm, r.key.variant.replace("_local_", "_X_")): r for r in rows if is_local(r.key.variant)
+    }
+    pairs = [
+        (r, local.get((r.arm, r.key.variant.replace("_remote_", "_X_"))))
+        for r in rows
+        if is_remote(r.key.variant)
+    ]
     pairs = [(r, lo) for r, lo in pairs if lo is not None]
     if not pairs:
-        return missing("no container bandwidth records pinned both local and remote "
-                       "(a single-NUMA-node host has no remote node)")
+        return missing(
+            "no container bandwidth records pinned both local and remote "
+            "(a single-NUMA-node host has no remote node)"
+        )
     parts, ok = [], True
     for r, lo in pairs:
         assert lo is not None

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from workloads.report.mapping import Arm, setting_of
+from workloads.report.mapping import Arm, ArmSetting, arm_settings
 from workloads.report.stats import Summary, summarize
 
 RATIO_METRICS = frozenset({"aggregate_throughput_ratio", "completion_time_ratio"})
@@ -86,6 +86,7 @@ class Table:
     settings: dict[Arm, str]
     records_per_arm: dict[Arm, list[dict[str, Any]]] = field(default_factory=dict)
     kinds: dict[GroupKey, str] = field(default_factory=dict)  # record kind per group
+    setting_flags: dict[Arm, list[str]] = field(default_factory=dict)
 
     @property
     def arms(self) -> list[Arm]:
@@ -179,15 +180,18 @@ def metric_values(rec: dict[str, Any]) -> dict[str, float]:
 
 
 def build_table(records: Iterable[dict[str, Any]], baseline: Arm) -> Table:
-    """Summarize ok, unthrottled ``records`` per group/arm/metric and normalize to ``baseline``."""
+    """Summarize ok, unthrottled ``records`` per group/arm/metric and normalize to ``baseline``.
+
+    Each arm's setting is the one its records state (mapping.arm_settings), never guessed.
+    """
+    records = list(records)
+    arm_set: dict[Arm, ArmSetting] = arm_settings(records, arm_of)
+    settings = {a: s.setting for a, s in arm_set.items()}
     values: dict[tuple[GroupKey, Arm, str], list[float]] = defaultdict(list)
-    settings: dict[Arm, str] = {}
     per_arm: dict[Arm, list[dict[str, Any]]] = defaultdict(list)
     kinds: dict[GroupKey, str] = {}
     for rec in records:
         arm = arm_of(rec)
-        if arm not in settings:
-            settings[arm] = setting_of(arm.topology, arm.arm, rec.get("fingerprint"))
         per_arm[arm].append(rec)
         key = key_of(rec)
         for metric, v in metric_values(rec).items():
@@ -216,5 +220,10 @@ def build_table(records: Iterable[dict[str, Any]], baseline: Arm) -> Table:
         row.norm_lo = row.summary.ci_lo / b
         row.norm_hi = row.summary.ci_hi / b
     return Table(
-        rows=rows, baseline=baseline, settings=settings, records_per_arm=dict(per_arm), kinds=kinds
+        rows=rows,
+        baseline=baseline,
+        settings=settings,
+        records_per_arm=dict(per_arm),
+        kinds=kinds,
+        setting_flags={a: s.flags for a, s in arm_set.items() if s.flags},
     )
