@@ -224,7 +224,9 @@ def stream(
 
 
 def runner_args(suite: str, out: str, arm: str) -> list[str]:
-    return ["bench", "--suite", suite, "--out", out, "--topology", "local", "--arm", arm]
+    """The runner's options; the arm is the execution environment, stated in every record."""
+    return ["bench", "--suite", suite, "--out", out, "--topology", "local", "--arm", arm,
+            "--gpu-path", "local", "--exec-env", arm, "--sharing", "exclusive"]
 
 
 def run_native(suite: str, out: Path, log: Path, console: Any) -> int:

@@ -148,7 +148,7 @@ def test_first_converge_installs_and_configures(first, nspawn_host: NspawnHost) 
     # workload_env: the repo's workloads/ importable from the venv
     out = ssh("cd /opt/gpulab && venv/bin/python -c 'import workloads.records as r; "
               "print(r.SCHEMA_VERSION)'").stdout  # fmt: skip
-    assert out.strip() == "1"
+    assert out.strip() == "2"
     probe = "import gpulab_probe; print(gpulab_probe.VERSION)"  # pip through the index URL
     assert ssh(f"/opt/gpulab/venv/bin/python -c '{probe}'").stdout.strip() == "1.0"
 
@@ -299,7 +299,9 @@ def test_container_wrappers(first, nspawn_lab, nspawn_host, tmp_path, env) -> No
               "--topology", "t", "--arm", env]  # fmt: skip
     assert argv[-len(runner) :] == runner
     if env == "docker":
-        assert argv[3:9] == ["docker", "run", "--rm", "--env=GPULAB_DATA_DIR", "--gpus", "all"]
+        assert argv[3:12] == ["docker", "run", "--rm", "--env=GPULAB_DATA_DIR",
+                              "--env=GPULAB_GPU_PATH", "--env=GPULAB_EXEC_ENV",
+                              "--env=GPULAB_SHARING", "--gpus", "all"]  # fmt: skip
         assert "/opt/gpulab/workloads:/opt/gpulab/workloads:ro" in argv
         assert "gpulab/workloads:latest" in argv
     else:
