@@ -10,6 +10,13 @@ TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 TYPE_PREFIX = "gpulab:topology"
 
 
+def gpu_path(cfg: LabConfig) -> str:
+    """The ``gpu_path`` of the lab's GPU hosts, as its topology's spec says."""
+    from infra.specs.topology import get
+
+    return get(cfg.topology).gpu_path(cfg)
+
+
 def lab_tags(cfg: LabConfig) -> list[str]:
     """Neutron/Nova tags naming the lab (Nova tags forbid '/' and ',')."""
     return ["gpulab", f"gpulab-lab={cfg.lab}", f"gpulab-topology={cfg.topology}"]

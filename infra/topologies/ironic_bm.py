@@ -7,7 +7,7 @@ import pulumi_openstack as openstack
 
 from infra.config import LabConfig
 from infra.hosts import Host
-from infra.topologies.common import TYPE_PREFIX
+from infra.topologies.common import TYPE_PREFIX, gpu_path
 from infra.topologies.openstack_base import build_base, build_servers
 
 
@@ -41,7 +41,7 @@ class IronicBareMetalLab(pulumi.ComponentResource):
         )
         # Config drive: Ironic nodes often cannot reach the metadata service at boot.
         self.hosts = build_servers(
-            cfg, base, self.flavor, self, gpu_path="whole-machine", config_drive=True
+            cfg, base, self.flavor, self, gpu_path=gpu_path(cfg), config_drive=True
         )
         self.register_outputs({"hosts": [h.to_output() for h in self.hosts]})
 

@@ -6,7 +6,7 @@ import pulumi
 
 from infra.config import LabConfig
 from infra.hosts import Host
-from infra.topologies.common import TYPE_PREFIX, host_groups
+from infra.topologies.common import TYPE_PREFIX, gpu_path, host_groups
 
 
 class LocalLab(pulumi.ComponentResource):
@@ -20,7 +20,7 @@ class LocalLab(pulumi.ComponentResource):
                 address="127.0.0.1",
                 ssh_user=cfg.ssh_user,
                 groups=host_groups(cfg),
-                gpu_path="local",
+                gpu_path=gpu_path(cfg),
                 vars={"lab": cfg.lab, "ansible_connection": "local"},
             )
         ]

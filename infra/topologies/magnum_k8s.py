@@ -13,7 +13,7 @@ import pulumi_openstack as openstack
 
 from infra.config import LabConfig
 from infra.hosts import Host
-from infra.topologies.common import TYPE_PREFIX, host_groups
+from infra.topologies.common import TYPE_PREFIX, gpu_path, host_groups
 from infra.topologies.openstack_base import build_base
 
 
@@ -89,7 +89,7 @@ class MagnumK8sLab(pulumi.ComponentResource):
                 vars={"lab": cfg.lab, "api_url": api},
             )
         ]
-        gpu_path = "container-bm" if cfg.server_type == "bm" else "container-vm"
+        node_gpu_path = gpu_path(cfg)
         for i in range(cfg.node_count or 1):
             self.hosts.append(
                 Host(
@@ -97,7 +97,7 @@ class MagnumK8sLab(pulumi.ComponentResource):
                     address=self.cluster.node_addresses.apply(_nth(i)),
                     ssh_user=cfg.ssh_user,
                     groups=host_groups(cfg, "k8s_nodes"),
-                    gpu_path=gpu_path,
+                    gpu_path=node_gpu_path,
                     vars={"lab": cfg.lab, "k8s_cluster": f"{cfg.lab}-k8s"},
                 )
             )

@@ -7,7 +7,7 @@ import pulumi_openstack as openstack
 
 from infra.config import LabConfig
 from infra.hosts import Host
-from infra.topologies.common import TYPE_PREFIX
+from infra.topologies.common import TYPE_PREFIX, gpu_path
 from infra.topologies.openstack_base import build_base, build_servers
 
 
@@ -40,11 +40,17 @@ class NovaPciLab(pulumi.ComponentResource):
         self.server_group = None
         if cfg.anti_affinity:
             self.server_group = openstack.compute.ServerGroup(
-                f"{cfg.lab}-spread", name=f"{cfg.lab}-spread", policies="anti-affinity",
+                f"{cfg.lab}-spread",
+                name=f"{cfg.lab}-spread",
+                policies="anti-affinity",
                 opts=child,
             )
         self.hosts = build_servers(
-            cfg, base, self.flavor, self, gpu_path="pci-passthrough",
+            cfg,
+            base,
+            self.flavor,
+            self,
+            gpu_path=gpu_path(cfg),
             server_group=self.server_group,
         )
         self.register_outputs({"hosts": [h.to_output() for h in self.hosts]})

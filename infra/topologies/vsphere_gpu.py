@@ -16,9 +16,7 @@ import pulumi_vsphere as vsphere
 
 from infra.config import LabConfig
 from infra.hosts import Host
-from infra.topologies.common import TYPE_PREFIX, host_groups
-
-GPU_PATH = {"passthrough": "pci-passthrough", "vgpu": "vgpu", "bitfusion": "bitfusion"}
+from infra.topologies.common import TYPE_PREFIX, gpu_path, host_groups
 
 
 def mmio_size_gb(gpus: int, bar_gb: int) -> int:
@@ -75,7 +73,7 @@ class VsphereGpuLab(pulumi.ComponentResource):
         self.vms: list[vsphere.VirtualMachine] = []
         self.vgpus: list[Any] = []
         self.hosts = []
-        gpu_path = GPU_PATH[cfg.mode or "passthrough"]
+        vm_gpu_path = gpu_path(cfg)
         for i in range(cfg.host_count or 1):
             name = f"{cfg.lab}-gpu-{i}"
             vm = vsphere.VirtualMachine(
@@ -131,7 +129,7 @@ class VsphereGpuLab(pulumi.ComponentResource):
                     address=vm.default_ip_address,
                     ssh_user=cfg.ssh_user,
                     groups=host_groups(cfg, f"vsphere_{cfg.mode}"),
-                    gpu_path=gpu_path,
+                    gpu_path=vm_gpu_path,
                     vars=host_vars,
                 )
             )
