@@ -96,7 +96,6 @@ class ExecEnv:
     mount_flag: str = ""  # "PREFIX{src}:{dst}{ro}", one token per mount
     lab_values: Mapping[str, str] | None = None  # lab values of the entry's own placeholders
     aliases: tuple[str, ...] = ()
-    sharing: str = "exclusive"  # exclusive: the host's GPUs; remote: GPUs over the network
     why: str = ""
 
     @property
@@ -181,9 +180,9 @@ ENVS: dict[str, ExecEnv] = {
                 env="inherited (Apptainer passes the caller's environment)",
             ),
             image=Image(
-                source="a SIF file on the host: workload_run_apptainer_image",
+                source="a SIF file on the host, named by the lab variable below",
                 build="apptainer build workloads.sif docker-daemon://<the docker image>",
-                lab_var="workload_run_apptainer_image",
+                lab_var="workload_run_singularity_image",  # renamed with the role
             ),
             gpu_flags=("--nv",),
             mount_flag="--bind={src}:{dst}{ro}",
@@ -229,25 +228,41 @@ ENVS: dict[str, ExecEnv] = {
                 "bitfusion_gpus": "{{ workload_run_bitfusion_gpus }}",
                 "bitfusion_partial": "{{ workload_run_bitfusion_partial }}",
             },
-            sharing="remote",
             why="bitfusion_client comes with the host's gpu_path (bitfusion)",
         ),
     )
 }
 
-NAMES: tuple[str, ...] = tuple(ENVS)
-ALIASES: dict[str, str] = {a: e.name for e in ENVS.values() for a in e.aliases}
-ACCEPTED: tuple[str, ...] = NAMES + tuple(ALIASES)  # what a stack's execution_envs may say
-CONTAINERS: tuple[str, ...] = tuple(n for n, e in ENVS.items() if e.container)
+
+def names() -> tuple[str, ...]:
+    """The execution environments, in the table's order."""
+    return tuple(ENVS)
+
+
+def aliases() -> dict[str, str]:
+    """Other names accepted for an execution environment -> its name."""
+    return {a: e.name for e in ENVS.values() for a in e.aliases}
+
+
+def accepted() -> tuple[str, ...]:
+    """What a stack's ``gpulab:execution_envs`` may say: the names, then the aliases."""
+    return names() + tuple(aliases())
+
+
+def containers() -> tuple[str, ...]:
+    return tuple(n for n, e in ENVS.items() if e.container)
 
 
 def canonical(name: str) -> str:
     """The execution environment ``name`` means (aliases resolved)."""
     if name in ENVS:
         return name
-    if name in ALIASES:
-        return ALIASES[name]
-    raise UnknownExecEnv(f"execution environment {name!r} is not one of {', '.join(ACCEPTED)}")
+    alias = aliases().get(name)
+    if alias is None:
+        raise UnknownExecEnv(
+            f"execution environment {name!r} is not one of {', '.join(accepted())}"
+        )
+    return alias
 
 
 def get(name: str) -> ExecEnv:

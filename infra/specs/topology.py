@@ -32,16 +32,19 @@ SETTINGS: dict[str, dict[str, str]] = {
     "bare-metal": {"virtualization": "none", "sharing": "exclusive"},
     "vm-passthrough": {"virtualization": "vm", "sharing": "exclusive"},
     "vgpu": {"virtualization": "vm", "sharing": "vgpu"},
-    "remote-gpu": {"virtualization": "vm", "sharing": "remote"},
+    "remote-gpu": {"virtualization": "vm", "sharing": "bitfusion"},
     "container-on-vm": {"virtualization": "container-in-vm", "sharing": "exclusive"},
     "container-on-bm": {"virtualization": "container", "sharing": "exclusive"},
 }
+# Vocabulary shared with the runner's records (workloads/setting.py, which cannot import this;
+# tests/specs/test_topology.py holds the two together).
 # A container execution environment on a host of this setting runs in that one.
 CONTAINER_ON = {
     "bare-metal": "container-on-bm",
     "vm-passthrough": "container-on-vm",
     "vgpu": "container-on-vm",
 }
+IN_CONTAINER = {"none": "container", "vm": "container-in-vm"}  # virtualization plus a container
 NO_GPU = "none"  # gpu_path of hosts that measure nothing (k8s API host, Bitfusion server)
 
 
@@ -125,18 +128,22 @@ def setting(host_setting: str, env: str) -> str:
 
 def facts(spec: Topology, gpu_path: str, env: str) -> dict[str, str]:
     """What the lab knows about a run: the facts a record carries (no guessing)."""
-    from infra.specs.execenv import canonical
+    from infra.specs.execenv import get
 
     host = spec.host_setting(gpu_path)
     if host is None:
         raise ValueError(f"hosts with gpu_path {NO_GPU!r} do not run workloads")
-    where = setting(host, env)
+    where, exec_env = setting(host, env), get(env)
+    virtualization = SETTINGS[where]["virtualization"]
+    if exec_env.container:
+        virtualization = IN_CONTAINER.get(virtualization, virtualization)
     return {
         "topology": spec.name,
         "gpu_path": gpu_path,
-        "execution_env": canonical(env),
+        "execution_env": exec_env.name,
         "setting": where,
-        **SETTINGS[where],
+        "virtualization": virtualization,
+        "sharing": SETTINGS[host]["sharing"],  # the host's: a container shares nothing more
     }
 
 

@@ -77,7 +77,8 @@ SPEC = Topology(
     order=30,
     builder="infra.topologies.magnum_k8s",
     gpu_path=lambda cfg: "container-bm" if cfg.server_type == "bm" else "container-vm",
-    settings={"container-vm": "container-on-vm", "container-bm": "container-on-bm"},
+    # The nodes are VMs or bare metal; the container comes from the execution environment (k8s).
+    settings={"container-vm": "vm-passthrough", "container-bm": "bare-metal"},
     preflight=preflight,
     audit=audit,
     default_envs=lambda _cfg: ("k8s",),

@@ -1,0 +1,83 @@
+"""The execution-environment table as Ansible variables, in the files the playbooks read.
+
+- ``playbooks/roles/workload_run/vars/main.yml``: ``workload_run_launchers`` (execution
+  environment -> its launch argv template, :func:`infra.specs.execenv.lab_launch_argv`),
+  ``workload_run_container_envs`` and ``workload_run_exec_env_aliases``. The role flattens the
+  template once (its ``--env=NAME`` entry is one expression that renders to a list) and appends
+  the runner's argv.
+- ``playbooks/vars/exec_envs.yml``: ``gpulab_exec_env_roles`` (execution environment or alias
+  -> the roles that prepare a host for it), read by ``site.yml`` through ``vars_files``.
+
+``python -m infra.specs.ansible_vars`` writes them; ``tests/specs/test_execenv.py`` fails when a
+file differs from the table, so the table stays the one place to edit.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from infra.specs import execenv
+
+REPO = Path(__file__).resolve().parents[2]
+HEADER = (
+    "---\n"
+    "# Generated from infra/specs/execenv.py by `python -m infra.specs.ansible_vars`.\n"
+    "# Do not edit: change the table, run that command (tests/specs/test_execenv.py checks).\n"
+)
+
+
+def workload_run_vars() -> dict[str, Any]:
+    return {
+        "workload_run_launchers": {
+            name: execenv.lab_launch_argv(name)
+            for name, env in execenv.ENVS.items()
+            if env.launch is not None
+        },
+        "workload_run_container_envs": list(execenv.containers()),
+        "workload_run_exec_env_aliases": execenv.aliases(),
+    }
+
+
+def site_vars() -> dict[str, Any]:
+    return {
+        "gpulab_exec_env_roles": {
+            name: list(execenv.get(name).roles) for name in execenv.accepted()
+        },
+    }
+
+
+FILES: dict[str, Callable[[], dict[str, Any]]] = {
+    "playbooks/roles/workload_run/vars/main.yml": workload_run_vars,
+    "playbooks/vars/exec_envs.yml": site_vars,
+}
+
+
+def render(rel: str) -> str:
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+            super().increase_indent(flow, False)  # lists indented under their key
+
+    body = yaml.dump(
+        FILES[rel](), Dumper=Dumper, sort_keys=False, default_flow_style=False, width=1000
+    )
+    return HEADER + body
+
+
+def write(root: Path = REPO) -> list[Path]:
+    written = []
+    for rel in FILES:
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render(rel), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+if __name__ == "__main__":
+    for p in write(Path(sys.argv[1]) if len(sys.argv) > 1 else REPO):
+        print(p)

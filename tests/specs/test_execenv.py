@@ -1,0 +1,182 @@
+"""The ExecEnv table: every entry complete, one docker command line on a laptop and on a lab,
+and a new execution environment needing only its entry (and its role)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from infra.specs import ansible_vars, execenv
+from infra.specs.execenv import ENVS, ExecEnv, Flags, Mount, render_launch
+
+REPO = Path(__file__).resolve().parents[2]
+ROLES = REPO / "playbooks" / "roles"
+
+
+def lab_render(argv: list[str], variables: dict[str, Any]) -> list[str]:
+    """Render a lab launch template the way the workload_run role does: Ansible's templar,
+    then one level of flattening (the --env entry renders to a list)."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    templar = Templar(loader=DataLoader(), variables=variables)
+    out: list[str] = []
+    for item in templar.template([trust_as_template(t) for t in argv]):
+        out += item if isinstance(item, list) else [item]
+    return out
+
+
+@pytest.mark.parametrize("name", list(ENVS))
+def test_every_entry_is_complete(name: str) -> None:
+    env = ENVS[name]
+    assert env.name == name and env.record_label == name
+    assert env.roles and all((ROLES / r / "tasks" / "main.yml").is_file() for r in env.roles)
+    assert all(getattr(env.flags, f.name).strip() for f in dataclasses.fields(Flags))
+    assert (env.launch is None) != (env.job is None), "an argv or a Job, exactly one"
+    if env.job:
+        assert (REPO / env.job).is_file()
+    if env.container:
+        assert env.image and env.image.source and env.image.build and env.image.lab_var
+        assert env.virtualization == "container"
+        defaults = (ROLES / "workload_run" / "defaults" / "main.yml").read_text()
+        assert re.search(rf"^{env.image.lab_var}:", defaults, re.M), env.image.lab_var
+    else:
+        assert env.virtualization == "none"
+    if env.launch is not None:
+        assert "@inner" in env.launch
+        assert all(t in execenv.GROUPS for t in env.launch if t.startswith("@"))
+        if env.env_flag:
+            assert env.env_flag.count("{name}") == 1 and env.env_flag.endswith("{name}")
+        if "@mounts" in env.launch:
+            assert "{src}" in env.mount_flag and "{dst}" in env.mount_flag
+        # every placeholder has a lab value: the template renders without a gap
+        assert not any("{" in t and "{{" not in t for t in execenv.lab_launch_argv(name))
+
+
+def test_names_and_aliases() -> None:
+    assert execenv.names() == ("native", "docker", "apptainer", "k8s", "bitfusion")
+    assert execenv.canonical("singularity") == "apptainer"
+    assert execenv.accepted()[-1] == "singularity"
+    assert execenv.containers() == ("docker", "apptainer", "k8s")
+    with pytest.raises(execenv.UnknownExecEnv, match=r"'podman' is not one of native, docker"):
+        execenv.canonical("podman")
+    assert execenv.site_roles(["native", "docker", "singularity"]) == [
+        "workload_env", "nvidia_container_toolkit", "apptainer"
+    ]  # fmt: skip
+
+
+def test_docker_command_line_is_the_same_on_a_laptop_and_a_lab(capsys: Any) -> None:
+    """`gpulab run local`'s docker argv (infra.local_run) and the workload_run role's, rendered
+    from the same entry with the same values, are the same list."""
+    run_id, image, host_dir = "20261123T210000Z-0a1b2c", "gpulab-workloads:0123abcd", "/r/x"
+    inner = ["python3", "-m", "workloads", "bench", "--suite", "smoke", "--out", f"{host_dir}/o"]
+    env_names = ["GPULAB_EXEC_ENV", "GPULAB_GIT_REV"]
+    lab = (
+        lab_render(
+            execenv.lab_launch_argv("docker"),
+            {
+                "workload_run_id_effective": run_id,
+                "workload_run_arm": "docker",
+                "workload_run_docker_gpus": "all",
+                "workload_run_env_names": env_names,
+                "workload_run_dir": "/opt/gpulab",
+                "workload_run_host_dir": host_dir,
+                "workload_run_docker_image": image,
+            },
+        )
+        + inner
+    )
+    local = render_launch(
+        "docker",
+        inner=inner,
+        image=image,
+        mounts=[Mount("/opt/gpulab/workloads", "/opt/gpulab/workloads", True),
+                Mount(host_dir, host_dir)],
+        env_names=env_names,
+        name=execenv.container_name(run_id, "docker"),
+        user="0:0",
+        gpus="all",
+    )  # fmt: skip
+    assert local == lab
+    with capsys.disabled():
+        print("\n[docker, lab and local] " + " ".join(lab))
+    flags = [t for t in lab if t.startswith("--")]
+    assert "--ipc=host" in flags and "--network=host" in flags and "--entrypoint=" in flags
+    assert "--network=none" not in flags
+
+
+def test_local_run_uses_the_one_launcher(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """infra.local_run.run_docker hands the spec's argv to the engine (no command run here:
+    ``stream`` is replaced and records what it was given)."""
+    from infra import local_run
+
+    seen: dict[str, Any] = {}
+
+    def fake_stream(cmd: list[str], log: Path, out: Path, label: str, console: Any,
+                    env: dict[str, str] | None = None) -> int:  # fmt: skip
+        seen["cmd"], seen["env"] = cmd, env
+        return 0
+
+    class Engine:
+        cli, env = "/usr/bin/docker", {"PATH": "/usr/bin"}
+
+        def run(self, *_a: Any, **_k: Any) -> None:
+            return None
+
+    monkeypatch.setattr(local_run, "stream", fake_stream)
+    monkeypatch.setattr(local_run, "has_nvidia_gpu", lambda: True)
+    out, engine = tmp_path / "run.jsonl", cast(Any, Engine())
+    rc = local_run.run_docker(
+        engine, "img:1", "smoke", out, tmp_path / "log", "image", None, "gpulab-r-docker"
+    )
+    cmd = seen["cmd"]
+    assert rc == 0 and cmd[:4] == ["docker", "run", "--rm", "--name=gpulab-r-docker"]
+    assert cmd[4:7] == ["--gpus=all", "--ipc=host", "--network=host"]
+    assert cmd[7] == f"--user={os.getuid()}:{os.getgid()}" and cmd[8] == "--env=HOME=/tmp"
+    assert "--env=GPULAB_GIT_REV" in cmd
+    assert f"--volume={tmp_path}:{tmp_path}" in cmd
+    i = cmd.index("img:1")
+    assert cmd[i - 2 : i] == ["--workdir=/opt/gpulab", "--entrypoint="]
+    assert cmd[i + 1 :] == ["python3", "-m", "workloads", *local_run.runner_args(
+        "smoke", str(out), "docker")]  # fmt: skip
+    assert seen["env"]["GPULAB_GIT_REV"]  # the value travels in the CLI's environment
+
+
+def test_a_new_execution_environment_is_one_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A made-up `podman` entry (using an existing role): accepted by name and alias, its
+    roles picked, its command rendered for a laptop and a lab, listed in the Ansible vars."""
+    podman = dataclasses.replace(
+        ENVS["docker"],
+        name="podman",
+        aliases=("pm",),
+        launch=("podman", "run", "--rm", "@gpus", "@env", "@mounts", "{image}", "@inner"),
+        gpu_flags=("--device=nvidia.com/gpu={gpus}",),
+    )
+    monkeypatch.setitem(ENVS, "podman", podman)
+    assert "podman" in execenv.names() and execenv.canonical("pm") == "podman"
+    assert execenv.site_roles(["pm"]) == ["nvidia_container_toolkit", "workload_env"]
+    argv = render_launch("pm", inner=["true"], image="i", env_names=["A"], gpus="all",
+                         mounts=[Mount("/a", "/b", True)])  # fmt: skip
+    assert argv == ["podman", "run", "--rm", "--device=nvidia.com/gpu=all", "--env=A",
+                    "--volume=/a:/b:ro", "i", "true"]  # fmt: skip
+    assert "podman" in ansible_vars.workload_run_vars()["workload_run_launchers"]
+    assert ansible_vars.site_vars()["gpulab_exec_env_roles"]["pm"] == list(podman.roles)
+
+
+def test_k8s_has_no_argv_and_says_so() -> None:
+    with pytest.raises(ValueError, match=r"k8s starts as a Job"):
+        render_launch("k8s", inner=["x"])
+
+
+def test_missing_value_is_named() -> None:
+    bare = ExecEnv(
+        name="x", container=False, roles=("workload_env",), launch=("{nope}", "@inner"),
+        flags=ENVS["native"].flags,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match=r"execution environment x: no value for \{nope\}"):
+        render_launch(bare, inner=[])
