@@ -6,7 +6,8 @@ finds them (no list to edit). A topology gives:
 - ``fields``: its ``gpulab:*`` keys, read from :data:`infra.config.fields.FIELDS` (one table);
 - ``builder``: the module whose ``build(cfg) -> (component, hosts)`` makes its resources;
 - ``preflight`` / ``audit``: its cloud-side checks as :class:`infra.clouds.Check` rows;
-- ``default_envs``: the execution environments it measures in when the stack names none;
+- ``default_envs`` / ``mode_envs``: the execution environments it measures in when the stack
+  names none (``mode_envs``: per ``gpulab:mode``);
 - ``gpu_path`` and ``settings``: the ``gpu_path`` of its GPU hosts and the setting each means;
 - ``check_config`` / ``describe``: cross-key config checks, and extra rows of ``gpulab validate``.
 
@@ -61,10 +62,6 @@ class Conns:
 Checks = Callable[[Any, Conns], list[Any]]
 
 
-def _native(_cfg: Any) -> tuple[str, ...]:
-    return ("native",)
-
-
 def _nothing(_raw: dict[str, Any], _values: dict[str, Any], _problems: list[str]) -> None:
     return None
 
@@ -85,7 +82,8 @@ class Topology:
     settings: Mapping[str, str]  # every gpu_path its GPU hosts can have -> setting
     preflight: Checks
     audit: Checks
-    default_envs: Callable[[Any], tuple[str, ...]] = _native
+    default_envs: tuple[str, ...] = ("native",)
+    mode_envs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # by gpulab:mode
     check_config: Callable[[dict[str, Any], dict[str, Any], list[str]], None] = _nothing
     describe: Callable[[Any], list[tuple[str, str]]] = _no_rows
     stack_file: str = field(default="")  # the example stack, Pulumi.<name>.yaml
@@ -106,7 +104,8 @@ class Topology:
         from infra.specs.execenv import canonical
 
         named = tuple(getattr(cfg, "execution_envs", None) or ())
-        return [canonical(e) for e in (named or self.default_envs(cfg))]
+        default = self.mode_envs.get(getattr(cfg, "mode", None) or "", self.default_envs)
+        return [canonical(e) for e in (named or default)]
 
     def host_setting(self, gpu_path: str) -> str | None:
         """The setting of a host with ``gpu_path`` (None: it measures nothing)."""

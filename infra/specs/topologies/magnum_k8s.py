@@ -81,7 +81,7 @@ SPEC = Topology(
     settings={"container-vm": "vm-passthrough", "container-bm": "bare-metal"},
     preflight=preflight,
     audit=audit,
-    default_envs=lambda _cfg: ("k8s",),
+    default_envs=("k8s",),
     check_config=check_config,
     stack_file="Pulumi.magnum-k8s.yaml",
 )

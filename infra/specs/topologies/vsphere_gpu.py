@@ -98,7 +98,7 @@ SPEC = Topology(
     settings={"pci-passthrough": "vm-passthrough", "vgpu": "vgpu", "bitfusion": "remote-gpu"},
     preflight=preflight,
     audit=audit,
-    default_envs=lambda cfg: ("bitfusion",) if cfg.mode == "bitfusion" else ("native",),
+    mode_envs={"bitfusion": ("bitfusion",)},
     check_config=check_config,
     stack_file="Pulumi.vsphere-gpu.yaml",
 )
