@@ -1,6 +1,8 @@
-"""Every role converged on a real systemd-nspawn host over real SSH, packages installed for real
-through apt-cacher-ng and from the stub NVIDIA repository; then a second converge with changed=0,
-site.yml on the same host, workload runs, and validate.yml failing where only a GPU can pass.
+"""Every role converged on a real systemd-nspawn host over real SSH as the image's sudo user
+(``debian``, passwordless sudo, root login refused, as on the Debian cloud image; the plays
+become root), packages installed for real through apt-cacher-ng and from the stub NVIDIA
+repository; then a second converge with changed=0, site.yml on the same host, workload runs,
+and validate.yml failing where only a GPU can pass.
 
 GPU-hardware steps are excluded (helpers.NO_HARDWARE): nvidia-persistenced and the nvidia-smi
 driver check (nvidia_driver), the vGPU license state (nvidia_vgpu_guest), CDI generation
@@ -151,6 +153,14 @@ def test_first_converge_installs_and_configures(first, nspawn_host: NspawnHost) 
     assert out.strip() == "2"
     probe = "import gpulab_probe; print(gpulab_probe.VERSION)"  # pip through the index URL
     assert ssh(f"/opt/gpulab/venv/bin/python -c '{probe}'").stdout.strip() == "1.0"
+    # as the sudo user: the system files belong to root, nothing of root's in debian's home,
+    # and the login user can use what was installed
+    owners = ssh("stat -c '%U:%G' /opt/gpulab /opt/gpulab/venv/bin/python3 /opt/gpulab/workloads "
+                 "/etc/nvidia/gridd.conf /etc/docker/daemon.json").stdout.split()  # fmt: skip
+    assert set(owners) == {"root:root"}, owners
+    assert ssh("find /home/debian -user root").stdout == ""
+    user_probe = nspawn_host.ssh(f"/opt/gpulab/venv/bin/python -c '{probe}'", as_user=True)
+    assert user_probe.stdout.strip() == "1.0"
 
 
 def test_hardware_steps_did_not_run(first) -> None:  # type: ignore[no-untyped-def]
@@ -247,8 +257,13 @@ def _workload(lab: NspawnLab, host: NspawnHost, fetch: Path, env: str, rc: int =
 @pytest.mark.parametrize("env", ["native", "bitfusion"])
 def test_workload_run_fetches_records(first, nspawn_lab, nspawn_host, tmp_path, env) -> None:  # type: ignore[no-untyped-def]
     """native for real; bitfusion through the stub `bitfusion run -n 1 -p 1.0 --` (runs locally)."""
-    r, ev = _workload(nspawn_lab, nspawn_host, tmp_path, env,
-                      workload_run_environment={"GPULAB_DATA_DIR": "/data/inet"})
+    r, ev = _workload(
+        nspawn_lab,
+        nspawn_host,
+        tmp_path,
+        env,
+        workload_run_environment={"GPULAB_DATA_DIR": "/data/inet"},
+    )
     assert r.ok, r.summary()
     files = sorted(tmp_path.rglob("*.jsonl"))
     assert [f.relative_to(tmp_path).as_posix() for f in files] == [
