@@ -19,8 +19,8 @@ topology ``local``, arm ``native``, backend TensorFlow when installed (else JAX,
 ``--topology``, ``--arm``, ``--gpu-path``, ``--exec-env`` and ``--sharing`` default to
 ``GPULAB_TOPOLOGY``, ``GPULAB_ARM``, ``GPULAB_GPU_PATH``, ``GPULAB_EXEC_ENV`` and
 ``GPULAB_SHARING`` (workloads/setting.py): every record carries that setting, cross-checked
-against the fingerprint (``setting_flags``). Topology ``local`` defaults to gpu_path ``local``
-and exec_env ``native``; another topology without a gpu_path records no setting (a warning).
+against the fingerprint (``setting_flags``). Without a gpu_path the records carry no setting
+(a warning; the report says "unknown setting"); exec_env defaults to ``native``.
 Each repetition runs in its own process (``python -m workloads _measure``, internal).
 
 ``GPULAB_EXPECT_DEVICE`` (gpu|cpu|auto, default auto): with ``gpu``, a measurement whose
@@ -69,7 +69,7 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
                    help="comparison-arm label (default $GPULAB_ARM, else native)")
     p.add_argument("--gpu-path", dest="gpu_path", default=env("GPULAB_GPU_PATH") or None,
                    help="the host's gpu_path, as the lab states it (default $GPULAB_GPU_PATH; "
-                   "topology local: local)")
+                   "none: records carry no setting)")
     p.add_argument("--exec-env", dest="exec_env", default=env("GPULAB_EXEC_ENV") or None,
                    help="execution environment: native, docker, apptainer (or singularity), "
                    "k8s, bitfusion (default $GPULAB_EXEC_ENV, else native)")
@@ -97,14 +97,13 @@ def _bench(args: argparse.Namespace) -> int:
             print(f"[{event.index + 1}/{event.total}] {rec['experiment']} repeat "
                   f"{rec['repeat']}: {rec['status']} {rate}", file=sys.stderr, flush=True)
 
-    setting = setting_from_options(args.topology, args.gpu_path, args.exec_env, args.sharing)
-    if setting is None:
-        print(f"python -m workloads: warning: topology {args.topology!r} without --gpu-path "
-              "(GPULAB_GPU_PATH): records carry no setting (reported as unknown setting)",
-              file=sys.stderr)
+    setting = setting_from_options(args.gpu_path, args.exec_env, args.sharing)
     result = run_bench(suite, args.out, topology=args.topology, arm=args.arm,
                        backend=args.backend, progress=progress, setting=setting)
     print(f"{len(result.records)} record(s) -> {result.out}", file=sys.stderr)
+    if setting is None and result.records:
+        print("python -m workloads: warning: no --gpu-path (GPULAB_GPU_PATH): the records carry "
+              "no setting (reported as unknown setting)", file=sys.stderr)
     return result.exit_code
 
 

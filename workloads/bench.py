@@ -33,7 +33,7 @@ from typing import Any
 
 from workloads.records import RecordWriter, make_record, new_run_id
 from workloads.scenarios import Job
-from workloads.setting import Setting, setting_from_options, setting_record_fields
+from workloads.setting import Setting, setting_record_fields
 from workloads.step import check_backend, default_backend
 from workloads.suites import Entry, Suite
 
@@ -234,9 +234,8 @@ def run_bench(
 ) -> BenchResult:
     """Run every repetition of every entry of ``suite``; append records to ``out``.
 
-    ``setting``: where it runs, as the lab states it (workloads.setting); None takes topology
-    ``local``'s default (gpu_path local, exec_env native), none for another topology."""
-    setting = setting or setting_from_options(topology, None, None, None)
+    ``setting``: where it runs, as the lab states it (workloads.setting); None: the records
+    carry no setting."""
     backend = check_backend(backend or default_backend())
     writer = RecordWriter(out)  # an unwritable path fails here, before anything runs
     result = BenchResult(Path(out), run_id or new_run_id())

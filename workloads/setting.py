@@ -104,19 +104,21 @@ def make_setting(gpu_path: str, exec_env: str, sharing: str | None = None) -> Se
 
 
 def setting_from_options(
-    topology: str, gpu_path: str | None, exec_env: str | None, sharing: str | None
+    gpu_path: str | None, exec_env: str | None, sharing: str | None
 ) -> Setting | None:
     """The setting of ``python -m workloads bench``: None when the lab gave no gpu_path.
 
-    A run of the ``local`` topology defaults to gpu_path ``local``, exec_env ``native``; any
-    other topology needs ``--gpu-path`` (GPULAB_GPU_PATH), else its records carry no setting
-    and are reported under "unknown setting".
+    ``--gpu-path`` (GPULAB_GPU_PATH) is required for a setting: without it the records carry
+    none and are reported under "unknown setting" (nothing is assumed). exec_env defaults to
+    ``native``, sharing to the gpu_path's.
     """
     if not gpu_path:
-        if topology != "local":
-            return None
-        gpu_path = "local"
+        return None
     return make_setting(gpu_path, exec_env or "native", sharing or None)
+
+
+# ``gpulab bench`` runs the runner natively on the machine it is started on
+LOCAL_NATIVE = ("local", "native")
 
 
 def record_setting(rec: Mapping[str, Any]) -> dict[str, str] | None:

@@ -55,6 +55,7 @@ def register(app: typer.Typer) -> None:
             raise UsageError(f"unknown --backend {backend!r} (known: {', '.join(BACKENDS)})")
         from workloads.bench import run_bench
         from workloads.records import RecordWriter, new_run_id
+        from workloads.setting import LOCAL_NATIVE, make_setting
         from workloads.suites import resolve_suite
 
         chosen = resolve_suite(
@@ -67,7 +68,8 @@ def register(app: typer.Typer) -> None:
         RecordWriter(out_path).close()  # an unwritable --out fails before the progress display
         with _ProgressView(chosen.measurements) as view:
             result = run_bench(chosen, out_path, topology=topology, arm=arm, backend=backend,
-                               progress=view.update, run_id=run_id)
+                               progress=view.update, run_id=run_id,
+                               setting=make_setting(*LOCAL_NATIVE))
         print_table(result.records, f"{chosen.name} ({result.run_id})")
         typer.echo(f"{len(result.records)} record(s) -> {result.out}", err=True)
         if result.interrupted:
