@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from infra.config import raw_from_stack_file
+from infra.config import SecretRef, raw_from_stack_file
 from tests.ansible.helpers import stub_vars
 from tests.e2e.engine import Engine
 from tests.e2e.provider import ProviderHost
@@ -99,7 +99,11 @@ class Lab:
             else:
                 raw[key] = value
         path = self.workdir / f"Pulumi.{lab}.yaml"
-        path.write_text(yaml.safe_dump({"config": {f"gpulab:{k}": v for k, v in raw.items()}}))
+        config = {
+            f"gpulab:{k}": {"secure": f"v1:e2e:{k}"} if isinstance(v, SecretRef) else v
+            for k, v in raw.items()
+        }
+        path.write_text(yaml.safe_dump({"config": config}))
         return raw_from_stack_file(path)
 
 

@@ -76,6 +76,8 @@ class _Mocks(LabMocks):
         key = ADDRESS_OUTPUT.get(args.typ)
         if key is not None:
             outs[key] = self.engine.address_for(args.name)
+        if self.engine.cloud is not None:  # a real cloud API where one runs (vCenter simulator)
+            self.engine.cloud.create(args.typ, args.name, dict(args.inputs), outs)
         self.engine.remember(Res(args.typ, args.name, rid, dict(args.inputs), outs))
         return rid, outs
 
@@ -84,9 +86,14 @@ class Engine:
     """One stack's state across ``up`` / ``down``; see the module docstring."""
 
     def __init__(
-        self, provider: Any, addresses: list[str], log: Callable[[str], None] = print
+        self,
+        provider: Any,
+        addresses: list[str],
+        log: Callable[[str], None] = print,
+        cloud: Any = None,
     ) -> None:
         self.provider = provider
+        self.cloud = cloud  # create(typ, name, inputs, outs) / delete(res), or None
         self.addresses = addresses  # the i-th host resource gets addresses[i]
         self.state: dict[tuple[str, str], Res] = {}
         self.log = log
@@ -139,12 +146,17 @@ class Engine:
 
     # -- the user's side ---------------------------------------------------------------------
 
-    def up(self, stack: str, raw: dict[str, Any]) -> UpResult:
-        """``pulumi up`` of ``raw`` (the stack file's gpulab keys); never raises for a failed
-        resource: the result's ``error`` is the line the engine ends with."""
+    def up(
+        self, stack: str, raw: dict[str, Any], secret_values: dict[str, str] | None = None
+    ) -> UpResult:
+        """``pulumi up`` of ``raw`` (the stack file's gpulab keys; ``secret_values``: the
+        decrypted secrets by key); never raises for a failed resource: the result's ``error``
+        is the line the engine ends with."""
         result = UpResult(stack)
         self._steps, self._errors = [], []
         config, secret_keys = engine_config(raw)
+        for key, value in (secret_values or {}).items():
+            config[f"gpulab:{key}"] = value
         mocks = _Mocks(self)
         pulumi.runtime.set_mocks(mocks, project="gpulab", stack=stack, preview=False)
         pulumi.runtime.set_all_config(config, secret_keys)
@@ -181,6 +193,8 @@ class Engine:
         for key, res in reversed(list(self.state.items())):
             if res.dynamic:
                 self.provider.delete(res.name, res.id, res.outs, typ=res.typ)
+            elif self.cloud is not None:
+                self.cloud.delete(res)
             del self.state[key]
             deleted.append(res.name)
         return deleted

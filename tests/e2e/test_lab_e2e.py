@@ -46,7 +46,7 @@ def show(result: UpResult, what: str) -> None:
         say(f"[e2e]   {op:7s} {name:32s} {dt:6.1f} s")
     prov = result.exports.get("provision") or {}
     for host, recap in sorted((prov.get("hosts") or {}).items()):
-        say(f"[e2e]   site recap {host}: " + " ".join(f"{k}={v}" for k, v in recap.items()))
+        say(f"[e2e]   site recap {host}: " + " ".join(f"{k}={int(v)}" for k, v in recap.items()))
     res = result.exports.get("results") or {}
     if res:
         say(
@@ -112,7 +112,17 @@ def test_gpulab_report_builds_a_report_from_the_results(nova, e2e_lab: Lab) -> N
     out = e2e_lab.workdir / "report-nova-pci"
     t0 = time.monotonic()
     r = subprocess.run(
-        [sys.executable, "-m", "infra.cli", "report", str(stack_dir), "--out", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "infra.cli",
+            "report",
+            str(stack_dir),
+            "--baseline",
+            "nova-pci",
+            "--out",
+            str(out),
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -194,6 +204,44 @@ def test_ironic_bm_up_on_converged_hosts_then_gpu_expected_but_absent(e2e_lab: L
         say(f"[e2e] no GPU visible -> {failed[0]['error']}")
     finally:
         engine.down()
+
+
+def test_vsphere_gpu_vgpu_up_against_the_vcenter_simulator(e2e_lab: Lab, vcsim) -> None:  # type: ignore[no-untyped-def]
+    """vsphere-gpu mode vgpu: the VMs are cloned in the real vCenter simulator, the vGPU
+    attach (VgpuProfile, through the provider host and pyVmomi) runs before the site run, the
+    hosts are configured as vGPU guests (stub GRID driver, licensing token as a secret) and
+    measured; ``down`` detaches the profiles and the VMs go away."""
+    from tests.e2e.vcsim_cloud import VcsimCloud
+
+    cloud = VcsimCloud(vcsim.host, vcsim.port, vcsim.user, vcsim.password)
+    engine = Engine(e2e_lab.provider, e2e_lab.addresses, log=say, cloud=cloud)
+    raw = e2e_lab.stack(
+        "vsphere-gpu", "e2e-vs", workload_variables=CPU, mode="vgpu",
+        vgpu_profile="grid_p100-4q", gpu_host=None, pci_device_ids=None, gpus_per_vm=None,
+        gpu_bar_gb=None, vsphere_server=f"{vcsim.host}:{vcsim.port}", vsphere_user=vcsim.user,
+        vsphere_insecure=True, vgpu_license_token={"secure": "v1:e2e:vgpu_license_token"},
+    )  # fmt: skip
+    try:
+        result = engine.up("vsphere-gpu", raw, secret_values={"vsphere_password": vcsim.password})
+        show(result, "vsphere-gpu (vgpu)")
+        assert result.error is None, result.error
+        names = [name for name, _, _ in result.steps]
+        vgpus = [n for n in names if "vgpu" in n]
+        assert len(vgpus) == 2 and names.index("e2e-vs-site") > max(map(names.index, vgpus))
+        for i in range(2):
+            assert cloud.profiles(f"e2e-vs-gpu-{i}") == ["grid_p100-4q"]
+        assert result.exports["provision"]["status"] == "successful"
+        recs = read_records(record_paths(result.exports["results"]))
+        assert len(recs) == 2 and {r["topology"] for r in recs} == {"vsphere-gpu"}
+        assert all(r["status"] == "ok" for r in recs)
+        t0 = time.monotonic()
+        engine.down()
+        say(f"[e2e] vsphere-gpu down in {time.monotonic() - t0:.1f} s")
+        assert not cloud.exists("e2e-vs-gpu-0") and not cloud.exists("e2e-vs-gpu-1")
+    finally:
+        if engine.state:
+            engine.down()
+        cloud.close()
 
 
 def test_unreachable_host_ends_up_with_one_line_and_keeps_state_for_down(e2e_lab: Lab) -> None:
