@@ -32,8 +32,14 @@ def split_server(server: str, default_port: int = 443) -> tuple[str, int]:
     return server, default_port
 
 
-def connect(host: str, user: str, password: str, port: int = 443, insecure: bool = False,
-            timeout: float = 30) -> ServiceInstance:
+def connect(
+    host: str,
+    user: str,
+    password: str,
+    port: int = 443,
+    insecure: bool = False,
+    timeout: float = 30,
+) -> ServiceInstance:
     """Log in to vCenter and return its ServiceInstance.
 
     ``insecure`` skips TLS certificate verification (self-signed lab vCenters); otherwise the
@@ -47,8 +53,14 @@ def connect(host: str, user: str, password: str, port: int = 443, insecure: bool
         raise CloudError(f"{where}: no credentials given (set the user and VSPHERE_PASSWORD)")
     ctx = ssl._create_unverified_context() if insecure else ssl.create_default_context()
     try:
-        return SmartConnect(host=host, port=port, user=user, pwd=password, sslContext=ctx,
-                            connectionPoolTimeout=timeout)
+        return SmartConnect(
+            host=host,
+            port=port,
+            user=user,
+            pwd=password,
+            sslContext=ctx,
+            connectionPoolTimeout=timeout,
+        )
     except vim.fault.InvalidLogin:
         raise CloudError(f"{where}: login failed: bad user name or password") from None
     except vim.fault.NoPermission as exc:
@@ -56,7 +68,8 @@ def connect(host: str, user: str, password: str, port: int = 443, insecure: bool
     except ssl.SSLCertVerificationError as exc:
         raise CloudError(
             f"{where}: TLS certificate not trusted ({exc.verify_message}); install its CA "
-            "certificate or set gpulab:vsphere_insecure: true for a lab vCenter") from None
+            "certificate or set gpulab:vsphere_insecure: true for a lab vCenter"
+        ) from None
     except ConnectionRefusedError:
         raise CloudError(f"{where}: connection refused (is vCenter up on that port?)") from None
     except socket.gaierror:
@@ -103,6 +116,7 @@ def guard(what: str) -> Iterator[None]:
 
 # ----------------------------------------------------------------------------- inventory
 
+
 def _objects(si: ServiceInstance, kind: Any, props: list[str]) -> list[dict[str, Any]]:
     """All managed objects of ``kind`` with ``props``, in one PropertyCollector call."""
     from pyVmomi import vmodl
@@ -112,9 +126,17 @@ def _objects(si: ServiceInstance, kind: Any, props: list[str]) -> list[dict[str,
     try:
         pc = vmodl.query.PropertyCollector
         spec = pc.FilterSpec(
-            objectSet=[pc.ObjectSpec(obj=view, skip=True, selectSet=[pc.TraversalSpec(
-                name="view", type=type(view), path="view", skip=False)])],
-            propSet=[pc.PropertySpec(type=kind, pathSet=props)])
+            objectSet=[
+                pc.ObjectSpec(
+                    obj=view,
+                    skip=True,
+                    selectSet=[
+                        pc.TraversalSpec(name="view", type=type(view), path="view", skip=False)
+                    ],
+                )
+            ],
+            propSet=[pc.PropertySpec(type=kind, pathSet=props)],
+        )
         out = []
         for o in content.propertyCollector.RetrieveContents([spec]):
             row = {p.name: p.val for p in o.propSet}
@@ -129,8 +151,9 @@ def find_vm(si: ServiceInstance, name: str) -> Any:
     from pyVmomi import vim
 
     with guard(f"VM {name}"):
-        found = [r["obj"] for r in _objects(si, vim.VirtualMachine, ["name"])
-                 if r.get("name") == name]
+        found = [
+            r["obj"] for r in _objects(si, vim.VirtualMachine, ["name"]) if r.get("name") == name
+        ]
     if not found:
         raise CloudError(f"VM {name}: no such virtual machine in this vCenter")
     if len(found) > 1:
@@ -164,8 +187,13 @@ def gpu_hosts(si: ServiceInstance, cluster: str | None = None) -> list[GpuHost]:
     profiles each supports. ``cluster`` limits the answer to one cluster's hosts."""
     from pyVmomi import vim
 
-    props = ["name", "parent", "hardware.pciDevice", "config.pciPassthruInfo",
-             "config.sharedPassthruGpuTypes"]
+    props = [
+        "name",
+        "parent",
+        "hardware.pciDevice",
+        "config.pciPassthruInfo",
+        "config.sharedPassthruGpuTypes",
+    ]
     with guard("GPU host query"):
         rows = _objects(si, vim.HostSystem, props)
         out = []
@@ -179,9 +207,15 @@ def gpu_hosts(si: ServiceInstance, cluster: str | None = None) -> list[GpuHost]:
                 if d.vendorId & 0xFFFF != NVIDIA_VENDOR_ID:
                     continue
                 p = passthru.get(d.id)
-                gpus.append(GpuDevice(d.id, d.deviceName, d.deviceId & 0xFFFF,
-                                      bool(p and p.passthruCapable),
-                                      bool(p and p.passthruEnabled)))
+                gpus.append(
+                    GpuDevice(
+                        d.id,
+                        d.deviceName,
+                        d.deviceId & 0xFFFF,
+                        bool(p and p.passthruCapable),
+                        bool(p and p.passthruEnabled),
+                    )
+                )
             if gpus:
                 profiles = list(r.get("config.sharedPassthruGpuTypes") or [])
                 out.append(GpuHost(r["name"], parent, gpus, profiles))
@@ -190,18 +224,63 @@ def gpu_hosts(si: ServiceInstance, cluster: str | None = None) -> list[GpuHost]:
 
 # ----------------------------------------------------------------------------------- vGPU
 
+
 def _vgpu_devices(vm: Any) -> list[Any]:
     from pyVmomi import vim
 
-    return [d for d in vm.config.hardware.device
-            if isinstance(d, vim.vm.device.VirtualPCIPassthrough)
-            and isinstance(d.backing, vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo)]
+    return [
+        d
+        for d in vm.config.hardware.device
+        if isinstance(d, vim.vm.device.VirtualPCIPassthrough)
+        and isinstance(d.backing, vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo)
+    ]
 
 
-def vm_vgpu_profiles(si: ServiceInstance, vm_name: str) -> list[str]:
-    vm = find_vm(si, vm_name)
-    with guard(f"VM {vm_name}"):
+def find_vm_by_uuid(si: ServiceInstance, uuid: str, name: str | None = None) -> Any | None:
+    """The VM whose BIOS UUID (``config.uuid``, pulumi-vsphere's ``VirtualMachine.uuid``) is
+    ``uuid``, or None when vCenter has none. Names change and repeat; the UUID does not."""
+    with guard(f"VM {name or uuid}"):
+        index = si.RetrieveContent().searchIndex
+        return index.FindByUuid(None, uuid, True, False)
+
+
+def vm_of(si: ServiceInstance, vm_name: str, uuid: str | None = None) -> Any:
+    """The VM by ``uuid`` when given, else by name; CloudError when there is none."""
+    if uuid is None:
+        return find_vm(si, vm_name)
+    vm = find_vm_by_uuid(si, uuid, vm_name)
+    if vm is None:
+        raise CloudError(f"VM {vm_name}: no virtual machine with UUID {uuid} in this vCenter")
+    return vm
+
+
+def vgpu_profiles_of(vm: Any, vm_name: str = "") -> list[str]:
+    """The vGPU profiles of the devices the VM has now."""
+    with guard(f"VM {vm_name or vm._moId}"):
         return [d.backing.vgpu for d in _vgpu_devices(vm)]
+
+
+def vm_vgpu_profiles(si: ServiceInstance, vm_name: str, uuid: str | None = None) -> list[str]:
+    return vgpu_profiles_of(vm_of(si, vm_name, uuid), vm_name)
+
+
+def power_state(vm: Any, vm_name: str) -> str:
+    """``poweredOn``, ``poweredOff`` or ``suspended``."""
+    with guard(f"VM {vm_name}"):
+        return str(vm.runtime.powerState)
+
+
+def set_power(vm: Any, vm_name: str, on: bool) -> None:
+    """Power the VM on or off (hard) and check that it got there."""
+    from pyVim.task import WaitForTask
+
+    want = "poweredOn" if on else "poweredOff"
+    with guard(f"power {'on' if on else 'off'} VM {vm_name}"):
+        if vm.runtime.powerState != want:
+            WaitForTask(vm.PowerOnVM_Task() if on else vm.PowerOffVM_Task())
+        state = vm.runtime.powerState
+    if state != want:
+        raise CloudError(f"VM {vm_name} is {state} after powering it {'on' if on else 'off'}")
 
 
 def _powered_off(vm: Any, vm_name: str, action: str) -> None:
@@ -217,8 +296,11 @@ def _reconfigure(vm: Any, spec: Any, what: str) -> None:
         WaitForTask(vm.ReconfigVM_Task(spec=spec))
 
 
-def attach_vgpu(si: ServiceInstance, vm_name: str, profile: str) -> list[str]:
-    """Add a vGPU ``profile`` to the powered-off VM ``vm_name`` (no-op when it has one).
+def attach_vgpu(
+    si: ServiceInstance, vm_name: str, profile: str, uuid: str | None = None
+) -> list[str]:
+    """Add a vGPU ``profile`` to the powered-off VM (by ``uuid`` when given, else by name;
+    no-op when it has one).
 
     Raises CloudError when the VM's host does not support the profile. Also locks the VM's
     memory reservation to its size, which vSphere requires of vGPU VMs. Returns the VM's
@@ -226,48 +308,57 @@ def attach_vgpu(si: ServiceInstance, vm_name: str, profile: str) -> list[str]:
     """
     from pyVmomi import vim
 
-    vm = find_vm(si, vm_name)
+    vm = vm_of(si, vm_name, uuid)
     what = f"attach vGPU {profile} to VM {vm_name}"
     with guard(what):
-        _powered_off(vm, vm_name, "attaching")
         current = [d.backing.vgpu for d in _vgpu_devices(vm)]
         if profile in current:
             return current
+        _powered_off(vm, vm_name, "attaching")
         host = vm.runtime.host
         supported = list(host.config.sharedPassthruGpuTypes or []) if host else []
         host_name = host.name if host else "(none)"
     if profile not in supported:
         offer = ", ".join(supported) if supported else "none: no vGPU-capable GPU"
-        raise CloudError(f"{what}: host {host_name} does not support {profile} "
-                         f"(supported: {offer})")
+        raise CloudError(
+            f"{what}: host {host_name} does not support {profile} (supported: {offer})"
+        )
     dev = vim.vm.device.VirtualPCIPassthrough(
-        key=-1, backing=vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo(vgpu=profile))
+        key=-1, backing=vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo(vgpu=profile)
+    )
     spec = vim.vm.ConfigSpec(
         deviceChange=[vim.vm.device.VirtualDeviceSpec(operation="add", device=dev)],
-        memoryReservationLockedToMax=True)
+        memoryReservationLockedToMax=True,
+    )
     _reconfigure(vm, spec, what)
-    return vm_vgpu_profiles(si, vm_name)
+    return vgpu_profiles_of(vm, vm_name)
 
 
-def detach_vgpu(si: ServiceInstance, vm_name: str, profile: str) -> list[str]:
+def detach_vgpu(
+    si: ServiceInstance, vm_name: str, profile: str, uuid: str | None = None
+) -> list[str]:
     """Remove every vGPU device of ``profile`` from the powered-off VM (no-op when none).
     Returns the VM's vGPU profiles afterwards."""
     from pyVmomi import vim
 
-    vm = find_vm(si, vm_name)
+    vm = vm_of(si, vm_name, uuid)
     what = f"detach vGPU {profile} from VM {vm_name}"
     with guard(what):
         devices = [d for d in _vgpu_devices(vm) if d.backing.vgpu == profile]
         if not devices:
             return [d.backing.vgpu for d in _vgpu_devices(vm)]
         _powered_off(vm, vm_name, "detaching")
-        spec = vim.vm.ConfigSpec(deviceChange=[
-            vim.vm.device.VirtualDeviceSpec(operation="remove", device=d) for d in devices])
+        spec = vim.vm.ConfigSpec(
+            deviceChange=[
+                vim.vm.device.VirtualDeviceSpec(operation="remove", device=d) for d in devices
+            ]
+        )
     _reconfigure(vm, spec, what)
-    return vm_vgpu_profiles(si, vm_name)
+    return vgpu_profiles_of(vm, vm_name)
 
 
 # ---------------------------------------------------------------------------------- audit
+
 
 def lab_vms(si: ServiceInstance, prefix: str | None = None, tag: str | None = None) -> list[str]:
     """Names of the VMs whose name starts with ``prefix``, or whose annotation holds ``tag`` as
@@ -286,16 +377,23 @@ def lab_vms(si: ServiceInstance, prefix: str | None = None, tag: str | None = No
     return sorted(out)
 
 
-def audit_vms(si: ServiceInstance, prefix: str | None = None,
-              tag: str | None = None) -> list[Check]:
+def audit_vms(
+    si: ServiceInstance, prefix: str | None = None, tag: str | None = None
+) -> list[Check]:
     """After ``pulumi destroy`` no VM of the lab is left: one failing row per leftover VM."""
     if not prefix and not tag:
         raise ValueError("audit_vms needs a name prefix or a tag")
     left = lab_vms(si, prefix, tag)
-    what = " or ".join(x for x in (f"name {prefix}*" if prefix else "",
-                                   f"tag {tag}" if tag else "") if x)
+    what = " or ".join(
+        x for x in (f"name {prefix}*" if prefix else "", f"tag {tag}" if tag else "") if x
+    )
     if not left:
         return [ok("vsphere VMs", f"no VM with {what} left")]
-    return [fail(f"vsphere VM {name}", f"still exists ({what})",
-                 f"pulumi destroy again, or power off and delete VM {name} in vCenter")
-            for name in left]
+    return [
+        fail(
+            f"vsphere VM {name}",
+            f"still exists ({what})",
+            f"pulumi destroy again, or power off and delete VM {name} in vCenter",
+        )
+        for name in left
+    ]

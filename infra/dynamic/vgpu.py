@@ -1,19 +1,29 @@
 """VgpuProfile: an NVIDIA vGPU profile on a vSphere VM, as a Pulumi dynamic resource.
 
 The vSphere provider has no vGPU argument, so a ``vsphere-gpu`` lab in ``mode: vgpu`` attaches
-the profile with this resource after the VM exists. Inputs: ``vm_name``, ``profile`` (e.g.
-``grid_p100-4q``), ``server`` (vCenter, ``host`` or ``host:port``), ``user``, ``password``
-(a secret; kept secret in state through ``additional_secret_outputs``), ``insecure``.
+the profile with this resource after the VM exists. Inputs: ``vm_uuid`` (the VM's BIOS UUID,
+pulumi-vsphere's ``VirtualMachine.uuid``: the VM is found by it, never by its name),
+``vm_name`` (for messages), ``profile`` (e.g. ``grid_p100-4q``), ``server`` (vCenter, ``host``
+or ``host:port``), ``user``, ``password`` (a secret; kept secret in state through
+``additional_secret_outputs``), ``insecure``.
 
-``create`` powers the VM off if it runs (vSphere only changes vGPU devices on a powered-off
-VM), calls :func:`infra.clouds.vsphere.attach_vgpu` and powers it back on; ``delete`` does
-the same with :func:`infra.clouds.vsphere.detach_vgpu`. A changed VM, profile or vCenter
-replaces the resource. The provider holds no state: a plain class with imports inside its
-methods, so Pulumi's dill serialization pickles it by reference to this module.
+``create`` attaches with :func:`infra.clouds.vsphere.attach_vgpu`: nothing happens to a VM
+that already has the profile; otherwise a powered-on VM is powered off (vSphere changes vGPU
+devices only on a powered-off VM) and back on afterwards, a powered-off one stays off, and a
+suspended one is an error (powering it off would drop its memory). ``delete`` detaches the
+same way and succeeds when the VM or the device is already gone. ``read`` (``pulumi refresh``)
+asks vCenter whether the VM still has the profile: no VM or no device means the resource is
+gone (the next ``up`` attaches again); an unreachable vCenter leaves the stored outputs. A
+changed VM UUID, profile or vCenter replaces the resource; credentials and the name update in
+place.
+
+The engine runs the provider in its own host process (cwd = the repository root): it holds no
+state, imports the vSphere SDK inside its methods, and dill pickles it by reference.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pulumi
@@ -22,12 +32,14 @@ from pulumi.dynamic import (
     CheckResult,
     CreateResult,
     DiffResult,
+    ReadResult,
     ResourceProvider,
     UpdateResult,
 )
 
-REPLACE_ON = ("vm_name", "profile", "server")
-UPDATE_ON = ("user", "password", "insecure")
+REPLACE_ON = ("vm_uuid", "profile", "server")
+UPDATE_ON = ("vm_name", "user", "password", "insecure")
+REQUIRED = ("vm_uuid", "vm_name", "server", "user", "password")
 
 
 def _connect(props: dict[str, Any]) -> Any:
@@ -35,7 +47,10 @@ def _connect(props: dict[str, Any]) -> Any:
 
     host, port = vsphere.split_server(str(props["server"]))
     return vsphere.connect(
-        host, str(props["user"]), str(props["password"]), port=port,
+        host,
+        str(props["user"]),
+        str(props["password"]),
+        port=port,
         insecure=bool(props.get("insecure", False)),
     )
 
@@ -49,21 +64,24 @@ def _disconnect(si: Any) -> None:
         pass
 
 
-def _with_vm_off(si: Any, vm_name: str, change: Any) -> Any:
-    """Run ``change()`` with the VM powered off, restoring its power state afterwards."""
-    from pyVim.task import WaitForTask
+def _with_vm_off(vm: Any, vm_name: str, change: Callable[[], list[str]]) -> list[str]:
+    """Run ``change()`` with the VM powered off, then restore its power state."""
+    from infra.clouds import CloudError, vsphere
 
-    from infra.clouds import vsphere
-
-    vm = vsphere.find_vm(si, vm_name)
-    was_on = vm.runtime.powerState == "poweredOn"
+    state = vsphere.power_state(vm, vm_name)
+    if state == "suspended":
+        raise CloudError(
+            f"VM {vm_name} is suspended: resume it or power it off, then run up again "
+            "(vSphere changes vGPU devices only on a powered-off VM)"
+        )
+    was_on = state == "poweredOn"
     if was_on:
-        WaitForTask(vm.PowerOffVM_Task())
+        vsphere.set_power(vm, vm_name, on=False)
     try:
         return change()
     finally:
         if was_on:
-            WaitForTask(vm.PowerOnVM_Task())
+            vsphere.set_power(vm, vm_name, on=True)
 
 
 class VgpuProfileProvider(ResourceProvider):
@@ -74,7 +92,7 @@ class VgpuProfileProvider(ResourceProvider):
         profile = news.get("profile")
         if not isinstance(profile, str) or not VGPU_PROFILE_RE.match(profile):
             failures.append(CheckFailure("profile", f"not a vGPU profile name: {profile!r}"))
-        for key in ("vm_name", "server", "user", "password"):
+        for key in REQUIRED:
             if not news.get(key):
                 failures.append(CheckFailure(key, f"{key} is required"))
         return CheckResult(news, failures)
@@ -82,44 +100,65 @@ class VgpuProfileProvider(ResourceProvider):
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         replaces = [k for k in REPLACE_ON if olds.get(k) != news.get(k)]
         changed = replaces or [k for k in UPDATE_ON if olds.get(k) != news.get(k)]
-        return DiffResult(
-            changes=bool(changed), replaces=replaces, delete_before_replace=True
-        )
+        return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=True)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         from infra.clouds import vsphere
 
-        vm_name, profile = str(props["vm_name"]), str(props["profile"])
+        uuid, name, profile = str(props["vm_uuid"]), str(props["vm_name"]), str(props["profile"])
         si = _connect(props)
         try:
-            profiles = _with_vm_off(
-                si, vm_name, lambda: vsphere.attach_vgpu(si, vm_name, profile)
-            )
+            vm = vsphere.vm_of(si, name, uuid)
+            profiles = vsphere.vgpu_profiles_of(vm, name)
+            if profile not in profiles:
+                profiles = _with_vm_off(
+                    vm, name, lambda: vsphere.attach_vgpu(si, name, profile, uuid=uuid)
+                )
         finally:
             _disconnect(si)
-        return CreateResult(f"{vm_name}/{profile}", {**props, "profiles": list(profiles)})
+        return CreateResult(f"{uuid}/{profile}", {**props, "profiles": list(profiles)})
 
-    def update(
-        self, _id: str, _olds: dict[str, Any], news: dict[str, Any]
-    ) -> UpdateResult:
-        # Only credentials changed: nothing to do on the VM.
-        return UpdateResult({**_olds, **news})
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        from infra.clouds import CloudError, vsphere
+
+        uuid, name, profile = str(props["vm_uuid"]), str(props["vm_name"]), str(props["profile"])
+        try:
+            si = _connect(props)
+        except CloudError as exc:
+            pulumi.log.warn(f"VgpuProfile {name}: not refreshed, vCenter unreachable: {exc}")
+            return ReadResult(id_, dict(props))
+        try:
+            vm = vsphere.find_vm_by_uuid(si, uuid, name)
+            profiles = vsphere.vgpu_profiles_of(vm, name) if vm is not None else []
+        finally:
+            _disconnect(si)
+        if profile not in profiles:
+            return ReadResult("", {})  # VM or vGPU gone: the resource no longer exists
+        return ReadResult(id_, {**props, "profiles": profiles})
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        # Only credentials or the VM's name changed: nothing to do on the VM.
+        return UpdateResult({**olds, **news})
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         from infra.clouds import vsphere
 
-        vm_name, profile = str(props["vm_name"]), str(props["profile"])
+        uuid, name, profile = str(props["vm_uuid"]), str(props["vm_name"]), str(props["profile"])
         si = _connect(props)
         try:
-            _with_vm_off(si, vm_name, lambda: vsphere.detach_vgpu(si, vm_name, profile))
+            vm = vsphere.find_vm_by_uuid(si, uuid, name)
+            if vm is None or profile not in vsphere.vgpu_profiles_of(vm, name):
+                return  # VM or device already gone: nothing left to delete
+            _with_vm_off(vm, name, lambda: vsphere.detach_vgpu(si, name, profile, uuid=uuid))
         finally:
             _disconnect(si)
 
 
 class VgpuProfile(pulumi.dynamic.Resource):
-    """One vGPU ``profile`` on the VM ``vm_name``."""
+    """One vGPU ``profile`` on the VM whose UUID is ``vm_uuid``."""
 
     vm_name: pulumi.Output[str]
+    vm_uuid: pulumi.Output[str]
     profile: pulumi.Output[str]
     profiles: pulumi.Output[list[str]]
 
@@ -127,6 +166,7 @@ class VgpuProfile(pulumi.dynamic.Resource):
         self,
         name: str,
         *,
+        vm_uuid: pulumi.Input[str],
         vm_name: pulumi.Input[str],
         profile: pulumi.Input[str],
         server: pulumi.Input[str],
@@ -142,6 +182,7 @@ class VgpuProfile(pulumi.dynamic.Resource):
             VgpuProfileProvider(),
             name,
             {
+                "vm_uuid": vm_uuid,
                 "vm_name": vm_name,
                 "profile": profile,
                 "server": server,
