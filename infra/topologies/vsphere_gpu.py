@@ -173,6 +173,7 @@ class VsphereGpuLab(pulumi.ComponentResource):
 
         return VgpuProfile(
             f"{name}-vgpu",
+            vm_uuid=vm.uuid,
             vm_name=vm.name,
             profile=cfg.vgpu_profile,
             server=cfg.vsphere_server,
