@@ -9,9 +9,15 @@ edited role re-runs the play on the next ``up``; nothing else does.
 Outputs: ``summary`` (per host: ok / changed / failed / unreachable / skipped), ``facts`` (per
 host: the NVIDIA driver and CUDA versions the play found, GPU facts), ``status``, ``elapsed_s``.
 
-``delete`` runs nothing: a configured host cannot be un-configured, it goes away with its
-topology. The provider holds no state (plain class, imports inside methods) so Pulumi's
-dill serialization pickles it by reference to this importable module.
+``diff`` compares every input (``secrets`` by digest); a change re-runs the play in place.
+``read`` (``pulumi refresh``, ``up --refresh``) returns the stored outputs: a play's result
+cannot be read back from the hosts without running it again. ``delete`` runs nothing: a
+configured host cannot be un-configured, it goes away with its topology.
+
+The engine runs these methods in its own provider host (``python -m pulumi.dynamic``, cwd =
+the program directory = the repository root, the project's ``.venv``): this module imports
+from there with no ``sys.path`` change, and the provider holds no state (plain class, heavy
+imports inside methods) so Pulumi's dill serialization pickles it by reference to this module.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from pulumi.dynamic import (
     CheckResult,
     CreateResult,
     DiffResult,
+    ReadResult,
     ResourceProvider,
     UpdateResult,
 )
@@ -36,6 +43,8 @@ PLAYBOOKS = REPO / "playbooks"
 
 # Inputs whose change re-runs the play (compared in diff); "secrets" is compared by digest.
 RUN_INPUTS = ("hosts", "playbook", "variables", "playbook_digest", "triggers")
+# What create/update add to the inputs; never compared in diff.
+OUTPUTS = ("secrets_digest", "summary", "facts", "status", "elapsed_s", "ran_at")
 # Fact names (set_fact / gathered) reported as the driver and CUDA versions found.
 # First found wins: what the driver / CUDA roles installed, then what gpu_facts discovered.
 DRIVER_KEYS = (
@@ -126,6 +135,18 @@ def gpu_facts(facts: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def changed_inputs(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
+    """Every input whose value differs between the stored outputs and the new inputs: the
+    known ones and any other key of the new inputs (``secrets`` by digest; outputs and the
+    serialized provider are not inputs)."""
+    keys = set(RUN_INPUTS) | {k for k in news if k not in OUTPUTS and not k.startswith("__")}
+    keys.discard("secrets")
+    changed = sorted(k for k in keys if olds.get(k) != news.get(k))
+    if olds.get("secrets_digest") != secrets_digest(news.get("secrets")):
+        changed.append("secrets")
+    return changed
+
+
 class AnsibleRunProvider(ResourceProvider):
     """create/update run the playbook; diff says whether the inputs changed; delete is a no-op."""
 
@@ -144,10 +165,12 @@ class AnsibleRunProvider(ResourceProvider):
         return CheckResult(news, failures)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        changed = [k for k in RUN_INPUTS if olds.get(k) != news.get(k)]
-        if olds.get("secrets_digest") != secrets_digest(news.get("secrets")):
-            changed.append("secrets")
-        return DiffResult(changes=bool(changed), replaces=[], delete_before_replace=False)
+        return DiffResult(
+            changes=bool(changed_inputs(olds, news)), replaces=[], delete_before_replace=False
+        )
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        return ReadResult(id_, dict(props))
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         import uuid

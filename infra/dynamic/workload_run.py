@@ -7,11 +7,19 @@ default the execution environment), ``topology``, ``lab``, ``variables`` (more e
 is an input too: editing the suite re-runs it on the next ``up``; nothing else does.
 
 It runs ``playbooks/workloads.yml``, which runs the runner on every host and fetches the result
-records to ``results/<lab>/<run-id>/`` on this machine, and outputs ``summary`` (the shape of
+records to ``<results_dir>/<run-id>/<host>/`` on this machine (``results_dir`` input, else
+:func:`infra.paths.stack_results_dir` of ``lab``), and outputs ``summary`` (the shape of
 :mod:`infra.summary`: median images/sec and elapsed per model and scenario, run status),
 ``records`` (the fetched JSON Lines files), ``records_dir``, ``run_id`` and ``status``.
 
-``delete`` keeps the results: a destroyed lab's measurements stay under ``results/<lab>/``.
+When the play fails on some hosts, the records the other hosts finished stay where they were
+fetched, with a ``summary.json`` of status ``partial``, and the run fails with one line naming
+the host and the task (:class:`WorkloadRunError`). ``diff`` compares every input; ``read``
+returns the stored outputs; ``delete`` keeps the results: a destroyed lab's measurements stay.
+
+The engine's provider host (``python -m pulumi.dynamic``, cwd = the repository root, the
+project's ``.venv``) imports this module as it is: no ``sys.path`` change, heavy imports inside
+the methods, a stateless provider pickled by reference.
 """
 
 from __future__ import annotations
@@ -25,9 +33,12 @@ from pulumi.dynamic import (
     CheckResult,
     CreateResult,
     DiffResult,
+    ReadResult,
     ResourceProvider,
     UpdateResult,
 )
+
+from infra.ansible.runner import PlaybookError, PlaybookResult
 
 REPO = Path(__file__).resolve().parents[2]
 EXEC_ENVS = ("native", "docker", "singularity", "k8s", "bitfusion")
@@ -40,9 +51,41 @@ RUN_INPUTS = (
     "topology",
     "lab",
     "variables",
+    "results_dir",
     "triggers",
 )
+# What create/update add to the inputs; never compared in diff.
+OUTPUTS = ("run_id", "records_dir", "records", "summary", "play_status", "status")
 PLAYBOOK = "workloads.yml"
+
+
+class WorkloadRunError(PlaybookError):
+    """The play failed on some host: one line naming the host and the task, and where the
+    records the other hosts finished were kept."""
+
+    def __init__(self, result: PlaybookResult, kept: list[str], where: str) -> None:
+        super().__init__(result)
+        line = " ".join(str(self).split())
+        if kept:
+            line += f"; kept the finished records of {', '.join(kept)} in {where}"
+        self.kept = kept
+        self.args = (line,)
+
+
+def changed_inputs(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
+    """Every input that differs between the stored outputs and the new inputs (the known ones
+    and any other key of the new inputs; outputs and the serialized provider are not inputs)."""
+    keys = set(RUN_INPUTS) | {k for k in news if k not in OUTPUTS and not k.startswith("__")}
+    return sorted(k for k in keys if olds.get(k) != news.get(k))
+
+
+def results_dir_of(props: dict[str, Any]) -> Path:
+    """The ``results_dir`` input, else ``infra.paths.stack_results_dir(lab)``."""
+    from infra.paths import stack_results_dir
+
+    if props.get("results_dir"):
+        return Path(props["results_dir"])
+    return stack_results_dir(props.get("lab") or "local")
 
 
 def suite_file(suite: str) -> Path | None:
@@ -88,8 +131,13 @@ class WorkloadRunProvider(ResourceProvider):
         return CheckResult(news, failures)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        changed = [k for k in RUN_INPUTS if olds.get(k) != news.get(k)]
-        return DiffResult(changes=bool(changed), replaces=[], delete_before_replace=False)
+        return DiffResult(
+            changes=bool(changed_inputs(olds, news)), replaces=[], delete_before_replace=False
+        )
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        # The records on disk are the measurement; the stored outputs describe them.
+        return ReadResult(id_, dict(props))
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         outs = self._run(props)
@@ -99,18 +147,18 @@ class WorkloadRunProvider(ResourceProvider):
         return UpdateResult(self._run(news))
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
-        return None  # results/<lab>/ stays: `gpulab down` keeps results
+        return None  # the records stay: `gpulab down` keeps results
 
     def _run(self, props: dict[str, Any]) -> dict[str, Any]:
-        from infra.ansible import PlaybookError, run_playbook
+        import json
+
+        from infra.ansible import run_playbook
         from infra.dynamic.ansible_run import host_objects
         from infra.summary import summarize_files
         from workloads.records import new_run_id
 
         run_id = new_run_id()
-        lab = props.get("lab") or "local"
-        results_dir = Path(props.get("results_dir") or REPO / "results" / lab)
-        fetch_dir = results_dir / run_id
+        fetch_dir = results_dir_of(props) / run_id
         fetch_dir.mkdir(parents=True, exist_ok=True)
         result = run_playbook(
             PLAYBOOK,
@@ -119,20 +167,25 @@ class WorkloadRunProvider(ResourceProvider):
             check=False,
         )
         files = sorted(fetch_dir.rglob("*.jsonl"))
-        if not files and not result.ok:
-            raise PlaybookError(result)
         summary = summarize_files(files, suite=Path(props["suite"]).stem)
         summary["records"] = [_rel(f) for f in files]
+        if not result.ok:
+            kept = sorted({f.relative_to(fetch_dir).parts[0] for f in files})
+            error = WorkloadRunError(result, kept, _rel(fetch_dir))
+            summary["status"] = "partial" if files else "failed"
+            summary["failed_hosts"] = sorted({f.host for f in result.failures})
+            summary["error"] = str(error)
+            (fetch_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+            raise error
         outs = {k: props.get(k) for k in RUN_INPUTS}
         outs.update(
             {
-                "results_dir": props.get("results_dir"),
                 "run_id": run_id,
                 "records_dir": _rel(fetch_dir),
                 "records": summary["records"],
                 "summary": summary,
                 "play_status": result.status,
-                "status": summary["status"] if result.ok else "failed",
+                "status": summary["status"],
             }
         )
         return outs

@@ -15,7 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from infra.dynamic.ansible_run import AnsibleRunProvider, secrets_digest, tree_digest
+from infra.dynamic.ansible_run import (
+    RUN_INPUTS,
+    AnsibleRunProvider,
+    secrets_digest,
+    tree_digest,
+)
 from infra.hosts import Host
 
 HERE = Path(__file__).parent
@@ -59,18 +64,29 @@ def test_diff_only_on_input_changes(tmp_path: Path) -> None:
     old = props([Host("h", "127.0.0.1")], tmp_path / "log")
     old_outs = dict(old, secrets=None, secrets_digest=None, summary={}, facts={}, status="x")
     assert p.diff("id", old_outs, dict(old)).changes is False
-    for key, value in (
-        ("variables", {"probe_log": "/other"}),
-        ("playbook_digest", "0" * 64),
+    changes = (
         ("hosts", [Host("h2", "127.0.0.2").to_output()]),
-        ("triggers", ["driver-550"]),
+        ("playbook", "site.yml"),
+        ("variables", {"probe_log": "/other"}),
         ("secrets", {"token": "t"}),
-    ):
+        ("playbook_digest", "0" * 64),
+        ("triggers", ["driver-550"]),
+        ("future_input", 1),  # an input the provider does not know yet counts too
+    )
+    # Every input the resource registers is changed once.
+    assert {k for k, _ in changes} >= set(RUN_INPUTS) | {"secrets"}
+    for key, value in changes:
         d = p.diff("id", old_outs, dict(old, **{key: value}))
         assert d.changes is True, key
         assert not d.replaces  # re-run in place, never replace
     with_secret = dict(old_outs, secrets_digest=secrets_digest({"token": "t"}))
     assert p.diff("id", with_secret, dict(old, secrets={"token": "t"})).changes is False
+
+
+def test_read_returns_the_stored_outputs(tmp_path: Path) -> None:
+    outs = dict(props([Host("h", "127.0.0.1")], tmp_path / "log"), summary={"h": {}}, status="ok")
+    r = AnsibleRunProvider().read("ansible-1", outs)
+    assert (r.id, r.outs) == ("ansible-1", outs)
 
 
 def test_provider_pickles_by_reference_and_loads_in_a_fresh_process() -> None:

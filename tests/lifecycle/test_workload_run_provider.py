@@ -1,6 +1,7 @@
 """WorkloadRun's provider methods driven for real as plain Python on localhost: the real
 playbooks/workloads.yml (workload_run role, local connection) runs the real runner with
-TensorFlow and fetches the records; the summary comes back as the resource's outputs."""
+TensorFlow (or a tiny record-writing command) and fetches the records; the summary comes back
+as the resource's outputs. A play that fails on one host keeps the other hosts' records."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from infra.dynamic.workload_run import WorkloadRunProvider, play_vars, suite_file
+from infra.dynamic.workload_run import (
+    OUTPUTS,
+    RUN_INPUTS,
+    WorkloadRunError,
+    WorkloadRunProvider,
+    play_vars,
+    results_dir_of,
+    suite_file,
+)
 from infra.hosts import Host
 
 REPO = Path(__file__).resolve().parents[2]
@@ -21,6 +30,37 @@ experiments:
     warmup: 1
     steps: 2
 """
+
+
+# A stand-in for the runner (the workload_run role's workload_run_command): writes one record
+# with the runner's own writer and exits with argv[1].
+TINY = (
+    "import os, socket, sys\n"
+    "from workloads.records import RecordWriter, make_record\n"
+    "e = os.environ\n"
+    "with RecordWriter(e['GPULAB_RECORDS_OUT']) as w:\n"
+    "    w.write(make_record(run_id=e['GPULAB_RUN_ID'], suite='tiny', experiment='tiny',\n"
+    "        model='none', kind='job', elapsed_s=0.01, topology=e['GPULAB_TOPOLOGY'],\n"
+    "        arm=e['GPULAB_ARM'], host=socket.gethostname()))\n"
+    "sys.exit(int(sys.argv[1]))\n"
+)
+
+
+def tiny_host(name: str, tmp_path: Path, rc: int | None = 0) -> Host:
+    """A local-connection host whose run is TINY exiting ``rc`` (None: a command that writes
+    no record and fails)."""
+    command = [sys.executable, "-c", TINY, str(rc)] if rc is not None else ["/bin/false"]
+    return Host(
+        name,
+        "127.0.0.1",
+        gpu_path="local",
+        vars={
+            "workload_run_command": command,
+            "workload_run_python": sys.executable,
+            "workload_run_dir": str(REPO),
+            "workload_run_results_dir": str(tmp_path / "host-results" / name),
+        },
+    )
 
 
 def props(tmp_path: Path, suite: str, **extra) -> dict:
@@ -56,6 +96,82 @@ def test_check_and_diff() -> None:
     assert p.diff("id", outs, dict(base, suite_digest="x")).changes is True
     assert p.diff("id", outs, dict(base, execution_env="native")).changes is True
     assert suite_file("smoke") == REPO / "workloads" / "suites" / "smoke.yaml"
+
+
+def test_diff_sees_every_input_one_at_a_time() -> None:
+    p = WorkloadRunProvider()
+    news = {
+        "hosts": [{"name": "a", "address": "192.0.2.1"}],
+        "suite": "smoke",
+        "suite_digest": "d1",
+        "execution_env": "native",
+        "arm": "native",
+        "topology": "nova-pci",
+        "lab": "lab",
+        "variables": {"workload_run_timeout_s": 60},
+        "results_dir": "/r",
+        "triggers": ["m1"],
+    }
+    assert set(news) == set(RUN_INPUTS)
+    outs = dict(news, run_id="r1", records_dir="x", records=[], summary={}, status="ok")
+    assert set(outs) - set(news) <= set(OUTPUTS)
+    assert p.diff("id", outs, dict(news)).changes is False
+    changed = {
+        "hosts": [{"name": "b", "address": "192.0.2.2"}],
+        "suite": "full",
+        "suite_digest": "d2",
+        "execution_env": "docker",
+        "arm": "docker-2",
+        "topology": "ironic-bm",
+        "lab": "lab2",
+        "variables": {"workload_run_timeout_s": 61},
+        "results_dir": "/r2",
+        "triggers": ["m2"],
+    }
+    for key, value in changed.items():
+        d = p.diff("id", outs, dict(news, **{key: value}))
+        assert d.changes is True, key
+        assert d.replaces == [], key  # re-measure in place
+    # An input the provider does not know yet counts too.
+    assert p.diff("id", outs, dict(news, future_input=1)).changes is True
+
+
+def test_read_returns_the_stored_outputs() -> None:
+    outs = {"hosts": [{"name": "a"}], "suite": "smoke", "run_id": "r1", "summary": {"x": 1}}
+    r = WorkloadRunProvider().read("workloads-r1", outs)
+    assert (r.id, r.outs) == ("workloads-r1", outs)
+
+
+def test_results_dir_is_the_input_else_the_stacks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GPULAB_RESULTS", str(tmp_path / "root"))
+    assert results_dir_of({"lab": "nova-lab"}) == tmp_path / "root" / "nova-lab"
+    assert results_dir_of({"lab": "x", "results_dir": "/elsewhere"}) == Path("/elsewhere")
+    monkeypatch.delenv("GPULAB_RESULTS")
+    monkeypatch.chdir(tmp_path)
+    assert results_dir_of({"lab": "l"}) == tmp_path / "results" / "l"
+
+
+@pytest.mark.slow
+def test_a_failed_host_keeps_the_other_hosts_records(tmp_path: Path) -> None:
+    hosts = [tiny_host("wr-ok", tmp_path), tiny_host("wr-bad", tmp_path, rc=None)]
+    p = props(tmp_path, "smoke", hosts=[h.to_output() for h in hosts], variables={})
+    with pytest.raises(WorkloadRunError) as err:
+        WorkloadRunProvider().create(p)
+    msg = str(err.value)
+    assert "\n" not in msg
+    assert "host 'wr-bad' failed at task 'Fail when the run failed" in msg
+    assert "kept the finished records of wr-ok in" in msg
+    [run_dir] = (tmp_path / "results").iterdir()
+    [kept] = (run_dir / "wr-ok").glob("*.jsonl")
+    assert '"host"' in kept.read_text()
+    assert not (run_dir / "wr-bad").exists()
+    import json
+
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "partial" and summary["failed_hosts"] == ["wr-bad"]
+    assert summary["counts"]["ok"] == 1 and summary["error"] == msg
 
 
 def test_play_vars_are_the_workload_run_roles() -> None:
