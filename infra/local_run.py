@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.cli.errors import UsageError
+from infra.specs.execenv import Mount, container_name, render_launch
 from workloads.errors import InputError
 
 REPO = Path(__file__).resolve().parents[1]
@@ -120,7 +121,9 @@ def venv_site_packages() -> str:
     return sysconfig.get_paths()["purelib"]
 
 
-def render_dockerfile(base_image: str, python_mode: str, pip_packages: list[str] = ()) -> str:
+def render_dockerfile(
+    base_image: str, python_mode: str, pip_packages: list[str] | tuple[str, ...] = ()
+) -> str:
     import jinja2
 
     env = jinja2.Environment(
@@ -246,39 +249,33 @@ def run_docker(
     console: Any,
     name: str,
 ) -> int:
+    # The one docker launcher (infra.specs.execenv), the same as on a lab host.
+    results = out.parent.resolve()
     suite_arg = suite
-    mounts = ["-v", f"{out.parent.resolve()}:/results"]
+    mounts = [Mount(str(results), str(results))]
     suite_path = Path(suite)
     if suite_path.suffix in (".yaml", ".yml") and suite_path.is_file():
-        mounts += ["-v", f"{suite_path.resolve().parent}:/suite:ro"]
+        mounts.append(Mount(str(suite_path.resolve().parent), "/suite", read_only=True))
         suite_arg = f"/suite/{suite_path.name}"
     if python_mode == "host":
-        mounts += ["-v", f"{venv_site_packages()}:{HOST_SITE}:ro"]
-    gpus = ["--gpus", "all"] if has_nvidia_gpu() else []
+        mounts.append(Mount(venv_site_packages(), HOST_SITE, read_only=True))
     rev = subprocess.run(
         ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
-    cmd = [
-        engine.cli,
-        "run",
-        "--rm",
-        "--name",
-        name,
-        "--network",
-        "none",
-        "--user",
-        f"{os.getuid()}:{os.getgid()}",
-        "-e",
-        "HOME=/tmp",
-        "-e",
-        f"GPULAB_GIT_REV={rev or 'unknown'}",
-        *gpus,
-        *mounts,
-        tag,
-        *runner_args(suite_arg, f"/results/{out.name}", "docker"),
-    ]
+    runner_env = {"GPULAB_GIT_REV": rev or "unknown"}  # passed into the container by name
+    records = str(results / out.name)
+    cmd = render_launch(
+        "docker",
+        inner=["python3", "-m", "workloads", *runner_args(suite_arg, records, "docker")],
+        image=tag,
+        mounts=mounts,
+        env_names=sorted(runner_env),
+        name=name,
+        user=f"{os.getuid()}:{os.getgid()}",
+        gpus="all" if has_nvidia_gpu() else "",
+    )
     try:
-        return stream(cmd, log, out, "docker", console, engine.env)
+        return stream(cmd, log, out, "docker", console, {**engine.env, **runner_env})
     finally:
         engine.run("rm", "-f", name, timeout=60)
 
@@ -363,7 +360,7 @@ def run_local(
                 log,
                 python_mode,
                 console,
-                name=f"gpulab-{run_id}-docker".lower(),
+                name=container_name(run_id, "docker"),
             )
             note = "" if drc == 0 else f"docker arm exited {drc}: {_fail_line(log)}"
         except (RuntimeError, subprocess.TimeoutExpired) as exc:

@@ -6,7 +6,8 @@
   template once (its ``--env=NAME`` entry is one expression that renders to a list) and appends
   the runner's argv.
 - ``playbooks/vars/exec_envs.yml``: ``gpulab_exec_env_roles`` (execution environment or alias
-  -> the roles that prepare a host for it), read by ``site.yml`` through ``vars_files``.
+  -> the roles that prepare a host for it) and ``gpulab_exec_env_names`` (name or alias -> the
+  name), read by ``site.yml`` and ``validate.yml`` through ``vars_files``.
 
 ``python -m infra.specs.ansible_vars`` writes them; ``tests/specs/test_execenv.py`` fails when a
 file differs from the table, so the table stays the one place to edit.
@@ -46,6 +47,7 @@ def site_vars() -> dict[str, Any]:
         "gpulab_exec_env_roles": {
             name: list(execenv.get(name).roles) for name in execenv.accepted()
         },
+        "gpulab_exec_env_names": {name: execenv.canonical(name) for name in execenv.accepted()},
     }
 
 
