@@ -28,7 +28,6 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -167,8 +166,9 @@ class ProviderHost:
 
     ``cwd``: the program directory the engine starts the host in; ``python``: the interpreter
     (default ``<cwd>/.venv/bin/python``, what the launcher resolves the ``virtualenv`` option
-    to); ``env``: extra environment variables over this process's own. Each RPC is printed
-    with its time and kept in ``calls`` as (method, name, seconds, ok).
+    to; when it is missing, ``start`` fails as the launcher does); ``env``: extra environment
+    variables over this process's own. Each RPC is printed with its time and kept in ``calls``
+    as (method, name, seconds, ok).
     """
 
     def __init__(
@@ -180,8 +180,8 @@ class ProviderHost:
         stack: str = "test",
     ) -> None:
         self.cwd = Path(cwd)
-        venv_python = self.cwd / ".venv" / "bin" / "python"
-        self.python = python or (str(venv_python) if venv_python.exists() else sys.executable)
+        # The launcher resolves Pulumi.yaml's `virtualenv: .venv` against its cwd.
+        self.python = python or str(self.cwd / ".venv" / "bin" / "python")
         self.env = dict(env or {})
         self.project = project
         self.stack = stack
@@ -222,6 +222,10 @@ class ProviderHost:
         return env
 
     def start(self) -> None:
+        venv = Path(self.python).parent.parent
+        if not Path(self.python).exists():
+            # What pulumi-resource-pulumi-python says before Python starts (pulumi/pulumi#7061).
+            raise ProviderError("start", None, f'The virtual environment "{venv}" doesn\'t exist')
         t0 = time.monotonic()
         # A file, not a pipe: a chatty provider must never block on a full stderr pipe.
         self._stderr_file = tempfile.TemporaryFile()  # noqa: SIM115 (closed in stop())
