@@ -9,7 +9,8 @@ finds them (no list to edit). A topology gives:
 - ``default_envs`` / ``mode_envs``: the execution environments it measures in when the stack
   names none (``mode_envs``: per ``gpulab:mode``);
 - ``gpu_path`` and ``settings``: the ``gpu_path`` of its GPU hosts and the setting each means;
-- ``check_config`` / ``describe``: cross-key config checks, and extra rows of ``gpulab validate``.
+- ``check_config`` / ``describe``: cross-key config checks, and extra rows of ``gpulab validate``;
+- ``defaults``: its own defaults of keys it shares with others (``ssh_user`` root for local).
 
 Settings (where a measurement ran, as the lab knows it) are :data:`SETTINGS`. A host's setting
 comes from its ``gpu_path``; a container execution environment on a bare-metal or VM host makes
@@ -87,6 +88,8 @@ class Topology:
     check_config: Callable[[dict[str, Any], dict[str, Any], list[str]], None] = _nothing
     describe: Callable[[Any], list[tuple[str, str]]] = _no_rows
     stack_file: str = field(default="")  # the example stack, Pulumi.<name>.yaml
+    # Its own defaults of shared keys (the key table's default is for every other topology).
+    defaults: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def fields(self) -> tuple[Any, ...]:

@@ -57,4 +57,6 @@ SPEC = Topology(
     audit=audit,
     describe=describe,
     stack_file="Pulumi.ironic-bm.yaml",
+    # Display-only flavor sizes: a bare-metal flavor asks Placement for none of them.
+    defaults={"flavor_vcpus": 1, "flavor_ram_mb": 1024, "flavor_disk_gb": 10},
 )

@@ -30,4 +30,5 @@ SPEC = Topology(
     preflight=preflight,
     audit=audit,
     stack_file="Pulumi.local.yaml",
+    defaults={"ssh_user": "root"},
 )
