@@ -27,9 +27,23 @@ fi
 
 pids=()
 names=()
+# Each part runs in its own session (setsid), so that an interrupt stops the part and everything
+# it started (pip, apt, a build) by its process group, whose id is the part's PID.
+stop_parts() {
+  trap - INT TERM HUP
+  echo "==> interrupted: stopping parts ${pids[*]:-}" >&2
+  for pid in "${pids[@]}"; do
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+  done
+  for pid in "${pids[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+  exit 130
+}
+trap stop_parts INT TERM HUP
 for script in scripts/parts/*.sh; do
   name=$(basename "$script" .sh)
-  bash "$script" "$action" > ".cache/parts/$name.log" 2>&1 &
+  setsid bash "$script" "$action" > ".cache/parts/$name.log" 2>&1 < /dev/null &
   pids+=($!)
   names+=("$name")
 done
@@ -43,4 +57,5 @@ for i in "${!pids[@]}"; do
     rc=1
   fi
 done
+trap - INT TERM HUP
 exit $rc
