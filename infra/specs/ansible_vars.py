@@ -2,9 +2,10 @@
 
 - ``playbooks/roles/workload_run/vars/main.yml``: ``workload_run_launchers`` (execution
   environment -> its launch argv template, :func:`infra.specs.execenv.lab_launch_argv`),
-  ``workload_run_container_envs`` and ``workload_run_exec_env_aliases``. The role flattens the
-  template once (its ``--env=NAME`` entry is one expression that renders to a list) and appends
-  the runner's argv.
+  ``workload_run_job_envs`` (those started as a Kubernetes Job),
+  ``workload_run_container_envs``, ``workload_run_exec_env_aliases`` and
+  ``workload_run_exec_env_name`` (the alias resolved). The role flattens a template once (its
+  ``--env=NAME`` entry is one expression that renders to a list) and appends the runner's argv.
 - ``playbooks/vars/exec_envs.yml``: ``gpulab_exec_env_roles`` (execution environment or alias
   -> the roles that prepare a host for it) and ``gpulab_exec_env_names`` (name or alias -> the
   name), read by ``site.yml`` and ``validate.yml`` through ``vars_files``.
@@ -37,8 +38,14 @@ def workload_run_vars() -> dict[str, Any]:
             for name, env in execenv.ENVS.items()
             if env.launch is not None
         },
+        "workload_run_job_envs": [n for n, e in execenv.ENVS.items() if e.job is not None],
         "workload_run_container_envs": list(execenv.containers()),
         "workload_run_exec_env_aliases": execenv.aliases(),
+        # the name records carry: an alias (singularity) resolved
+        "workload_run_exec_env_name": (
+            "{{ workload_run_exec_env_aliases[workload_run_exec_env]"
+            " | default(workload_run_exec_env) }}"
+        ),
     }
 
 
