@@ -14,7 +14,7 @@ and without NUMA affinity), rnn (DeepBench LSTM vs GRU), mnist (MNIST CNN wall-c
 Backends: ``$KERAS_BACKEND`` if set; else tensorflow when installed; else every installed one of
 jax and torch. Each training measurement and each kernel set runs in its own process. Records
 go to DIR/records.jsonl (workloads/records.py schema, fingerprint with NVML virtualization mode),
-the report to DIR/report/ (workloads.report, what ``gpulab report`` builds). Exit codes: 0 all
+the report to DIR/report/ (report, what ``gpulab report`` builds). Exit codes: 0 all
 ok, 1 some measurement failed, 2 bad input, 130 interrupted (finished records are kept).
 """
 
@@ -65,7 +65,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-minutes", type=float, help="start no measurement after this long")
     p.add_argument("--topology", default="local", help="records' topology label")
     p.add_argument("--arm", default="native", help="records' arm label")
-    p.add_argument("--no-report", action="store_true", help="skip workloads.report")
+    p.add_argument("--no-report", action="store_true", help="skip the report")
     p.add_argument("--from-records", nargs="+", type=Path, metavar="JSONL",
                    help="measure nothing: tables and report from these record files")
     return p
@@ -117,9 +117,9 @@ def device_name(records: list[dict[str, Any]]) -> str:
 
 def build_report(paths: list[Path], out: Path, console: Any) -> None:
     try:
-        from workloads.report import build_report as report
+        from report import build_report as report
     except ImportError:
-        console.print("report: workloads.report is not available; run `gpulab report` later")
+        console.print("report: the report package is not available; run `gpulab report` later")
         return
     try:
         res = report(paths, out, title="gpulab GPU suite (issue 9)")
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         if args.from_records:
-            from workloads.report.load import load_records
+            from report.load import load_records
 
             paths = list(args.from_records)
             records = load_records(paths)

@@ -97,8 +97,8 @@ def run_local_cmd(
 
 def _report_local(run: Any, console: Any) -> None:
     """The run's report, normalized to its native arm; a report problem never fails the run."""
+    from report import build_report
     from workloads.errors import InputError
-    from workloads.report import build_report
 
     out_dir = run.records_path.with_name(f"{run.run_id}.report")
     try:

@@ -44,7 +44,7 @@ def report_cmd(
     from rich.table import Table
 
     from infra.cli.errors import UsageError
-    from workloads.report import build_report
+    from report import build_report
 
     if not inputs:
         import os

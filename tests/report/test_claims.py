@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.report import synth
-from workloads.report.claims import (
+from report.claims import (
     BOUNDS,
     NOT_MEASURED,
     NOT_REPRODUCED,
@@ -17,10 +16,11 @@ from workloads.report.claims import (
     all_checks,
     verdicts,
 )
-from workloads.report.exclusions import split
-from workloads.report.mapping import Arm
-from workloads.report.published import load_published
-from workloads.report.table import build_table
+from report.exclusions import split
+from report.mapping import Arm
+from report.published import load_published
+from report.table import build_table
+from tests.report import synth
 
 PUB = load_published()
 UNCHECKABLE = {"vmware_vgpu_containers/mixed_workloads", "vmware_vgpu_containers/vgpu_scheduling"}

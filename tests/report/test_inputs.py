@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from infra.cli import main
+from report import build_report
+from report.load import load_records
 from tests.report import synth
 from workloads.errors import InputError
-from workloads.report import build_report
-from workloads.report.load import load_records
 
 
 def two_arms() -> list[dict]:

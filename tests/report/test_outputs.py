@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from report import build_report
+from report.build import ReportResult
+from report.figures import FIG_SIZE_PX
+from report.published import load_published
+from report.render import CSV_COLUMNS
 from tests.report import synth
-from workloads.report import build_report
-from workloads.report.build import ReportResult
-from workloads.report.figures import FIG_SIZE_PX
-from workloads.report.published import load_published
-from workloads.report.render import CSV_COLUMNS
 
 PNG_SIG = b"\x89PNG\r\n\x1a\n"
 

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from report import build_report
 from tests.report import synth
-from workloads.report import build_report
 from workloads.setting import make_setting, setting_record_fields
 
 BARE_METAL_FP = {

@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from workloads.report.stats import CV_FLAG, bootstrap_ci, coefficient_of_variation, summarize
+from report.stats import CV_FLAG, bootstrap_ci, coefficient_of_variation, summarize
 
 
 def test_median_and_summary_fields() -> None:

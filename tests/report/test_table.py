@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from report.exclusions import split, throttle_bits
+from report.mapping import Arm, resolve_baseline, setting_of
+from report.table import build_table, metric_values
 from tests.report import synth
 from workloads.errors import InputError
-from workloads.report.exclusions import split, throttle_bits
-from workloads.report.mapping import Arm, resolve_baseline, setting_of
-from workloads.report.table import build_table, metric_values
 
 
 @pytest.mark.parametrize(

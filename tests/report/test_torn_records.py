@@ -19,12 +19,12 @@ import sys
 import time
 from pathlib import Path
 
+from report.exclusions import split
+from report.load import load_records
+from report.mapping import arm_settings, resolve_baseline
+from report.table import arm_of, build_table
 from tests.report import synth
 from workloads.records import RecordWriter, iter_records, make_record
-from workloads.report.exclusions import split
-from workloads.report.load import load_records
-from workloads.report.mapping import arm_settings, resolve_baseline
-from workloads.report.table import arm_of, build_table
 
 SEED = 20261123
 CUTS = 240

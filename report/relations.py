@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from workloads.report.checks import Outcome, missing, per_arm, pick, value
-from workloads.report.table import Row, Table
+from report.checks import Outcome, missing, per_arm, pick, value
+from report.table import Row, Table
 
 CLOSER = "closer2018"
 BIG = ("inception_v3", "resnet50")

@@ -9,30 +9,30 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from workloads.errors import InputError
-from workloads.report import claims as claims_mod
-from workloads.report.environment import compare
-from workloads.report.exclusions import Excluded, bit_names, split, throttle_bits
-from workloads.report.figures import FigureFile, all_figures
-from workloads.report.load import load_records
-from workloads.report.mapping import SETTING_LABELS, arm_settings, resolve_baseline
-from workloads.report.published import load_published
-from workloads.report.render import (
+from report import claims as claims_mod
+from report.environment import compare
+from report.exclusions import Excluded, bit_names, split, throttle_bits
+from report.figures import FigureFile, all_figures
+from report.load import load_records
+from report.mapping import SETTING_LABELS, arm_settings, resolve_baseline
+from report.published import load_published
+from report.render import (
     figure_src,
     render_html,
     render_markdown,
     table_sections,
     write_csv,
 )
-from workloads.report.stats import CV_FLAG, N_BOOT
-from workloads.report.table import Table, arm_of, build_table
+from report.stats import CV_FLAG, N_BOOT
+from report.table import Table, arm_of, build_table
+from workloads.errors import InputError
 
 NOTES = [
     "Settings are the ones the lab stated in each record (virtualization, from the host's "
     "gpu_path and the execution environment): none -> BM, container -> container on BM, vm -> "
     "VM, container-in-vm -> container on VM. Records without a setting (schema 1) are 'unknown "
     "setting', never guessed from labels or fingerprints. Where the fingerprint disagrees with "
-    "the stated setting the arm carries a flag (workloads/report/mapping.py).",
+    "the stated setting the arm carries a flag (report/mapping.py).",
     "Repetitions of one (suite, experiment, model, scenario, data, batch, variant) and arm are "
     f"summarized by their median; 95 % CI: percentile bootstrap of the median ({N_BOOT} "
     "resamples, seeded from the group, so the same records give the same interval); CV = sample "

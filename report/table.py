@@ -28,8 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from workloads.report.mapping import Arm, ArmSetting, arm_settings
-from workloads.report.stats import Summary, summarize
+from report.mapping import Arm, ArmSetting, arm_settings
+from report.stats import Summary, summarize
 
 RATIO_METRICS = frozenset({"aggregate_throughput_ratio", "completion_time_ratio"})
 # the workload scenarios' metric names (workloads/scenarios/shared.py, sharing.py) -> the

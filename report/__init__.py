@@ -13,8 +13,10 @@ Modules, one job each:
   render      HTML (templates/report.html.j2), Markdown and CSV
   build       the whole pipeline: :func:`build_report`
 
-Only the standard library, numpy, yaml, jinja2 and matplotlib are used; nothing here imports
-``infra/``. The GPU hosts' runner never imports this package.
+Controller-side: a top-level package beside ``workloads/`` (the runner shipped to GPU hosts),
+which never imports it (tests/report/test_layout.py). Only the standard library, numpy, yaml,
+jinja2 and matplotlib are used, and the runner's record schema (workloads.records,
+workloads.setting); nothing here imports ``infra/``.
 """
 
 from __future__ import annotations
@@ -22,13 +24,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from workloads.report.build import ReportResult
+    from report.build import ReportResult
 
 __all__ = ["build_report"]
 
 
 def build_report(*args: Any, **kwargs: Any) -> ReportResult:
-    """See :func:`workloads.report.build.build_report` (imported lazily: matplotlib is heavy)."""
-    from workloads.report.build import build_report as _build
+    """See :func:`report.build.build_report` (imported lazily: matplotlib is heavy)."""
+    from report.build import build_report as _build
 
     return _build(*args, **kwargs)

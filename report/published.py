@@ -18,7 +18,9 @@ import yaml
 
 from workloads.errors import InputError
 
-DEFAULT_PATH = Path(__file__).resolve().parents[1] / "reference" / "published-results.yaml"
+DEFAULT_PATH = (
+    Path(__file__).resolve().parents[1] / "workloads" / "reference" / "published-results.yaml"
+)
 FIG_KEY = re.compile(r"^fig(\d+)_(.+)_(images_per_sec|elapsed_s)$")
 
 Range = tuple[float, float]

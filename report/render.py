@@ -7,10 +7,10 @@ import csv
 from pathlib import Path
 from typing import Any
 
+from report.table import Table, higher_is_better, is_relative
 from workloads.errors import InputError
-from workloads.report.table import Table, higher_is_better, is_relative
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "report.html.j2"
+TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "report.html.j2"
 HEADLINE = (
     "images_per_sec",
     "elapsed_s",

@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from workloads.report.table import Row, Table, is_relative
+from report.table import Row, Table, is_relative
 
 PAPER_BATCH = {"alexnet": 512, "inception_v3": 32, "resnet50": 32}
 

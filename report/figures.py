@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from workloads.report.mapping import SETTING_LABELS
-from workloads.report.published import Published
-from workloads.report.table import Row, Table
+from report.mapping import SETTING_LABELS
+from report.published import Published
+from report.table import Row, Table
 
 DPI = 100
 FIG_SIZE_IN = (10.0, 5.0)

@@ -11,7 +11,7 @@ Values judged are normalized medians (to the baseline arm) or, for ratios and de
 BOUNDS below reads as: claim, what is checked, which rows (metric, experiment, models,
 settings, batch, a model-name test), the bound [lo, hi] and the tolerance added to it, and
 ``agg`` ("max": the bound applies to each arm's largest value over models). RELATIONS holds
-the checks that compare arms or models with each other (workloads.report.relations).
+the checks that compare arms or models with each other (report.relations).
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from workloads.report import relations as R
-from workloads.report.checks import Outcome, extreme_within, missing, pick, value, within
-from workloads.report.published import Published
-from workloads.report.table import Table
+from report import relations as R
+from report.checks import Outcome, extreme_within, missing, pick, value, within
+from report.published import Published
+from report.table import Table
 
 REPRODUCED, NOT_REPRODUCED, NOT_MEASURED = "reproduced", "not reproduced", "not measured"
 FIG_TOL = 0.05  # published figures: each measured normalized value within the paper's ± 0.05

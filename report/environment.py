@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from workloads.report.mapping import Arm
+from report.mapping import Arm
 
 Getter = Callable[[dict[str, Any]], Any]
 
