@@ -17,9 +17,9 @@ import yaml
 from infra.config import SecretRef, raw_from_stack_file
 from tests.ansible.helpers import stub_vars
 from tests.e2e.engine import Engine
-from tests.e2e.provider import ProviderHost
 from tests.parts import CACHE, REPO, need
 from tests.parts.nspawn import NspawnLab
+from tests.parts.provider_host import ProviderHost
 
 WHEELHOUSE = CACHE / "wheelhouse"
 TINY_SUITE = Path(__file__).resolve().parent / "tiny.yaml"
@@ -119,13 +119,12 @@ def e2e_lab(nspawn_lab: NspawnLab, wheelhouse: Path, tmp_path_factory) -> Iterat
         if ln.strip()
     ]
     # What a user's shell gives `pulumi up`: the results root and the lab's SSH key.
-    env = dict(
-        os.environ, GPULAB_RESULTS=str(results), ANSIBLE_PRIVATE_KEY_FILE=str(nspawn_lab.key)
-    )
+    env = {"GPULAB_RESULTS": str(results), "ANSIBLE_PRIVATE_KEY_FILE": str(nspawn_lab.key)}
     old = {k: os.environ.get(k) for k in ("GPULAB_RESULTS", "ANSIBLE_PRIVATE_KEY_FILE")}
     os.environ.update(GPULAB_RESULTS=str(results), ANSIBLE_PRIVATE_KEY_FILE=str(nspawn_lab.key))
     try:
         with ProviderHost(stack="e2e", env=env) as provider:
+            provider.configure({})
             say(
                 f"\n[e2e] hosts booted in {nspawn_lab.boot_s:.1f} s, wheelhouse at {wheel_url}, "
                 f"provider host up in {time.monotonic() - t0:.1f} s"

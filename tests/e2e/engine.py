@@ -119,15 +119,15 @@ class Engine:
         prior = self.state.get((typ, name))
         t0 = time.monotonic()
         try:
-            checked, failures = ph.check(name, prior.inputs if prior else {}, inputs, typ=typ)
+            checked, failures = ph.check(name, prior.inputs if prior else {}, inputs)
             if failures:
-                raise UpError(f"{name}: check failed: {'; '.join(failures)}")
+                raise UpError(f"{name}: check failed: {failures}")
             if prior is None:
                 op = "create"
-                rid, outs = ph.create(name, checked, typ=typ)
-            elif ph.diff(name, prior.id, prior.outs, checked, typ=typ)["changes"]:
+                rid, outs = ph.create(name, checked)
+            elif ph.diff(name, prior.id, prior.outs, checked)["changes"]:
                 op = "update"
-                rid, outs = prior.id, ph.update(name, prior.id, prior.outs, checked, typ=typ)
+                rid, outs = prior.id, ph.update(name, prior.id, prior.outs, checked)
             else:
                 op = "same"
                 rid, outs = prior.id, prior.outs
@@ -157,6 +157,7 @@ class Engine:
         config, secret_keys = engine_config(raw)
         for key, value in (secret_values or {}).items():
             config[f"gpulab:{key}"] = value
+        self.provider.configure(config)  # as the engine does, with the stack config
         mocks = _Mocks(self)
         pulumi.runtime.set_mocks(mocks, project="gpulab", stack=stack, preview=False)
         pulumi.runtime.set_all_config(config, secret_keys)
@@ -192,7 +193,7 @@ class Engine:
         deleted = []
         for key, res in reversed(list(self.state.items())):
             if res.dynamic:
-                self.provider.delete(res.name, res.id, res.outs, typ=res.typ)
+                self.provider.delete(res.name, res.id, res.outs)
             elif self.cloud is not None:
                 self.cloud.delete(res)
             del self.state[key]

@@ -170,7 +170,8 @@ def test_ironic_bm_up_on_converged_hosts_then_gpu_expected_but_absent(e2e_lab: L
     """ironic-bm on the same (converged) hosts; then the measurement is repeated
     (``gpulab:measure_id``) WITHOUT the explicit expected device: the hosts are GPU hosts
     (whole-machine), the framework sees no GPU, so every record fails saying so and naming its
-    host, and only the workload run re-ran."""
+    host, only the workload run re-ran, and ``up`` ends with one line naming the step and the
+    host; the state keeps the earlier run, so ``down`` still removes everything."""
     engine = e2e_lab.engine()
     raw = e2e_lab.stack("ironic-bm", "e2e-bm", workload_variables=CPU)
     first = engine.up("ironic-bm", raw)
@@ -188,19 +189,21 @@ def test_ironic_bm_up_on_converged_hosts_then_gpu_expected_but_absent(e2e_lab: L
         second = engine.up("ironic-bm", again)
         show(second, "ironic-bm measure without the expected device")
         ops = {name: op for name, op, _ in second.steps}
-        assert ops == {"e2e-bm-site": "same", "e2e-bm-workloads-native": "update"}, ops
-        res = second.exports.get("results") or {}
-        assert res.get("status") != "ok", res
-        failed = read_records(record_paths(res)) if res.get("records") else []
-        assert len(failed) == 2, res
+        assert ops == {"e2e-bm-site": "same", "e2e-bm-workloads-native": "failed"}, ops
+        # `up` ends with one line naming the step, the host and why
+        err = second.error or ""
+        assert "\n" not in err and err.startswith("e2e-bm-workloads-native: "), err
+        assert "host 'e2e-bm-gpu-" in err and "no GPU is visible to tensorflow" in err, err
+        # the failed records are fetched and kept beside the first run's
+        before = set(record_paths(first.exports["results"]))
+        files = [f for f in (e2e_lab.results / "ironic-bm").rglob("*.jsonl") if f not in before]
+        failed = read_records(files)
+        assert len(failed) == 2, files
         for r in failed:
             assert r["status"] == "failed" and r["images_per_sec"] is None
             assert r["error"].startswith(f"host {r['host']}: no GPU is visible to tensorflow"), r
-            assert r["params"]["device"] == {
-                **r["params"]["device"],
-                "expected": "gpu",
-                "used": "cpu",
-            }
+            device = r["params"]["device"]
+            assert device["expected"] == "gpu" and device["used"] == "cpu", device
         say(f"[e2e] no GPU visible -> {failed[0]['error']}")
     finally:
         engine.down()
