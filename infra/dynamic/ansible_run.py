@@ -135,6 +135,49 @@ def gpu_facts(facts: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _play(
+    playbook: str,
+    hosts: list[dict[str, Any]],
+    extravars: dict[str, Any] | None,
+    secrets: dict[str, Any] | None,
+) -> tuple[Any, dict[str, dict[str, Any]]]:
+    """In the fresh interpreter: the run's result (not raised) and the facts it set."""
+    from infra.ansible import run_playbook
+
+    collector = FactCollector()
+    result = run_playbook(
+        playbook,
+        host_objects(hosts),
+        extravars=extravars,
+        secrets=secrets,
+        event_handler=collector,
+        check=False,
+    )
+    return result, collector.facts
+
+
+def play_in_fresh_process(
+    playbook: str,
+    hosts: list[dict[str, Any]],
+    extravars: dict[str, Any] | None = None,
+    secrets: dict[str, Any] | None = None,
+) -> tuple[Any, dict[str, dict[str, Any]]]:
+    """``run_playbook(..., check=False)`` in a fresh interpreter; (PlaybookResult, facts).
+
+    The engine's provider host is a gRPC server. ansible-runner forks it (pexpect) and runs
+    Python in the child before exec, where gRPC's fork handlers leave the child broken
+    ("epoll_wait error: Bad file descriptor", status failed rc=-1, no play output). A spawned
+    interpreter is started by fork+exec with no Python in between, and the playbook run
+    happens there. It gets this process's sys.path and environment.
+    """
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        return pool.submit(_play, playbook, hosts, extravars, secrets).result()
+
+
 def changed_inputs(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
     """Every input whose value differs between the stored outputs and the new inputs: the
     known ones and any other key of the new inputs (``secrets`` by digest; outputs and the
@@ -187,18 +230,19 @@ class AnsibleRunProvider(ResourceProvider):
         import time
         from datetime import UTC, datetime
 
-        from infra.ansible import run_playbook
+        from infra.ansible import PlaybookError
 
         hosts = host_objects(props["hosts"])
         collector = FactCollector()
         t0 = time.monotonic()
-        result = run_playbook(
+        result, collector.facts = play_in_fresh_process(
             props["playbook"],
-            hosts,
+            props["hosts"],
             extravars=props.get("variables") or None,
             secrets=props.get("secrets") or None,
-            event_handler=collector,
         )
+        if not result.ok:
+            raise PlaybookError(result)
         summary = {
             name: {
                 "ok": s.ok,

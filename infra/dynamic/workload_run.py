@@ -152,19 +152,16 @@ class WorkloadRunProvider(ResourceProvider):
     def _run(self, props: dict[str, Any]) -> dict[str, Any]:
         import json
 
-        from infra.ansible import run_playbook
-        from infra.dynamic.ansible_run import host_objects
+        from infra.dynamic.ansible_run import play_in_fresh_process
         from infra.summary import summarize_files
         from workloads.records import new_run_id
 
         run_id = new_run_id()
         fetch_dir = results_dir_of(props) / run_id
         fetch_dir.mkdir(parents=True, exist_ok=True)
-        result = run_playbook(
-            PLAYBOOK,
-            host_objects(props["hosts"]),
-            extravars=play_vars(props, run_id, fetch_dir),
-            check=False,
+        # In a fresh interpreter: ansible-runner must not fork the engine's gRPC provider host.
+        result, _facts = play_in_fresh_process(
+            PLAYBOOK, props["hosts"], extravars=play_vars(props, run_id, fetch_dir)
         )
         files = sorted(fetch_dir.rglob("*.jsonl"))
         summary = summarize_files(files, suite=Path(props["suite"]).stem)

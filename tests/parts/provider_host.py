@@ -110,7 +110,8 @@ def program_inputs(resource_cls: type, name: str = "res", **kwargs: Any) -> dict
 
     Constructs the resource under Pulumi's mocks (they stand in for the engine) and keeps the
     ``MockResourceArgs.inputs`` of its registration: the very dict the program hands the engine,
-    secrets wrapped."""
+    secrets wrapped. A keyword given as :func:`secret` is passed as ``pulumi.Output.secret``
+    (made inside the registration's own event loop), as the program passes its secrets."""
     import pulumi
 
     captured: dict[str, Any] = {}
@@ -132,7 +133,11 @@ def program_inputs(resource_cls: type, name: str = "res", **kwargs: Any) -> dict
 
             @pulumi.runtime.test
             def make() -> Any:
-                return resource_cls(name, **kwargs).urn
+                args = {
+                    k: pulumi.Output.secret(v["value"]) if rpc.is_rpc_secret(v) else v
+                    for k, v in kwargs.items()
+                }
+                return resource_cls(name, **args).urn
 
             make()
         finally:
