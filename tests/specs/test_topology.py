@@ -145,8 +145,9 @@ def test_config_checks_of_a_topology_are_its_own() -> None:
 # "local" is also a gpu_path and a launch mode: only `topology == "local"` counts for it.
 TOPOLOGY_NAMES = "|".join(re.escape(n) for n in NAMES if n != "local")
 BRANCH = re.compile(
-    rf"""topology\s*(==|!=|\bin\b|\bnot in\b)|["']({TOPOLOGY_NAMES})["']\s*(==|!=|\bin\b)|"""
-    rf"""(==|!=)\s*["']({TOPOLOGY_NAMES})["']|\bin OPENSTACK\b|DEFAULT_ENVS"""
+    r"""topology\s*(==|!=)\s*["']|topology\s+(not\s+)?in\s+[(\[{"']|\bin OPENSTACK\b"""
+    rf"""|["']({TOPOLOGY_NAMES})["']\s*(==|!=|\bin\b)|(==|!=)\s*["']({TOPOLOGY_NAMES})["']"""
+    r"""|DEFAULT_ENVS"""
 )
 # Files the specs do not reach yet, each with the reason (the list only shrinks).
 NOT_YET: dict[str, str] = {
@@ -158,7 +159,7 @@ NOT_YET: dict[str, str] = {
 
 def branching_lines(root: Path) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
-    for top in ("infra", "workloads"):
+    for top in ("infra", "workloads", "report"):
         for path in sorted((root / top).rglob("*.py")):
             rel = path.relative_to(root).as_posix()
             if rel.startswith("infra/specs/"):
@@ -182,10 +183,16 @@ def test_the_branch_check_can_fail(tmp_path: Path) -> None:
     (tmp_path / "infra").mkdir()
     (tmp_path / "workloads").mkdir()
     (tmp_path / "infra" / "x.py").write_text('if cfg.topology == "nova-pci":\n    pass\n')
-    (tmp_path / "workloads" / "y.py").write_text('ok = "local"\nif "ironic-bm" in names: pass\n')
+    (tmp_path / "workloads" / "y.py").write_text(
+        'ok = "local"\nif "ironic-bm" in names: pass\nif topology in ("local", "x"): pass\n'
+        "if topology in TOPOLOGIES: pass\n"  # membership in the key table: not a branch
+    )
     assert branching_lines(tmp_path) == {
         "infra/x.py": ['1: if cfg.topology == "nova-pci":'],
-        "workloads/y.py": ['2: if "ironic-bm" in names: pass'],
+        "workloads/y.py": [
+            '2: if "ironic-bm" in names: pass',
+            '3: if topology in ("local", "x"): pass',
+        ],
     }
 
 
@@ -215,3 +222,17 @@ def test_the_runners_copy_of_the_vocabulary_agrees_with_the_specs() -> None:
                     "virtualization": lab["virtualization"],
                     "sharing": lab["sharing"],
                 }, (spec.name, gpu_path, env)
+
+
+def test_the_reports_settings_are_the_specs_virtualizations() -> None:
+    """The report groups by the recorded virtualization; every one the specs can state has a
+    column, and nothing else does."""
+    from report.mapping import SETTING_OF_VIRTUALIZATION
+
+    stated = {
+        facts(spec, path, env)["virtualization"]
+        for spec in topology.registry().values()
+        for path in spec.settings
+        for env in execenv.names()
+    }
+    assert set(SETTING_OF_VIRTUALIZATION) == stated
