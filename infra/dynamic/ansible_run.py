@@ -270,8 +270,8 @@ class AnsibleRunProvider(ResourceProvider):
 class AnsibleRun(pulumi.dynamic.Resource, module="gpulab", name="AnsibleRun"):
     """Run ``playbook`` on ``hosts``; re-runs only when an input (or the playbook tree) changes."""
 
-    summary: pulumi.Output[dict]
-    facts: pulumi.Output[dict]
+    summary: pulumi.Output[dict[str, Any]]
+    facts: pulumi.Output[dict[str, Any]]
     status: pulumi.Output[str]
 
     def __init__(

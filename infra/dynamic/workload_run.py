@@ -198,8 +198,8 @@ def _rel(path: Path) -> str:
 class WorkloadRun(pulumi.dynamic.Resource, module="gpulab", name="WorkloadRun"):
     """Run ``suite`` on ``hosts`` in ``execution_env``; outputs the results summary."""
 
-    summary: pulumi.Output[dict]
-    records: pulumi.Output[list]
+    summary: pulumi.Output[dict[str, Any]]
+    records: pulumi.Output[list[str]]
     records_dir: pulumi.Output[str]
     run_id: pulumi.Output[str]
     status: pulumi.Output[str]

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,7 +36,7 @@ esac
 """
 
 
-def props(hosts: list[Host], log: Path, label: str = "one", **extra) -> dict:
+def props(hosts: list[Host], log: Path, label: str = "one", **extra: Any) -> dict[str, Any]:
     p = {
         "hosts": [h.to_output() for h in hosts],
         "playbook": PROBE,
@@ -127,6 +128,7 @@ def test_create_update_delete_on_localhost(tmp_path: Path, monkeypatch: pytest.M
     created = p.create(props([host], log, label="one"))
     assert created.id.startswith("ansible-")
     outs = created.outs
+    assert outs is not None
     assert outs["summary"]["localhost"]["failed"] == 0
     assert outs["summary"]["localhost"]["unreachable"] == 0
     assert outs["summary"]["localhost"]["ok"] >= 4
@@ -141,6 +143,7 @@ def test_create_update_delete_on_localhost(tmp_path: Path, monkeypatch: pytest.M
     news = props([host], log, label="two")
     assert p.diff(created.id, outs, news).changes is True
     updated = p.update(created.id, outs, news)
+    assert updated.outs is not None
     assert updated.outs["facts"]["localhost"]["facts"]["gpu_facts_probe_label"] == "two"
     assert len(runs(log)) == 2
 
@@ -171,6 +174,7 @@ def test_create_on_an_nspawn_host(request: pytest.FixtureRequest, tmp_path: Path
     host: Host = handle.host
     log = Path("/tmp/gpulab-probe-test.log")  # on the nspawn host
     outs = AnsibleRunProvider().create(props([host], log, label="nspawn")).outs
+    assert outs is not None
     s = outs["summary"][host.name]
     assert (s["failed"], s["unreachable"]) == (0, 0) and s["ok"] >= 4 and s["changed"] >= 1
     facts = outs["facts"][host.name]
@@ -211,6 +215,7 @@ def test_gpu_facts_role_facts_come_out_on_an_nspawn_host(request: pytest.Fixture
         )
         .outs
     )
+    assert outs is not None
     assert outs["summary"][host.name]["failed"] == 0
     facts = outs["facts"][host.name]
     assert facts["driver_version"] is None  # no NVIDIA kernel module loaded

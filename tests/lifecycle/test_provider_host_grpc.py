@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import grpc  # type: ignore[import-untyped]
+import grpc  # type: ignore[import-untyped,unused-ignore]
 import pytest
 from pulumi.dynamic import CheckResult, ResourceProvider
 from pulumi.dynamic.dynamic import serialize_provider
@@ -96,7 +96,9 @@ def changed(value: Any) -> Any:
     raise AssertionError(f"no change for {value!r}")
 
 
-def diff_each_input(ph: ProviderHost, name: str, id_: str, outs: dict, inputs: dict) -> list:
+def diff_each_input(
+    ph: ProviderHost, name: str, id_: str, outs: dict[str, Any], inputs: dict[str, Any]
+) -> list[tuple[str, dict[str, Any]]]:
     """Diff with each input changed alone; returns the diffs (all must see a change)."""
     assert ph.diff(name, id_, outs, inputs)["changes"] is False
     diffs = []

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,7 +64,7 @@ def tiny_host(name: str, tmp_path: Path, rc: int | None = 0) -> Host:
     )
 
 
-def props(tmp_path: Path, suite: str, **extra) -> dict:
+def props(tmp_path: Path, suite: str, **extra: Any) -> dict[str, Any]:
     p = {
         "hosts": [Host("localhost", "127.0.0.1", gpu_path="local").to_output()],
         "suite": suite,
@@ -193,6 +194,7 @@ def test_create_fetches_records_and_summarizes(tmp_path: Path) -> None:
     p = WorkloadRunProvider()
     created = p.create(props(tmp_path, str(suite)))
     outs = created.outs
+    assert outs is not None
     assert created.id == f"workloads-{outs['run_id']}"
     assert outs["status"] == "ok" and outs["play_status"] == "successful"
     (records,) = outs["records"]

@@ -36,8 +36,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-import grpc  # type: ignore[import-untyped]
-from google.protobuf import empty_pb2, struct_pb2  # type: ignore[import-untyped]
+import grpc  # type: ignore[import-untyped,unused-ignore]
+from google.protobuf import empty_pb2, struct_pb2  # type: ignore[import-untyped,unused-ignore]
 from pulumi.runtime import rpc
 from pulumi.runtime.proto import provider_pb2, provider_pb2_grpc
 
@@ -117,7 +117,7 @@ def program_inputs(resource_cls: type, name: str = "res", **kwargs: Any) -> dict
     captured: dict[str, Any] = {}
 
     class Capture(pulumi.runtime.Mocks):
-        def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
+        def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
             if args.name == name:
                 captured.update(args.inputs)
             return f"{args.name}-id", dict(args.inputs)
@@ -131,7 +131,7 @@ def program_inputs(resource_cls: type, name: str = "res", **kwargs: Any) -> dict
         try:
             pulumi.runtime.set_mocks(Capture(), project="gpulab", stack="test", preview=False)
 
-            @pulumi.runtime.test
+            @pulumi.runtime.test  # type: ignore[untyped-decorator,unused-ignore]
             def make() -> Any:
                 args = {
                     k: pulumi.Output.secret(v["value"]) if rpc.is_rpc_secret(v) else v
@@ -370,7 +370,9 @@ class ProviderHost:
         resp = self._call("Check", name, req)
         return self._receive(name, resp.inputs), [(f.property, f.reason) for f in resp.failures]
 
-    def diff(self, name: str, id: str, olds: dict[str, Any], news: dict[str, Any]) -> dict:
+    def diff(
+        self, name: str, id: str, olds: dict[str, Any], news: dict[str, Any]
+    ) -> dict[str, Any]:
         req = provider_pb2.DiffRequest(
             id=id,
             urn=self.urn(name),

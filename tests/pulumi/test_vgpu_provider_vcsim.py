@@ -88,6 +88,7 @@ def test_vgpu_provider_create_read_delete_on_vcsim(vcsim: Any, si: Any, powered_
     provider = VgpuProfileProvider()
     assert provider.check({}, props).failures == []
     result = provider.create(props)
+    assert result.outs is not None
     assert result.id == f"{powered_on_vm.config.uuid}/{PROFILE}"
     assert result.outs["profiles"] == [PROFILE]
     vm = vs.find_vm(si, VM)
@@ -95,7 +96,7 @@ def test_vgpu_provider_create_read_delete_on_vcsim(vcsim: Any, si: Any, powered_
     assert vm.runtime.powerState == "poweredOn"  # power state restored
     assert vm.config.memoryReservationLockedToMax is True
     # A retried create on a VM that has the profile changes nothing (no power cycle).
-    assert provider.create(props).outs["profiles"] == [PROFILE]
+    assert (provider.create(props).outs or {})["profiles"] == [PROFILE]
 
     read = provider.read(result.id, result.outs)
     assert (read.id, read.outs) == (result.id, result.outs)
@@ -120,6 +121,7 @@ def test_vgpu_is_keyed_on_the_vm_uuid_not_its_name(vcsim: Any, si: Any, powered_
     impostor = clone(si, VM)
     try:
         result = VgpuProfileProvider().create(props)
+        assert result.outs is not None
         assert vs.vgpu_profiles_of(impostor) == []
         assert vs.vm_vgpu_profiles(si, VM + "-renamed") == [PROFILE]
         VgpuProfileProvider().delete(result.id, result.outs)
@@ -137,6 +139,7 @@ def test_powered_off_vm_stays_off_and_a_gone_vm_deletes_cleanly(vcsim: Any, si: 
     try:
         props = vgpu_props(vcsim, vm)
         result = VgpuProfileProvider().create(props)
+        assert result.outs is not None
         assert vs.vm_vgpu_profiles(si, name) == [PROFILE]
         assert vs.find_vm(si, name).runtime.powerState == "poweredOff"
     finally:
