@@ -66,7 +66,7 @@ def pick(
         and (include_baseline or r.arm != table.baseline)
         and value(r) is not None
     ]
-    groups: dict[tuple, list[Row]] = defaultdict(list)
+    groups: dict[tuple[object, ...], list[Row]] = defaultdict(list)
     for r in rows:
         groups[(r.arm, r.key.model, r.key.variant, r.key.experiment)].append(r)
     out = []

@@ -23,7 +23,7 @@ from typing import Any
 from report import relations as R
 from report.checks import Outcome, extreme_within, missing, pick, value, within
 from report.published import Published
-from report.table import Table
+from report.table import Row, Table
 
 REPRODUCED, NOT_REPRODUCED, NOT_MEASURED = "reproduced", "not reproduced", "not measured"
 FIG_TOL = 0.05  # published figures: each measured normalized value within the paper's ± 0.05
@@ -392,7 +392,7 @@ def _tol_text(b: Bound) -> str:
 def bound_check(b: Bound) -> Check:
     metrics = (b.metric,) if isinstance(b.metric, str) else b.metric
 
-    def rows_for(t: Table, metric: str) -> list:
+    def rows_for(t: Table, metric: str) -> list[Row]:
         rows = pick(
             t,
             metric,
@@ -411,7 +411,7 @@ def bound_check(b: Bound) -> Check:
         return rows
 
     def fn(t: Table) -> Outcome:
-        rows: list = []
+        rows: list[Row] = []
         for m in metrics:
             rows = rows_for(t, m)
             if rows:
@@ -443,7 +443,8 @@ def figure_checks(pub: Published) -> list[Check]:
             ]
             if not rows:
                 return missing(f"no {fig.experiment} {fig.metric} records with a baseline")
-            bad, good = [], []
+            bad: list[str] = []
+            good: list[str] = []
             for r in rows:
                 lo, hi = norm[r.setting][r.key.model]
                 v = value(r)
@@ -460,12 +461,18 @@ def figure_checks(pub: Published) -> list[Check]:
     return out
 
 
+def _not_checkable(why: str) -> Callable[[Table], Outcome]:
+    def fn(t: Table) -> Outcome:
+        return missing(why)
+
+    return fn
+
+
 def all_checks(pub: Published) -> list[Check]:
     checks = [bound_check(b) for b in BOUNDS]
     checks += [Check(c, w, tol, fn) for c, w, tol, fn in RELATIONS]
     checks += [
-        Check(c, "not checkable", "n/a", lambda t, w=w: missing(w))
-        for c, w in NOT_CHECKABLE.items()
+        Check(c, "not checkable", "n/a", _not_checkable(w)) for c, w in NOT_CHECKABLE.items()
     ]
     return checks + figure_checks(pub)
 

@@ -137,9 +137,9 @@ def bar_figure(
                     if overlaid
                     else (
                         f"paper ({PAPER_NAMES.get(fig_pub.paper, fig_pub.paper)} fig. "  # type: ignore[union-attr]
-                        f"{fig_pub.number}; range = approx)"
+                        f"{fig_pub.number}; range = approx)"  # type: ignore[union-attr]
                     )
-                )  # type: ignore[union-attr]
+                )
                 overlaid = True
                 if lo == hi:
                     ax.plot(
@@ -210,7 +210,7 @@ def bar_figure(
 def _simple_bars(
     table: Table,
     rows_by_panel: list[tuple[str, list[Row]]],
-    refs: dict[str, list],
+    refs: dict[str, list[Any]],
     title: str,
     path: Path,
     percent: bool,

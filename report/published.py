@@ -9,6 +9,7 @@ widest quotient: ``[lo / bm_hi, hi / bm_lo]``).
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,7 +81,7 @@ def parse_value(raw: Any, where: str) -> Range:
     raise InputError(f"published value at {where} is neither a number nor {{approx: [lo, hi]}}")
 
 
-def load_published(path: str | Path | None = None) -> Published:
+def load_published(path: str | os.PathLike[str] | None = None) -> Published:
     p = Path(path) if path else DEFAULT_PATH
     try:
         data = yaml.safe_load(p.read_text(encoding="utf-8"))

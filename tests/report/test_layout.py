@@ -16,11 +16,12 @@ def report_imports(root: Path) -> list[str]:
     found = []
     for path in sorted(root.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names = [node.module]
+            else:
+                continue
             if any(n.split(".")[0] == "report" or n.startswith("workloads.report") for n in names):
                 found.append(f"{path.relative_to(root).as_posix()}:{node.lineno}")
     return found
