@@ -99,3 +99,36 @@ def test_runner_refuses_a_bad_setting_in_one_line(tmp_path: Path) -> None:
         "apptainer, k8s, bitfusion (or singularity)"
     ]
     assert not out.exists()
+
+
+def test_the_runner_records_the_setting_from_the_lab_environment(tmp_path: Path) -> None:
+    """A real run (mnist_cnn, 2 steps, CPU) given the setting as the workload_run role gives it
+    (GPULAB_* environment): the record states it, cross-checked against this machine's real
+    fingerprint, and the report groups it by the stated setting."""
+    import json
+    import os
+
+    from workloads.fingerprint.crosscheck import setting_flags
+
+    out = tmp_path / "r.jsonl"
+    lab = {"GPULAB_TOPOLOGY": "vsphere-gpu", "GPULAB_ARM": "apptainer", "GPULAB_GPU_PATH": "vgpu",
+           "GPULAB_EXEC_ENV": "singularity", "GPULAB_SHARING": ""}  # fmt: skip
+    env = dict(os.environ, **lab)
+    proc = subprocess.run(
+        [sys.executable, "-m", "workloads", "bench", "--model", "mnist_cnn", "--steps", "2",
+         "--warmup", "1", "--batch", "8", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (rec,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rec["schema_version"] == 2
+    assert (rec["topology"], rec["arm"]) == ("vsphere-gpu", "apptainer")
+    stated = {k: rec[k] for k in ("gpu_path", "exec_env", "virtualization", "sharing")}
+    assert stated == {"gpu_path": "vgpu", "exec_env": "apptainer",
+                      "virtualization": "container-in-vm", "sharing": "vgpu"}  # fmt: skip
+    assert rec["setting_flags"] == setting_flags(stated, rec["fingerprint"])
+    if rec["fingerprint"]["container"]["runtime"] != "apptainer":  # the cross-check says so
+        assert any("lab says container (exec_env apptainer)" in f for f in rec["setting_flags"])
+    res = build_report([out], tmp_path / "out", baseline="vsphere-gpu", embed_figures=False)
+    assert {a.label: s for a, s in res.table.settings.items()} == {"vsphere-gpu/apptainer": "cvm"}
+    assert res.problems == []
