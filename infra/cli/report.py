@@ -72,6 +72,8 @@ def report_cmd(
         style = VERDICT_STYLE.get(v.verdict, "")
         table.add_row(v.claim, f"[{style}]{v.verdict}[/]", v.tolerance)
     console.print(table)
+    for note in res.problems:  # skipped lines, records without a setting (also in the report)
+        console.print(f"note: {note}", markup=False, highlight=False)
     if res.excluded:
         reasons = ", ".join(sorted({e.reason for e in res.excluded}))
         console.print(f"left out: {len(res.excluded)} run(s) ({reasons}), listed in the report")

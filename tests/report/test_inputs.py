@@ -117,12 +117,16 @@ def test_no_ok_records_and_missing_baseline(tmp_path: Path) -> None:
 
 def test_cli_writes_the_report(tmp_path: Path, capsys) -> None:
     src = synth.write(tmp_path / "r.jsonl", two_arms())
+    with open(src, "a", encoding="utf-8") as fh:
+        fh.write('{"schema_version": 2, "rec')  # a writer killed mid-line
     out = tmp_path / "out"
     assert main(["report", str(src), "--out", str(out), "--baseline", "local/native"]) == 0
     for name in ("report.html", "report.md", "report.csv"):
         assert (out / name).is_file()
     assert any((out / "figures").glob("*.png"))
-    assert "not measured" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "not measured" in printed
+    assert "r.jsonl:11: skipped (26 chars, last line, a writer" in " ".join(printed.split())
 
 
 def test_cli_bad_input_is_one_line_exit_2(tmp_path: Path, capsys, monkeypatch) -> None:
