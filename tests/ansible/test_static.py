@@ -109,3 +109,33 @@ def test_playbooks_pick_hosts_by_gpu_path_group(tmp_path: Path) -> None:
     assert validate["Validate the GPU hosts"] == {"bm", "pci", "cvm", "vg"}
     assert validate["Validate the Bitfusion clients"] == {"bf"}
     assert validate["Validate Kubernetes GPU scheduling"] == {"api"}
+
+
+def _tasks(node: object) -> list[dict]:  # type: ignore[type-arg]
+    """Every task mapping under a task list (blocks included)."""
+    out: list[dict] = []  # type: ignore[type-arg]
+    if isinstance(node, list):
+        for item in node:
+            out.extend(_tasks(item))
+    elif isinstance(node, dict):
+        out.append(node)
+        for key in ("block", "rescue", "always"):
+            out.extend(_tasks(node.get(key)))
+    return out
+
+
+def test_every_play_becomes_root_and_controller_tasks_do_not() -> None:
+    """Hosts log in as the image's sudo user: every play of the three playbooks says
+    become: true; every task delegated to the controller says become: false."""
+    import yaml
+
+    for pb in PLAYBOOKS:
+        for play in yaml.safe_load(pb.read_text()):
+            assert play.get("become") is True, f"{pb.name}: play {play['name']!r}"
+    delegated = []
+    for f in sorted((REPO / "playbooks" / "roles").glob("*/tasks/*.yml")):
+        for task in _tasks(yaml.safe_load(f.read_text())):
+            if task.get("delegate_to") in ("localhost", "127.0.0.1"):
+                delegated.append(f"{f.parent.parent.name}: {task.get('name')}")
+                assert task.get("become") is False, f"{f}: {task.get('name')!r}"
+    assert delegated  # workload_env packs workloads/ on the controller
