@@ -136,7 +136,7 @@ def test_first_converge_installs_and_configures(first, nspawn_host: NspawnHost) 
     assert "FeatureType=4" in ssh("cat /etc/nvidia/gridd.conf").stdout
     tok = "/etc/nvidia/ClientConfigToken/client_configuration_token_gpulab.tok"
     assert ssh(f"cat {tok}").stdout == TOKEN
-    assert ssh(f"stat -c %a {tok}").stdout.strip() == "744"
+    assert ssh(f"stat -c %a {tok}").stdout.strip() == "600"
     assert ssh("systemctl is-active nvidia-gridd").stdout.strip() == "active"
     assert "started with FeatureType=4" in ssh("journalctl -u nvidia-gridd --no-pager").stdout
     # apptainer pinned, --nv via nvliblist.conf
