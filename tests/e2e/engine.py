@@ -69,7 +69,7 @@ class _Mocks(LabMocks):
         super().__init__()
         self.engine = engine
 
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         if args.typ.startswith(DYNAMIC):
             return self.engine.apply_dynamic(args.typ, args.name, dict(args.inputs))
         rid, outs = super().new_resource(args)
@@ -100,6 +100,7 @@ class Engine:
         self._lock = threading.Lock()
         self._steps: list[tuple[str, str, float]] = []
         self._errors: list[str] = []
+        self.changed_inputs: dict[str, list[str]] = {}  # resource -> inputs its update changed
 
     # -- the mocks' side ---------------------------------------------------------------------
 
@@ -114,19 +115,26 @@ class Engine:
         with self._lock:
             self.state[(res.typ, res.name)] = res
 
-    def apply_dynamic(self, typ: str, name: str, inputs: dict[str, Any]) -> tuple[str, dict]:
+    def apply_dynamic(
+        self, typ: str, name: str, inputs: dict[str, Any]
+    ) -> tuple[str, dict[str, Any]]:
         ph = self.provider
         prior = self.state.get((typ, name))
         t0 = time.monotonic()
         try:
             checked, failures = ph.check(name, prior.inputs if prior else {}, inputs)
             if failures:
-                raise UpError(f"{name}: check failed: {failures}")
+                raise UpError(f"check failed: {failures}")
             if prior is None:
                 op = "create"
                 rid, outs = ph.create(name, checked)
             elif ph.diff(name, prior.id, prior.outs, checked)["changes"]:
                 op = "update"
+                self.changed_inputs[name] = sorted(
+                    k
+                    for k in set(checked) | set(prior.inputs)
+                    if checked.get(k) != prior.inputs.get(k)
+                )
                 rid, outs = prior.id, ph.update(name, prior.id, prior.outs, checked)
             else:
                 op = "same"
@@ -164,7 +172,7 @@ class Engine:
         exports: dict[str, Any] = {}
         resolved: dict[str, Any] = {}
 
-        @pulumi.runtime.test
+        @pulumi.runtime.test  # type: ignore[untyped-decorator]
         def program() -> Any:
             runpy.run_path(str(REPO), run_name="__main__")
 
@@ -216,6 +224,6 @@ def _as_language_host(exports: dict[str, Any]) -> Iterator[None]:
     try:
         yield
     finally:
-        pulumi.export = old_export  # type: ignore[assignment]
+        pulumi.export = old_export
         sys.path[:] = old_path
         os.chdir(old_cwd)

@@ -42,7 +42,7 @@ class VcsimCloud:
 
         existing = [vm for vm in self._vms() if vm.name == name]
         if existing:  # the same stack's VM from an earlier up: the cloud keeps it
-            outs["moid"] = existing[0]._moId
+            self._outputs(existing[0], outs)
             return
         source = next(
             vm
@@ -54,7 +54,13 @@ class VcsimCloud:
         spec = vim.vm.CloneSpec(location=vim.vm.RelocateSpec(), powerOn=True, template=False)
         WaitForTask(source.CloneVM_Task(folder=source.parent, name=name, spec=spec))
         self.made.append(name)
-        outs["moid"] = next(vm for vm in self._vms() if vm.name == name)._moId
+        self._outputs(next(vm for vm in self._vms() if vm.name == name), outs)
+
+    @staticmethod
+    def _outputs(vm: Any, outs: dict[str, Any]) -> None:
+        """What pulumi-vsphere's VirtualMachine outputs for the VM: its moid and BIOS UUID."""
+        outs["moid"] = vm._moId
+        outs["uuid"] = vm.config.uuid
 
     def delete(self, res: Any) -> None:
         if res.typ != VM:
@@ -74,7 +80,7 @@ class VcsimCloud:
 
         vm = next(v for v in self._vms() if v.name == name)
         return [
-            d.backing.vgpu
+            str(d.backing.vgpu)
             for d in vm.config.hardware.device
             if isinstance(d, vim.vm.device.VirtualPCIPassthrough)
             and isinstance(d.backing, vim.vm.device.VirtualPCIPassthrough.VmiopBackingInfo)
