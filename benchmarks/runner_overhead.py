@@ -60,8 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     sink = open(os.devnull, "w")  # noqa: SIM115 (stands in for the protocol pipe)
 
     def on_step(phase: str, i: int, n: int) -> None:
-        sink.write("@gpulab progress " + json.dumps({"phase": phase, "step": i, "total": n})
-                   + "\n")
+        sink.write("@gpulab progress " + json.dumps({"phase": phase, "step": i, "total": n}) + "\n")
 
     cpu: dict[str, list[float]] = {"bare": [], "runner": []}
 
@@ -105,18 +104,28 @@ def main(argv: list[str] | None = None) -> int:
     bookkeeping_s = max(t.wall_s - empty, 0.0) / n
     bound = step_s / (step_s + bookkeeping_s)
 
-    print(f"model {args.model} batch {args.batch} image {size}px backend {backend}: "
-          f"{args.trials} trials x {args.steps} steps per side")
-    print(f"bare compiled step loop: {b:,.1f} images/sec (median; trials "
-          f"{', '.join(f'{x:.0f}' for x in bare_ips)})")
-    print(f"runner timed loop:       {r:,.1f} images/sec (median; trials "
-          f"{', '.join(f'{x:.0f}' for x in runner_ips)})")
-    print(f"runner bookkeeping: {bookkeeping_s * 1e6:.1f} us per step against a "
-          f"{step_s * 1e3:.1f} ms step: ratio allowed by bookkeeping = {bound:.5f}")
+    print(
+        f"model {args.model} batch {args.batch} image {size}px backend {backend}: "
+        f"{args.trials} trials x {args.steps} steps per side"
+    )
+    print(
+        f"bare compiled step loop: {b:,.1f} images/sec (median; trials "
+        f"{', '.join(f'{x:.0f}' for x in bare_ips)})"
+    )
+    print(
+        f"runner timed loop:       {r:,.1f} images/sec (median; trials "
+        f"{', '.join(f'{x:.0f}' for x in runner_ips)})"
+    )
+    print(
+        f"runner bookkeeping: {bookkeeping_s * 1e6:.1f} us per step against a "
+        f"{step_s * 1e3:.1f} ms step: ratio allowed by bookkeeping = {bound:.5f}"
+    )
     print(f"ratio runner/bare in CPU time = {pair_cpu:.4f} (median of paired trials)")
     verdict = "met" if pair >= 0.99 else "NOT met"
-    print(f"ratio runner/bare = {pair:.4f} (wall-clock, median of paired trials; goal >= 0.99: "
-          f"{verdict})")
+    print(
+        f"ratio runner/bare = {pair:.4f} (wall-clock, median of paired trials; goal >= 0.99: "
+        f"{verdict})"
+    )
     return 0
 
 

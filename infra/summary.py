@@ -149,12 +149,12 @@ def summarize_files(paths: Iterable[str | Path], suite: str | None = None) -> di
     """Read JSON Lines record files (missing files count as no records) and summarize them."""
     from workloads.records import iter_records
 
-    paths = [Path(p) for p in paths]
+    files = [Path(p) for p in paths]
     recs: list[dict[str, Any]] = []
-    for p in paths:
+    for p in files:
         if p.is_file():
             recs.extend(iter_records(p))
-    return summarize(recs, [str(p) for p in paths], suite=suite)
+    return summarize(recs, [str(p) for p in files], suite=suite)
 
 
 def summary_table(summary: dict[str, Any], title: str = "results") -> Any:

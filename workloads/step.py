@@ -212,8 +212,10 @@ def device_summary() -> list[str]:
             import torch
 
             if torch.cuda.is_available():
-                return [f"cuda:{i} {torch.cuda.get_device_name(i)}"
-                        for i in range(torch.cuda.device_count())]
+                return [
+                    f"cuda:{i} {torch.cuda.get_device_name(i)}"
+                    for i in range(torch.cuda.device_count())
+                ]
             return ["cpu"]
     except Exception as exc:  # a device query must never fail a measurement
         return [f"unknown ({type(exc).__name__})"]

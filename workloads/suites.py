@@ -15,14 +15,35 @@ import yaml
 
 from workloads import scenarios
 from workloads.errors import InputError
+from workloads.inputs import read_input_text
 
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
 TOP_KEYS = ("name", "description", "defaults", "experiments")
 ENTRY_KEYS = (
-    "experiment", "model", "scenario", "data", "batch", "steps", "warmup", "repeats",
-    "image_size", "claims", "options", "timeout_s",
+    "experiment",
+    "model",
+    "scenario",
+    "data",
+    "batch",
+    "steps",
+    "warmup",
+    "repeats",
+    "image_size",
+    "claims",
+    "options",
+    "timeout_s",
 )
 DEFAULT_STEPS, DEFAULT_WARMUP, DEFAULT_REPEATS, DEFAULT_TIMEOUT_S = 100, 10, 1, 1800
+# Upper bounds (docs/runner.md): each is far above any published experiment, so a typo (1e9)
+# is refused in milliseconds instead of planning a run that never ends.
+MAX_BATCH = 65536  # per device
+MAX_STEPS = 1_000_000
+MAX_WARMUP = 100_000
+MAX_REPEATS = 1000
+MAX_IMAGE_SIZE = 4096  # px
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
+MAX_EXPERIMENTS = 1000  # entries of one suite
+MAX_MEASUREMENTS = 10_000  # repetitions of all entries together
 
 
 @dataclass(frozen=True)
@@ -57,10 +78,23 @@ def list_suites() -> list[str]:
     return sorted(p.stem for p in SUITES_DIR.glob("*.yaml"))
 
 
-def _int(where: str, key: str, value: Any, minimum: int, label: Callable[[str], str]) -> int:
+def _int(
+    where: str, key: str, value: Any, minimum: int, label: Callable[[str], str], maximum: int
+) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InputError(f"{where}: {label(key)} must be an integer >= {minimum}, got {value!r}")
+        raise InputError(
+            f"{where}: {label(key)} must be an integer >= {minimum}, got {_short(value)}"
+        )
+    if value > maximum:
+        raise InputError(
+            f"{where}: {label(key)} must be at most {maximum}, got {_short(value)}"
+        )
     return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _plain(key: str) -> str:
@@ -81,33 +115,50 @@ def validate_entry(
             raise InputError(f"{where}: {label(key)} is required (a non-empty string)")
     scenario = raw.get("scenario", "single")
     if scenario not in scenarios.SCENARIOS:
-        raise InputError(f"{where}: unknown {label('scenario')} {scenario!r} "
-                         f"(known: {', '.join(sorted(scenarios.SCENARIOS))})")
+        raise InputError(
+            f"{where}: unknown {label('scenario')} {scenario!r} "
+            f"(known: {', '.join(sorted(scenarios.SCENARIOS))})"
+        )
     model = raw["model"]
     known = scenarios.model_names(scenario)
     if model not in known:
-        raise InputError(f"{where}: unknown {label('model')} {model!r} "
-                         f"(known for scenario {scenario!r}: {', '.join(known)})")
+        raise InputError(
+            f"{where}: unknown {label('model')} {model!r} "
+            f"(known for scenario {scenario!r}: {', '.join(known)})"
+        )
     data = raw.get("data", "synthetic")
     if data not in scenarios.DATA_SOURCES:
-        raise InputError(f"{where}: unknown {label('data')} source {data!r} "
-                         f"(known: {', '.join(sorted(scenarios.DATA_SOURCES))})")
+        raise InputError(
+            f"{where}: unknown {label('data')} source {data!r} "
+            f"(known: {', '.join(sorted(scenarios.DATA_SOURCES))})"
+        )
     from workloads.models import MODELS
 
     spec = MODELS.get(model)
-    batch = _int(where, "batch", raw.get("batch", spec.default_batch if spec else 1), 1, label)
-    steps = _int(where, "steps", raw.get("steps", DEFAULT_STEPS), 1, label)
-    warmup = _int(where, "warmup", raw.get("warmup", DEFAULT_WARMUP), 0, label)
-    repeats = _int(where, "repeats", raw.get("repeats", DEFAULT_REPEATS), 1, label)
+    batch = _int(
+        where, "batch", raw.get("batch", spec.default_batch if spec else 1), 1, label, MAX_BATCH
+    )
+    steps = _int(where, "steps", raw.get("steps", DEFAULT_STEPS), 1, label, MAX_STEPS)
+    warmup = _int(where, "warmup", raw.get("warmup", DEFAULT_WARMUP), 0, label, MAX_WARMUP)
+    repeats = _int(where, "repeats", raw.get("repeats", DEFAULT_REPEATS), 1, label, MAX_REPEATS)
     timeout = raw.get("timeout_s", DEFAULT_TIMEOUT_S)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 1:
-        raise InputError(f"{where}: {label('timeout_s')} must be a number >= 1, got {timeout!r}")
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not 1 <= timeout <= MAX_TIMEOUT_S  # NaN fails both comparisons
+    ):
+        raise InputError(
+            f"{where}: {label('timeout_s')} must be a number from 1 to {MAX_TIMEOUT_S:.0f}, "
+            f"got {_short(timeout)}"
+        )
     image_size = raw.get("image_size")
     if image_size is not None:
-        image_size = _int(where, "image_size", image_size, 1, label)
+        image_size = _int(where, "image_size", image_size, 1, label, MAX_IMAGE_SIZE)
         if spec is not None and image_size < spec.min_image_size:
-            raise InputError(f"{where}: {label('image_size')} {image_size} is too small for "
-                             f"model {model!r} (at least {spec.min_image_size} px)")
+            raise InputError(
+                f"{where}: {label('image_size')} {image_size} is too small for "
+                f"model {model!r} (at least {spec.min_image_size} px)"
+            )
     claims = raw.get("claims", [])
     if not isinstance(claims, list) or not all(isinstance(c, str) for c in claims):
         raise InputError(f"{where}: {label('claims')} must be a list of strings")
@@ -119,9 +170,18 @@ def validate_entry(
     except InputError as exc:
         raise InputError(f"{where}: {exc}") from None
     return Entry(
-        experiment=raw["experiment"], model=model, scenario=scenario, data=data, batch=batch,
-        steps=steps, warmup=warmup, repeats=repeats, image_size=image_size,
-        claims=tuple(claims), options=options, timeout_s=float(timeout),
+        experiment=raw["experiment"],
+        model=model,
+        scenario=scenario,
+        data=data,
+        batch=batch,
+        steps=steps,
+        warmup=warmup,
+        repeats=repeats,
+        image_size=image_size,
+        claims=tuple(claims),
+        options=options,
+        timeout_s=float(timeout),
     )
 
 
@@ -137,13 +197,20 @@ def parse_suite(doc: Any, name: str, path: str | None = None) -> Suite:
         raise InputError(f"{where}: 'defaults' must be a mapping")
     bad = [k for k in defaults if k not in ENTRY_KEYS or k == "experiment"]
     if bad:
-        raise InputError(f"{where}: unknown key {bad[0]!r} in defaults "
-                         f"(allowed: {', '.join(k for k in ENTRY_KEYS if k != 'experiment')})")
+        raise InputError(
+            f"{where}: unknown key {bad[0]!r} in defaults "
+            f"(allowed: {', '.join(k for k in ENTRY_KEYS if k != 'experiment')})"
+        )
     items = doc.get("experiments")
     if not isinstance(items, list) or not items:
         raise InputError(f"{where}: 'experiments' must be a non-empty list")
+    if len(items) > MAX_EXPERIMENTS:
+        raise InputError(f"{where}: 'experiments' has {len(items)} entries, at most "
+                         f"{MAX_EXPERIMENTS}")
     entries: list[Entry] = []
-    seen: set[tuple] = set()  # one experiment may span models/batches (a figure's bars)
+    seen: set[tuple[str, str, str, str, int, int | None]] = (
+        set()
+    )  # one experiment may span models/batches (a figure's bars)
     for i, item in enumerate(items):
         label = f"{where}: experiments[{i}]"
         if not isinstance(item, Mapping):
@@ -151,17 +218,35 @@ def parse_suite(doc: Any, name: str, path: str | None = None) -> Suite:
         if isinstance(item.get("experiment"), str):
             label += f" ({item['experiment']})"
         entry = validate_entry({**defaults, **item}, label)
-        ident = (entry.experiment, entry.model, entry.scenario, entry.data, entry.batch,
-                 entry.image_size)
+        ident = (
+            entry.experiment,
+            entry.model,
+            entry.scenario,
+            entry.data,
+            entry.batch,
+            entry.image_size,
+        )
         if ident in seen:
-            raise InputError(f"{label}: experiment {entry.experiment!r} appears twice with the "
-                             "same model, scenario, data, batch and image_size")
+            raise InputError(
+                f"{label}: experiment {entry.experiment!r} appears twice with the "
+                "same model, scenario, data, batch and image_size"
+            )
         seen.add(ident)
         entries.append(entry)
     suite_name = doc.get("name", name)
-    if not isinstance(suite_name, str) or not suite_name:
-        raise InputError(f"{where}: 'name' must be a non-empty string")
-    return Suite(suite_name, tuple(entries), str(doc.get("description", "")), path)
+    if not isinstance(suite_name, str) or not suite_name or len(suite_name) > 200:
+        raise InputError(f"{where}: 'name' must be a non-empty string of up to 200 characters")
+    return _bounded(Suite(suite_name, tuple(entries), str(doc.get("description", "")), path))
+
+
+def _bounded(suite: Suite) -> Suite:
+    """A suite whose plan (every repetition of every entry) stays within MAX_MEASUREMENTS."""
+    if suite.measurements > MAX_MEASUREMENTS:
+        raise InputError(
+            f"suite {suite.name!r}: {suite.measurements} measurements (repeats of all "
+            f"experiments), at most {MAX_MEASUREMENTS}"
+        )
+    return suite
 
 
 def load_suite(name_or_path: str) -> Suite:
@@ -170,13 +255,11 @@ def load_suite(name_or_path: str) -> Suite:
     if not (name_or_path.endswith((".yaml", ".yml")) or path.is_file()):
         path = SUITES_DIR / f"{name_or_path}.yaml"
         if not path.is_file():
-            raise InputError(
-                f"unknown suite {name_or_path!r} (known: {', '.join(list_suites())})"
-            )
+            raise InputError(f"unknown suite {name_or_path!r} (known: {', '.join(list_suites())})")
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"suite file {str(path)!r} cannot be read: {exc.strerror}") from None
+        doc = yaml.safe_load(read_input_text(path, "suite file"))
+    except (ValueError, RecursionError):  # an integer too long to convert, nesting too deep
+        raise InputError(f"suite file {str(path)!r} holds a value too large to read") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""
@@ -193,7 +276,7 @@ def model_suite(model: str, **fields: Any) -> Suite:
     raw = {"experiment": f"{model}-single", "model": model}
     raw.update({k: v for k, v in fields.items() if v is not None})
     entry = validate_entry(raw, f"--model {model}", cli_label)
-    return Suite(f"model:{model}", (entry,), "one model from the command line")
+    return _bounded(Suite(f"model:{model}", (entry,), "one model from the command line"))
 
 
 def with_overrides(suite: Suite, **overrides: Any) -> Suite:
@@ -208,19 +291,26 @@ def with_overrides(suite: Suite, **overrides: Any) -> Suite:
         raw["options"] = dict(e.options)
         raw.update(given)
         entries.append(validate_entry(raw, f"suite {suite.name!r}", cli_label))
-    return replace(suite, entries=tuple(entries))
+    return _bounded(replace(suite, entries=tuple(entries)))
 
 
 def resolve_suite(
-    suite: str | None, model: str | None, batch: int | None = None, steps: int | None = None,
-    warmup: int | None = None, repeats: int | None = None, image_size: int | None = None,
+    suite: str | None,
+    model: str | None,
+    batch: int | None = None,
+    steps: int | None = None,
+    warmup: int | None = None,
+    repeats: int | None = None,
+    image_size: int | None = None,
 ) -> Suite:
     """The suite a bench command line asks for, validated (InputError on bad input)."""
     if model is not None:
-        return model_suite(model, batch=batch, steps=steps, warmup=warmup, repeats=repeats,
-                           image_size=image_size)
+        return model_suite(
+            model, batch=batch, steps=steps, warmup=warmup, repeats=repeats, image_size=image_size
+        )
     assert suite is not None
     if batch is not None or image_size is not None:
-        raise InputError("--batch and --image-size apply to --model only (a suite sets them "
-                         "per entry)")
+        raise InputError(
+            "--batch and --image-size apply to --model only (a suite sets them per entry)"
+        )
     return with_overrides(load_suite(suite), steps=steps, warmup=warmup, repeats=repeats)

@@ -31,9 +31,11 @@ if str(REPO) not in sys.path:
 
 from workloads.__main__ import emit_result, protocol_stream  # noqa: E402  (after sys.path)
 
-RAW_CLASSES = {"torch": ("benchmarks.gpu.raw_torch", "TorchRaw"),
-               "jax": ("benchmarks.gpu.raw_jax", "JaxRaw"),
-               "tensorflow": ("benchmarks.gpu.raw_tf", "TfRaw")}
+RAW_CLASSES = {
+    "torch": ("benchmarks.gpu.raw_torch", "TorchRaw"),
+    "jax": ("benchmarks.gpu.raw_jax", "JaxRaw"),
+    "tensorflow": ("benchmarks.gpu.raw_tf", "TfRaw"),
+}
 
 
 def runner(precision_policy: str | None) -> int:
@@ -63,7 +65,8 @@ def raw(spec: dict[str, Any]) -> dict[str, Any]:
     plan = from_keras(mspec.build(size))
     module, cls = RAW_CLASSES[framework]
     loop = getattr(importlib.import_module(module), cls)(
-        plan, int(spec["batch"]), spec["precision"], float(spec.get("learning_rate", 0.005)))
+        plan, int(spec["batch"]), spec["precision"], float(spec.get("learning_rate", 0.005))
+    )
     warmup, steps, batch = int(spec["warmup"]), int(spec["steps"]), int(spec["batch"])
     t0 = time.perf_counter()
     for _ in range(max(1, warmup)):
@@ -82,11 +85,16 @@ def raw(spec: dict[str, Any]) -> dict[str, Any]:
     return {
         "images_per_sec": batch * steps / wall,
         "metrics": metrics,
-        "params": {"image_size": size, "framework": framework, "raw_loop": loop.description,
-                   "forward_macs_per_image": forward_macs(plan), "param_count":
-                   plan.param_count(), "devices": device_summary(), "sync": "once after the "
-                   "timed steps (no per-step host sync)",
-                   "nvml_throttle_reasons": sampler.throttle_reasons()},
+        "params": {
+            "image_size": size,
+            "framework": framework,
+            "raw_loop": loop.description,
+            "forward_macs_per_image": forward_macs(plan),
+            "param_count": plan.param_count(),
+            "devices": device_summary(),
+            "sync": "once after the timed steps (no per-step host sync)",
+            "nvml_throttle_reasons": sampler.throttle_reasons(),
+        },
     }
 
 
@@ -98,7 +106,8 @@ def _rnn_torch(shape: tuple[int, int, int, str], warmup: int, iters: int, mode: 
     hidden, batch, steps, cell = shape
     dev = "cuda" if torch.cuda.is_available() else "cpu"
     layer = {"vanilla": torch.nn.RNN, "lstm": torch.nn.LSTM, "gru": torch.nn.GRU}[cell](
-        hidden, hidden).to(dev)
+        hidden, hidden
+    ).to(dev)
     x = torch.randn(steps, batch, hidden, device=dev, requires_grad=mode == "train")
 
     def fn() -> Any:
@@ -115,8 +124,14 @@ def _rnn_torch(shape: tuple[int, int, int, str], warmup: int, iters: int, mode: 
     gates = {"vanilla": 1, "lstm": 4, "gru": 3}[cell]
     flops = 2.0 * 2 * batch * hidden * hidden * gates * steps * (3 if mode == "train" else 1)
     dims = {"hidden": hidden, "batch": batch, "timesteps": steps, "cell": cell, "mode": mode}
-    return KernelResult("rnn", dims, t, iters, dev + " (torch cuDNN)" if dev == "cuda" else dev,
-                        tflops=flops / t / 1e12)
+    return KernelResult(
+        "rnn",
+        dims,
+        t,
+        iters,
+        dev + " (torch cuDNN)" if dev == "cuda" else dev,
+        tflops=flops / t / 1e12,
+    )
 
 
 def rnn_framework() -> str | None:
@@ -131,14 +146,22 @@ def task(t: dict[str, Any]) -> dict[str, Any]:
     if kind == "peak":
         from benchmarks.gpu.peak import bf16_matmul
 
-        return bf16_matmul(t["framework"], int(t["n"]), int(t.get("warmup", 3)),
-                           int(t.get("iters", 10)))
+        return bf16_matmul(
+            t["framework"], int(t["n"]), int(t.get("warmup", 3)), int(t.get("iters", 10))
+        )
     if kind == "bandwidth":
         from workloads.kernels import run as kernel_run
         from workloads.scenarios import Job
 
-        job = Job(suite="gpu", experiment="bandwidth", model="bandwidth", scenario="kernel",
-                  warmup=int(t["warmup"]), steps=int(t["iters"]), options=dict(t["options"]))
+        job = Job(
+            suite="gpu",
+            experiment="bandwidth",
+            model="bandwidth",
+            scenario="kernel",
+            warmup=int(t["warmup"]),
+            steps=int(t["iters"]),
+            options=dict(t["options"]),
+        )
         return kernel_run(job)
     if kind == "rnn":
         from workloads.kernels import shape_id
@@ -168,8 +191,13 @@ def kernels(spec: dict[str, Any]) -> dict[str, Any]:
             out.append({"kind": t["kind"], "status": "ok", "result": task(t)})
         except Exception as exc:
             traceback.print_exc()
-            out.append({"kind": t["kind"], "status": "failed",
-                        "error": f"{type(exc).__name__}: {exc}"[:1000]})
+            out.append(
+                {
+                    "kind": t["kind"],
+                    "status": "failed",
+                    "error": f"{type(exc).__name__}: {exc}"[:1000],
+                }
+            )
     return {"tasks": out}
 
 

@@ -17,9 +17,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 SUPPORTED = (
-    "InputLayer", "Conv2D", "Dense", "BatchNormalization", "Activation", "ReLU",
-    "MaxPooling2D", "AveragePooling2D", "GlobalAveragePooling2D", "Flatten", "Dropout",
-    "Add", "Concatenate", "ZeroPadding2D",
+    "InputLayer",
+    "Conv2D",
+    "Dense",
+    "BatchNormalization",
+    "Activation",
+    "ReLU",
+    "MaxPooling2D",
+    "AveragePooling2D",
+    "GlobalAveragePooling2D",
+    "Flatten",
+    "Dropout",
+    "Add",
+    "Concatenate",
+    "ZeroPadding2D",
 )
 ACTIVATIONS = ("relu", "linear")
 
@@ -45,8 +56,14 @@ class Plan:
     ops: list[Op]
 
     def param_count(self) -> int:
-        return int(sum(w.size for op in self.ops for k, w in op.weights.items()
-                       if k not in ("moving_mean", "moving_variance")))
+        return int(
+            sum(
+                w.size
+                for op in self.ops
+                for k, w in op.weights.items()
+                if k not in ("moving_mean", "moving_variance")
+            )
+        )
 
 
 def _activation(layer: Any) -> str:
@@ -66,26 +83,41 @@ def _cfg(layer: Any, kind: str) -> dict[str, Any]:
     if kind == "Conv2D":
         if tuple(_pair(c["dilation_rate"])) != (1, 1) or c.get("groups", 1) != 1:
             raise ValueError(f"layer {layer.name!r}: dilated or grouped conv not supported")
-        return {"strides": _pair(c["strides"]), "padding": c["padding"],
-                "kernel_size": _pair(c["kernel_size"]), "filters": int(c["filters"]),
-                "use_bias": bool(c["use_bias"]), "activation": _activation(layer)}
+        return {
+            "strides": _pair(c["strides"]),
+            "padding": c["padding"],
+            "kernel_size": _pair(c["kernel_size"]),
+            "filters": int(c["filters"]),
+            "use_bias": bool(c["use_bias"]),
+            "activation": _activation(layer),
+        }
     if kind == "Dense":
-        return {"units": int(c["units"]), "use_bias": bool(c["use_bias"]),
-                "activation": _activation(layer)}
+        return {
+            "units": int(c["units"]),
+            "use_bias": bool(c["use_bias"]),
+            "activation": _activation(layer),
+        }
     if kind == "BatchNormalization":
         axis = c["axis"]
         axis = axis[0] if isinstance(axis, list | tuple) else axis
         if axis not in (-1, 3):
             raise ValueError(f"layer {layer.name!r}: batch norm over axis {axis} not supported")
-        return {"epsilon": float(c["epsilon"]), "momentum": float(c["momentum"]),
-                "center": bool(c["center"]), "scale": bool(c["scale"])}
+        return {
+            "epsilon": float(c["epsilon"]),
+            "momentum": float(c["momentum"]),
+            "center": bool(c["center"]),
+            "scale": bool(c["scale"]),
+        }
     if kind in ("Activation", "ReLU"):
         if kind == "ReLU":
             return {"activation": "relu"}
         return {"activation": _activation(layer)}
     if kind in ("MaxPooling2D", "AveragePooling2D"):
-        return {"pool_size": _pair(c["pool_size"]), "strides": _pair(c["strides"]),
-                "padding": c["padding"]}
+        return {
+            "pool_size": _pair(c["pool_size"]),
+            "strides": _pair(c["strides"]),
+            "padding": c["padding"],
+        }
     if kind == "Dropout":
         return {"rate": float(c["rate"])}
     if kind == "Concatenate":
@@ -140,9 +172,17 @@ def from_keras(model: Any) -> Plan:
         outs = node.output_tensors
         if len(outs) != 1:
             raise ValueError(f"layer {layer.name!r}: one output tensor expected")
-        ops.append(Op(layer.name, kind, [tid(t) for t in node.input_tensors], tid(outs[0]),
-                      tuple(int(d) for d in outs[0].shape[1:]), _cfg(layer, kind),
-                      _weights(layer, kind)))
+        ops.append(
+            Op(
+                layer.name,
+                kind,
+                [tid(t) for t in node.input_tensors],
+                tid(outs[0]),
+                tuple(int(d) for d in outs[0].shape[1:]),
+                _cfg(layer, kind),
+                _weights(layer, kind),
+            )
+        )
     shape = tuple(int(d) for d in model.inputs[0].shape[1:])
     classes = int(model.outputs[0].shape[-1])
     return Plan(model.name, input_id, tid(model.outputs[0]), shape, classes, ops)  # type: ignore[arg-type]

@@ -53,11 +53,16 @@ def parser() -> argparse.ArgumentParser:
     p = _Parser(prog="h100_suite", description=__doc__.split("\n")[0])
     p.add_argument("--cpu-smoke", action="store_true", help="every part at tiny sizes (CPU)")
     p.add_argument("--out", type=Path, help="output directory (default results/gpu-<run id>)")
-    p.add_argument("--backends", type=_csv, help="Keras backends, comma-separated "
-                   "(tensorflow, jax, torch)")
+    p.add_argument(
+        "--backends", type=_csv, help="Keras backends, comma-separated (tensorflow, jax, torch)"
+    )
     p.add_argument("--parts", type=_csv, help=f"comma-separated subset of {','.join(PARTS)}")
-    p.add_argument("--train", action="append", metavar="MODEL:BATCH[:PX]",
-                   help="training cases instead of the plan's (repeatable)")
+    p.add_argument(
+        "--train",
+        action="append",
+        metavar="MODEL:BATCH[:PX]",
+        help="training cases instead of the plan's (repeatable)",
+    )
     p.add_argument("--precisions", type=_csv, help=f"subset of {','.join(PRECISIONS)}")
     p.add_argument("--steps", type=int, help="timed steps T of the training arms")
     p.add_argument("--warmup", type=int, help="warm-up steps W of the training arms")
@@ -66,8 +71,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--topology", default="local", help="records' topology label")
     p.add_argument("--arm", default="native", help="records' arm label")
     p.add_argument("--no-report", action="store_true", help="skip the report")
-    p.add_argument("--from-records", nargs="+", type=Path, metavar="JSONL",
-                   help="measure nothing: tables and report from these record files")
+    p.add_argument(
+        "--from-records",
+        nargs="+",
+        type=Path,
+        metavar="JSONL",
+        help="measure nothing: tables and report from these record files",
+    )
     return p
 
 
@@ -126,8 +136,7 @@ def build_report(paths: list[Path], out: Path, console: Any) -> None:
     except Exception as exc:  # the tables still print; the report problem is one line
         console.print(f"report: not built: {type(exc).__name__}: {exc}")
         return
-    made = ", ".join(f"{v.claim}: {v.verdict}" for v in res.verdicts
-                     if v.verdict != "not measured")
+    made = ", ".join(f"{v.claim}: {v.verdict}" for v in res.verdicts if v.verdict != "not measured")
     console.print(f"report: {res.html} ({made or 'no claim verdicts'})")
 
 
@@ -137,27 +146,50 @@ def measure(args: argparse.Namespace, console: Any) -> tuple[list[dict[str, Any]
     from benchmarks.gpu.plan import FULL, SMOKE, customize
     from workloads.records import new_run_id
 
-    plan = customize(SMOKE if args.cpu_smoke else FULL, args.train, args.precisions,
-                     args.steps, args.warmup, args.repeats)
+    plan = customize(
+        SMOKE if args.cpu_smoke else FULL,
+        args.train,
+        args.precisions,
+        args.steps,
+        args.warmup,
+        args.repeats,
+    )
     backends = check_backends(args.backends or default_backends())
     parts = check_parts(args.parts)
     if args.max_minutes is not None and args.max_minutes < 0:
         raise InputError(f"--max-minutes must be >= 0, got {args.max_minutes}")
     run_id = new_run_id()
     out = args.out or REPO / "results" / f"gpu-{run_id}"
-    rec = Recorder(out / "records.jsonl", run_id, SUITE if not args.cpu_smoke
-                   else f"{SUITE}-cpu-smoke", args.topology, args.arm)
+    rec = Recorder(
+        out / "records.jsonl",
+        run_id,
+        SUITE if not args.cpu_smoke else f"{SUITE}-cpu-smoke",
+        args.topology,
+        args.arm,
+    )
     limit = args.max_minutes * 60 if args.max_minutes is not None else float("inf")
-    ctx = P.Context(plan, backends, parts, rec, time.monotonic() + limit,
-                    log=lambda s: console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {s}"))
-    console.print(f"plan {plan.name}: parts {','.join(parts)}; backends {','.join(backends)}; "
-                  f"records -> {rec.path}")
+    ctx = P.Context(
+        plan,
+        backends,
+        parts,
+        rec,
+        time.monotonic() + limit,
+        log=lambda s: console.print(f"[dim]{time.strftime('%H:%M:%S')}[/] {s}"),
+    )
+    console.print(
+        f"plan {plan.name}: parts {','.join(parts)}; backends {','.join(backends)}; "
+        f"records -> {rec.path}"
+    )
     code = 0
     try:
         if {"train", "bandwidth", "rnn"} & set(parts):
             P.kernels(ctx)
-        for name, fn in (("train", P.train), ("sharing", P.sharing), ("shared", P.shared),
-                         ("mnist", P.mnist)):
+        for name, fn in (
+            ("train", P.train),
+            ("sharing", P.sharing),
+            ("shared", P.shared),
+            ("mnist", P.mnist),
+        ):
             if name in parts:
                 fn(ctx)
     except KeyboardInterrupt:

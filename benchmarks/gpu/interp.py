@@ -14,11 +14,13 @@ from benchmarks.gpu.graph import Plan
 
 
 class Ops(Protocol):
-    def conv(self, x: Any, w: dict[str, Any], cfg: dict[str, Any], in_hw: tuple[int, int]
-             ) -> Any: ...
+    def conv(
+        self, x: Any, w: dict[str, Any], cfg: dict[str, Any], in_hw: tuple[int, int]
+    ) -> Any: ...
     def dense(self, x: Any, w: dict[str, Any], cfg: dict[str, Any]) -> Any: ...
-    def batch_norm(self, x: Any, w: dict[str, Any], s: dict[str, Any], cfg: dict[str, Any],
-                   training: bool) -> tuple[Any, dict[str, Any] | None]: ...
+    def batch_norm(
+        self, x: Any, w: dict[str, Any], s: dict[str, Any], cfg: dict[str, Any], training: bool
+    ) -> tuple[Any, dict[str, Any] | None]: ...
     def act(self, x: Any, name: str) -> Any: ...
     def max_pool(self, x: Any, cfg: dict[str, Any], in_hw: tuple[int, int]) -> Any: ...
     def avg_pool(self, x: Any, cfg: dict[str, Any], in_hw: tuple[int, int]) -> Any: ...
@@ -30,9 +32,14 @@ class Ops(Protocol):
     def zero_pad(self, x: Any, pads: tuple[int, int, int, int]) -> Any: ...
 
 
-def run_plan(plan: Plan, x: Any, ops: Ops, params: dict[str, dict[str, Any]],
-             state: dict[str, dict[str, Any]], training: bool
-             ) -> tuple[Any, dict[str, dict[str, Any]]]:
+def run_plan(
+    plan: Plan,
+    x: Any,
+    ops: Ops,
+    params: dict[str, dict[str, Any]],
+    state: dict[str, dict[str, Any]],
+    training: bool,
+) -> tuple[Any, dict[str, dict[str, Any]]]:
     """(logits, new batch-norm state by layer name) of the plan on input ``x``."""
     vals: dict[int, Any] = {plan.input_id: x}
     hw: dict[int, tuple[int, int]] = {plan.input_id: plan.input_shape[:2]}

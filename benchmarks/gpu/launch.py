@@ -47,15 +47,22 @@ def _tail(text: str, lines: int = 3, limit: int = 600) -> str:
     return " | ".join(keep[-lines:])[-limit:]
 
 
-def run_child(mode: str, payload: dict[str, Any], env: dict[str, str] | None = None,
-              timeout_s: float = 900.0) -> dict[str, Any]:
+def run_child(
+    mode: str, payload: dict[str, Any], env: dict[str, str] | None = None, timeout_s: float = 900.0
+) -> dict[str, Any]:
     """Run one child measurement; its result fields (``status`` always set)."""
     payload = dict(payload)
     payload["launched_at"] = time.time()
     with tempfile.TemporaryFile("w+", encoding="utf-8") as err:
         proc = subprocess.Popen(
-            [sys.executable, str(CHILD), mode], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=err, text=True, env=child_env(env), cwd=str(REPO), start_new_session=True,
+            [sys.executable, str(CHILD), mode],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            env=child_env(env),
+            cwd=str(REPO),
+            start_new_session=True,
             preexec_fn=_die_with_parent,
         )
         try:
@@ -64,8 +71,11 @@ def run_child(mode: str, payload: dict[str, Any], env: dict[str, str] | None = N
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
-            return {"status": "failed", "error": f"{mode} child killed after {timeout_s:g} s",
-                    "elapsed_s": time.time() - payload["launched_at"]}
+            return {
+                "status": "failed",
+                "error": f"{mode} child killed after {timeout_s:g} s",
+                "elapsed_s": time.time() - payload["launched_at"],
+            }
         except BaseException:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -75,20 +85,25 @@ def run_child(mode: str, payload: dict[str, Any], env: dict[str, str] | None = N
     for line in reversed(out.splitlines()):
         if line.startswith(PREFIX):
             try:
-                fields = json.loads(line[len(PREFIX):])
+                fields = json.loads(line[len(PREFIX) :])
             except json.JSONDecodeError:
                 break
             fields.setdefault("status", "ok")
             return fields
-    return {"status": "failed", "error": f"{mode} child exited {proc.returncode} with no result: "
-            f"{_tail(errtext) or 'no output'}", "elapsed_s": time.time() - payload["launched_at"]}
+    return {
+        "status": "failed",
+        "error": f"{mode} child exited {proc.returncode} with no result: "
+        f"{_tail(errtext) or 'no output'}",
+        "elapsed_s": time.time() - payload["launched_at"],
+    }
 
 
 class Recorder:
     """Records of one suite run, written as they are made."""
 
-    def __init__(self, path: str | os.PathLike[str], run_id: str, suite: str, topology: str,
-                 arm: str) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], run_id: str, suite: str, topology: str, arm: str
+    ) -> None:
         self.writer = RecordWriter(path)
         self.path = Path(path)
         self.run_id, self.suite, self.topology, self.arm = run_id, suite, topology, arm
@@ -110,9 +125,14 @@ class Recorder:
         known = set(REQUIRED) | set(OPTIONAL)
         params = dict(base.pop("params", {}) or {})
         metrics = dict(base.pop("metrics", {}) or {})
-        rec: dict[str, Any] = {"run_id": self.run_id, "suite": self.suite,
-                               "topology": self.topology, "arm": self.arm, "data": "synthetic",
-                               "finished_at": utc_now()}
+        rec: dict[str, Any] = {
+            "run_id": self.run_id,
+            "suite": self.suite,
+            "topology": self.topology,
+            "arm": self.arm,
+            "data": "synthetic",
+            "finished_at": utc_now(),
+        }
         rec.update(base)
         for key, value in fields.items():
             if key == "params":

@@ -49,5 +49,12 @@ def bf16_matmul(framework: str, n: int, warmup: int = 3, iters: int = 10) -> dic
             t = time_calls(mm, warmup, iters, lambda o: o[:1, :1].numpy())
     else:
         raise ValueError(f"framework {framework!r} is not torch, jax or tensorflow")
-    return {"framework": framework, "n": n, "dtype": "bfloat16", "time_per_call_s": t,
-            "tflops": 2.0 * n ** 3 / t / 1e12, "device": device, "iters": iters}
+    return {
+        "framework": framework,
+        "n": n,
+        "dtype": "bfloat16",
+        "time_per_call_s": t,
+        "tflops": 2.0 * n**3 / t / 1e12,
+        "device": device,
+        "iters": iters,
+    }

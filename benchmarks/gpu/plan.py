@@ -43,12 +43,15 @@ class Plan:
     shared_foreground: tuple[Case, ...] = (Case("resnet50", 32), Case("alexnet", 32))
     shared_background: Case = Case("alexnet", 512)
     shared_steps: int = 100
-    bandwidth: dict[str, Any] = field(default_factory=lambda: {
-        "sizes": "deepbench", "directions": ["h2d", "d2h"],
-        "affinities": ["none", "local", "remote"]})
+    bandwidth: dict[str, Any] = field(
+        default_factory=lambda: {
+            "sizes": "deepbench",
+            "directions": ["h2d", "d2h"],
+            "affinities": ["none", "local", "remote"],
+        }
+    )
     bandwidth_iters: int = 20
-    rnn_shapes: tuple[tuple[int, int, int], ...] = ((512, 16, 25), (1024, 32, 25),
-                                                     (1536, 32, 187))
+    rnn_shapes: tuple[tuple[int, int, int], ...] = ((512, 16, 25), (1024, 32, 25), (1536, 32, 187))
     rnn_cells: tuple[str, ...] = ("lstm", "gru")
     rnn_iters: int = 10
     mnist: Case = Case("mnist_cnn", 128)
@@ -58,21 +61,34 @@ class Plan:
 
 FULL = Plan(
     name="full",
-    train=(Case("resnet50", 32), Case("resnet50", 64), Case("resnet50", 256),
-           Case("inception_v3", 32), Case("alexnet", 512)),
+    train=(
+        Case("resnet50", 32),
+        Case("resnet50", 64),
+        Case("resnet50", 256),
+        Case("inception_v3", 32),
+        Case("alexnet", 512),
+    ),
 )
 
 SMOKE = Plan(
     name="cpu-smoke",
     train=(Case("resnet50", 2, 32),),
-    warmup=1, steps=3, repeats=1, peak_n=256,
-    sharing=Case("mnist_cnn", 8), sharing_jobs=4, sharing_steps=3,
-    shared_foreground=(Case("mnist_cnn", 8),), shared_background=Case("alexnet", 2, 67),
+    warmup=1,
+    steps=3,
+    repeats=1,
+    peak_n=256,
+    sharing=Case("mnist_cnn", 8),
+    sharing_jobs=4,
+    sharing_steps=3,
+    shared_foreground=(Case("mnist_cnn", 8),),
+    shared_background=Case("alexnet", 2, 67),
     shared_steps=3,
     bandwidth={"sizes": "tiny", "directions": ["h2d", "d2h"], "affinities": ["none", "local"]},
     bandwidth_iters=3,
-    rnn_shapes=((16, 4, 5),), rnn_iters=2,
-    mnist=Case("mnist_cnn", 16), mnist_steps=5,
+    rnn_shapes=((16, 4, 5),),
+    rnn_iters=2,
+    mnist=Case("mnist_cnn", 16),
+    mnist_steps=5,
     timeout_s=300.0,
 )
 
@@ -83,25 +99,33 @@ def parse_case(text: str) -> Case:
 
     parts = text.split(":")
     if len(parts) not in (2, 3) or parts[0] not in MODELS:
-        raise InputError(f"--train entry {text!r} must be MODEL:BATCH[:IMAGE_SIZE] with MODEL one "
-                         f"of {', '.join(sorted(MODELS))}")
+        raise InputError(
+            f"--train entry {text!r} must be MODEL:BATCH[:IMAGE_SIZE] with MODEL one "
+            f"of {', '.join(sorted(MODELS))}"
+        )
     try:
         nums = [int(p) for p in parts[1:]]
     except ValueError:
-        raise InputError(f"--train entry {text!r}: batch and image size must be integers"
-                         ) from None
+        raise InputError(f"--train entry {text!r}: batch and image size must be integers") from None
     if any(n < 1 for n in nums):
         raise InputError(f"--train entry {text!r}: batch and image size must be >= 1")
     size = nums[1] if len(nums) == 2 else None
     if size is not None and size < MODELS[parts[0]].min_image_size:
-        raise InputError(f"--train entry {text!r}: image size {size} is below "
-                         f"{MODELS[parts[0]].min_image_size} px for {parts[0]}")
+        raise InputError(
+            f"--train entry {text!r}: image size {size} is below "
+            f"{MODELS[parts[0]].min_image_size} px for {parts[0]}"
+        )
     return Case(parts[0], nums[0], size)
 
 
-def customize(plan: Plan, train: list[str] | None = None, precisions: list[str] | None = None,
-              steps: int | None = None, warmup: int | None = None, repeats: int | None = None
-              ) -> Plan:
+def customize(
+    plan: Plan,
+    train: list[str] | None = None,
+    precisions: list[str] | None = None,
+    steps: int | None = None,
+    warmup: int | None = None,
+    repeats: int | None = None,
+) -> Plan:
     changes: dict[str, Any] = {}
     if train:
         changes["train"] = tuple(parse_case(t) for t in train)

@@ -13,8 +13,10 @@ from typing import Any
 from benchmarks.gpu.graph import Plan
 from benchmarks.gpu.interp import run_plan, split_weights
 
-DESCRIPTION = "plain JAX loop (jax.lax ops, one jax.jit SGD step, donated buffers) on the " \
+DESCRIPTION = (
+    "plain JAX loop (jax.lax ops, one jax.jit SGD step, donated buffers) on the "
     "Keras model's weights"
+)
 
 
 class JaxOps:
@@ -27,23 +29,29 @@ class JaxOps:
 
         kh, kw = cfg["pool_size"]
         sh, sw = cfg["strides"]
-        return lax.reduce_window(x, init, op, (1, kh, kw, 1), (1, sh, sw, 1),
-                                 cfg["padding"].upper())
+        return lax.reduce_window(
+            x, init, op, (1, kh, kw, 1), (1, sh, sw, 1), cfg["padding"].upper()
+        )
 
     def conv(self, x: Any, w: dict[str, Any], cfg: dict[str, Any], in_hw: tuple[int, int]) -> Any:
         from jax import lax
 
-        y = lax.conv_general_dilated(x, w["kernel"].astype(self.dtype), cfg["strides"],
-                                     cfg["padding"].upper(),
-                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
+        y = lax.conv_general_dilated(
+            x,
+            w["kernel"].astype(self.dtype),
+            cfg["strides"],
+            cfg["padding"].upper(),
+            dimension_numbers=("NHWC", "HWIO", "NHWC"),
+        )
         return y + w["bias"].astype(self.dtype) if "bias" in w else y
 
     def dense(self, x: Any, w: dict[str, Any], cfg: dict[str, Any]) -> Any:
         y = x @ w["kernel"].astype(self.dtype)
         return y + w["bias"].astype(self.dtype) if "bias" in w else y
 
-    def batch_norm(self, x: Any, w: dict[str, Any], s: dict[str, Any], cfg: dict[str, Any],
-                   training: bool) -> tuple[Any, dict[str, Any] | None]:
+    def batch_norm(
+        self, x: Any, w: dict[str, Any], s: dict[str, Any], cfg: dict[str, Any], training: bool
+    ) -> tuple[Any, dict[str, Any] | None]:
         import jax.numpy as jnp
         from jax import lax
 
@@ -53,9 +61,10 @@ class JaxOps:
             mean = x32.mean((0, 1, 2))
             var = jnp.square(x32 - mean).mean((0, 1, 2))
             m = cfg["momentum"]
-            upd = {"moving_mean": s["moving_mean"] * m + lax.stop_gradient(mean) * (1 - m),
-                   "moving_variance": s["moving_variance"] * m
-                   + lax.stop_gradient(var) * (1 - m)}
+            upd = {
+                "moving_mean": s["moving_mean"] * m + lax.stop_gradient(mean) * (1 - m),
+                "moving_variance": s["moving_variance"] * m + lax.stop_gradient(var) * (1 - m),
+            }
         else:
             mean, var = s["moving_mean"], s["moving_variance"]
         y = (x32 - mean) * lax.rsqrt(var + cfg["epsilon"])
@@ -116,8 +125,9 @@ class JaxRaw:
     framework = "jax"
     description = DESCRIPTION
 
-    def __init__(self, plan: Plan, batch: int, precision: str, lr: float = 0.005,
-                 seed: int = 1234) -> None:
+    def __init__(
+        self, plan: Plan, batch: int, precision: str, lr: float = 0.005, seed: int = 1234
+    ) -> None:
         import jax
         import jax.numpy as jnp
 
@@ -129,22 +139,25 @@ class JaxRaw:
         self.state = jax.tree.map(jnp.asarray, s)
         key = jax.random.PRNGKey(seed)
         k1, k2, self.key = jax.random.split(key, 3)
-        self.images = jax.random.truncated_normal(k1, -2.0, 2.0, (batch, *plan.input_shape)
-                                                  ) * 60.0 + 127.0
+        self.images = (
+            jax.random.truncated_normal(k1, -2.0, 2.0, (batch, *plan.input_shape)) * 60.0 + 127.0
+        )
         self.labels = jax.random.randint(k2, (batch,), 0, plan.num_classes, dtype=jnp.int32)
         self.count = 0
         dtype = self.dtype
 
         def loss_fn(params: Any, state: Any, x: Any, y: Any, key: Any) -> Any:
-            logits, new_state = run_plan(plan, x.astype(dtype), JaxOps(dtype, key), params,
-                                         state, True)
+            logits, new_state = run_plan(
+                plan, x.astype(dtype), JaxOps(dtype, key), params, state, True
+            )
             logp = jax.nn.log_softmax(logits.astype(jnp.float32))
             return -jnp.take_along_axis(logp, y[:, None], axis=1).mean(), new_state
 
         def train(params: Any, state: Any, x: Any, y: Any, key: Any, i: Any) -> Any:
             k = jax.random.fold_in(key, i)
             (loss, new_state), grads = jax.value_and_grad(loss_fn, has_aux=True)(
-                params, state, x, y, k)
+                params, state, x, y, k
+            )
             params = jax.tree.map(lambda w, g: w - lr * g, params, grads)
             return params, {**state, **new_state}, loss
 
@@ -154,16 +167,22 @@ class JaxRaw:
     def forward(self, x: Any, training: bool) -> Any:
         import jax.numpy as jnp
 
-        logits, _ = run_plan(self.plan, jnp.asarray(x).astype(self.dtype),
-                             JaxOps(self.dtype, self.key), self.params, self.state, training)
+        logits, _ = run_plan(
+            self.plan,
+            jnp.asarray(x).astype(self.dtype),
+            JaxOps(self.dtype, self.key),
+            self.params,
+            self.state,
+            training,
+        )
         return logits.astype(jnp.float32)
 
     def step(self) -> None:
         import jax.numpy as jnp
 
         self.params, self.state, self._loss = self._train(
-            self.params, self.state, self.images, self.labels, self.key,
-            jnp.uint32(self.count))
+            self.params, self.state, self.images, self.labels, self.key, jnp.uint32(self.count)
+        )
         self.count += 1
 
     def sync(self) -> float:

@@ -29,8 +29,9 @@ class TfOps:
         import tensorflow as tf
 
         sh, sw = cfg["strides"]
-        y = tf.nn.conv2d(x, self._c(w["kernel"]), strides=(1, sh, sw, 1),
-                         padding=cfg["padding"].upper())
+        y = tf.nn.conv2d(
+            x, self._c(w["kernel"]), strides=(1, sh, sw, 1), padding=cfg["padding"].upper()
+        )
         return tf.nn.bias_add(y, self._c(w["bias"])) if "bias" in w else y
 
     def dense(self, x: Any, w: dict[str, Any], cfg: dict[str, Any]) -> Any:
@@ -39,8 +40,9 @@ class TfOps:
         y = tf.matmul(x, self._c(w["kernel"]))
         return y + self._c(w["bias"]) if "bias" in w else y
 
-    def batch_norm(self, x: Any, w: dict[str, Any], s: dict[str, Any], cfg: dict[str, Any],
-                   training: bool) -> tuple[Any, None]:
+    def batch_norm(
+        self, x: Any, w: dict[str, Any], s: dict[str, Any], cfg: dict[str, Any], training: bool
+    ) -> tuple[Any, None]:
         import tensorflow as tf
 
         x32 = tf.cast(x, tf.float32)
@@ -51,8 +53,7 @@ class TfOps:
             s["moving_variance"].assign(s["moving_variance"] * m + var * (1.0 - m))
         else:
             mean, var = s["moving_mean"], s["moving_variance"]
-        y = tf.nn.batch_normalization(x32, mean, var, w.get("beta"), w.get("gamma"),
-                                      cfg["epsilon"])
+        y = tf.nn.batch_normalization(x32, mean, var, w.get("beta"), w.get("gamma"), cfg["epsilon"])
         return tf.cast(y, self.dtype), None
 
     def act(self, x: Any, name: str) -> Any:
@@ -106,16 +107,18 @@ class TfRaw:
     framework = "tensorflow"
     description = DESCRIPTION
 
-    def __init__(self, plan: Plan, batch: int, precision: str, lr: float = 0.005,
-                 seed: int = 1234) -> None:
+    def __init__(
+        self, plan: Plan, batch: int, precision: str, lr: float = 0.005, seed: int = 1234
+    ) -> None:
         import tensorflow as tf
 
         self.plan = plan
         self.dtype = tf.bfloat16 if precision == "bf16" else tf.float32
         p, s = split_weights(plan)
         self.params = {n: {k: tf.Variable(v) for k, v in d.items()} for n, d in p.items()}
-        self.state = {n: {k: tf.Variable(v, trainable=False) for k, v in d.items()}
-                      for n, d in s.items()}
+        self.state = {
+            n: {k: tf.Variable(v, trainable=False) for k, v in d.items()} for n, d in s.items()
+        }
         self.variables = [v for d in self.params.values() for v in d.values()]
         self.ops = TfOps(self.dtype)
         tf.random.set_seed(seed)
@@ -128,8 +131,9 @@ class TfRaw:
     def forward(self, x: Any, training: bool) -> Any:
         import tensorflow as tf
 
-        logits, _ = run_plan(self.plan, tf.cast(x, self.dtype), self.ops, self.params,
-                             self.state, training)
+        logits, _ = run_plan(
+            self.plan, tf.cast(x, self.dtype), self.ops, self.params, self.state, training
+        )
         return tf.cast(logits, tf.float32)
 
     def _train(self) -> Any:
@@ -137,8 +141,9 @@ class TfRaw:
 
         with tf.GradientTape() as tape:
             logits = self.forward(self.images, True)
-            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(
-                self.labels, logits))
+            loss = tf.reduce_mean(
+                tf.nn.sparse_softmax_cross_entropy_with_logits(self.labels, logits)
+            )
         grads = tape.gradient(loss, self.variables)
         for v, g in zip(self.variables, grads, strict=True):
             v.assign_sub(self.lr * g)

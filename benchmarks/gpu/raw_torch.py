@@ -16,13 +16,16 @@ from typing import Any
 from benchmarks.gpu.graph import Plan, same_pads
 from benchmarks.gpu.interp import run_plan, split_weights
 
-DESCRIPTION = ("plain PyTorch eager loop (torch.nn.functional ops, autocast bf16, channels_last, "
-               "cudnn.benchmark, SGD foreach) on the Keras model's weights")
+DESCRIPTION = (
+    "plain PyTorch eager loop (torch.nn.functional ops, autocast bf16, channels_last, "
+    "cudnn.benchmark, SGD foreach) on the Keras model's weights"
+)
 
 
 class TorchOps:
-    def _pads(self, x: Any, cfg: dict[str, Any], in_hw: tuple[int, int], value: float = 0.0
-              ) -> tuple[Any, tuple[int, int] | None]:
+    def _pads(
+        self, x: Any, cfg: dict[str, Any], in_hw: tuple[int, int], value: float = 0.0
+    ) -> tuple[Any, tuple[int, int] | None]:
         """(input, symmetric padding) for a 'same' window op; pads asymmetric cases first."""
         import torch.nn.functional as F
 
@@ -46,12 +49,21 @@ class TorchOps:
 
         return F.linear(x, w["kernel"], w.get("bias"))
 
-    def batch_norm(self, x: Any, w: dict[str, Any], s: dict[str, Any], cfg: dict[str, Any],
-                   training: bool) -> tuple[Any, None]:
+    def batch_norm(
+        self, x: Any, w: dict[str, Any], s: dict[str, Any], cfg: dict[str, Any], training: bool
+    ) -> tuple[Any, None]:
         import torch.nn.functional as F
 
-        y = F.batch_norm(x, s["moving_mean"], s["moving_variance"], w.get("gamma"),
-                         w.get("beta"), training, 1.0 - cfg["momentum"], cfg["epsilon"])
+        y = F.batch_norm(
+            x,
+            s["moving_mean"],
+            s["moving_variance"],
+            w.get("gamma"),
+            w.get("beta"),
+            training,
+            1.0 - cfg["momentum"],
+            cfg["epsilon"],
+        )
         return y, None
 
     def act(self, x: Any, name: str) -> Any:
@@ -105,8 +117,9 @@ class TorchRaw:
     framework = "torch"
     description = DESCRIPTION
 
-    def __init__(self, plan: Plan, batch: int, precision: str, lr: float = 0.005,
-                 seed: int = 1234) -> None:
+    def __init__(
+        self, plan: Plan, batch: int, precision: str, lr: float = 0.005, seed: int = 1234
+    ) -> None:
         import torch
 
         self.torch = torch
@@ -128,8 +141,9 @@ class TorchRaw:
                     t = t.t().contiguous()  # (in, out) -> (out, in)
                 out[k] = t.requires_grad_(True)
             self.params[name] = out
-        self.state = {n: {k: torch.from_numpy(v).to(self.device) for k, v in d.items()}
-                      for n, d in s.items()}
+        self.state = {
+            n: {k: torch.from_numpy(v).to(self.device) for k, v in d.items()} for n, d in s.items()
+        }
         self.variables = [v for d in self.params.values() for v in d.values()]
         self.opt = torch.optim.SGD(self.variables, lr=lr, foreach=self.device == "cuda")
         self.ops = TorchOps()
@@ -137,8 +151,9 @@ class TorchRaw:
         h, w, c = plan.input_shape
         images = torch.randn((batch, c, h, w), generator=gen, device=self.device)
         self.images = (images.clamp_(-2, 2) * 60.0 + 127.0).contiguous(memory_format=cl)
-        self.labels = torch.randint(0, plan.num_classes, (batch,), generator=gen,
-                                    device=self.device)
+        self.labels = torch.randint(
+            0, plan.num_classes, (batch,), generator=gen, device=self.device
+        )
         self._loss: Any = None
 
     def forward(self, x: Any, training: bool) -> Any:

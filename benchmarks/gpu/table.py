@@ -46,8 +46,13 @@ def training_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         p = r.get("params") or {}
         if not r["experiment"].startswith("train-") or r["status"] != "ok":
             continue
-        key = (r["model"], r.get("batch_size"), p.get("image_size"), p.get("precision"),
-               p.get("backend"))
+        key = (
+            r["model"],
+            r.get("batch_size"),
+            p.get("image_size"),
+            p.get("precision"),
+            p.get("backend"),
+        )
         g = groups[key]
         m = r.get("metrics") or {}
         arm = p.get("arm_kind")
@@ -69,12 +74,24 @@ def training_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
             ips = _med(g["runner_ips"])
             if prec == "bf16" and ips is not None:
                 goal += f"; {STRETCH_IPS:,.0f} img/s {'met' if ips >= STRETCH_IPS else 'missed'}"
-        rows.append({"model": model, "batch": batch, "image_size": size, "precision": prec,
-                     "backend": backend, "runner_ips": _med(g["runner_ips"]),
-                     "raw_ips": _med(g["raw_ips"]), "ratio": ratio,
-                     "runner_mfu": _med(g["runner_mfu"]), "raw_mfu": _med(g["raw_mfu"]),
-                     "runner_cv": _cv(g["runner_ips"]), "raw_cv": _cv(g["raw_ips"]),
-                     "repeats": len(g["runner_ips"]), "goal": goal})
+        rows.append(
+            {
+                "model": model,
+                "batch": batch,
+                "image_size": size,
+                "precision": prec,
+                "backend": backend,
+                "runner_ips": _med(g["runner_ips"]),
+                "raw_ips": _med(g["raw_ips"]),
+                "ratio": ratio,
+                "runner_mfu": _med(g["runner_mfu"]),
+                "raw_mfu": _med(g["raw_mfu"]),
+                "runner_cv": _cv(g["runner_ips"]),
+                "raw_cv": _cv(g["raw_ips"]),
+                "repeats": len(g["runner_ips"]),
+                "goal": goal,
+            }
+        )
     return rows
 
 
@@ -88,39 +105,60 @@ def claim_rows(records: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
         if exp.startswith("peak-bf16-"):
             for k, v in m.items():
                 if k.endswith(".tflops"):
-                    out.append((f"bf16 matmul peak ({r['params'].get('framework')}, "
-                                f"n={r['params'].get('n')})", f"{v:.4g} TFLOP/s",
-                                "H100 SXM about 750-800 TFLOP/s dense"))
+                    out.append(
+                        (
+                            f"bf16 matmul peak ({r['params'].get('framework')}, "
+                            f"n={r['params'].get('n')})",
+                            f"{v:.4g} TFLOP/s",
+                            "H100 SXM about 750-800 TFLOP/s dense",
+                        )
+                    )
         elif r["scenario"] == "sharing":
-            out.append((f"{r['params'].get('jobs', '?')} concurrent jobs vs 1 "
-                        f"({r['model']} b{r.get('batch_size')})",
-                        f"aggregate {_f(m.get('aggregate_images_per_sec'))} img/s = "
-                        f"{_f(_get(m, 'aggregate_throughput_ratio', 'throughput_ratio'), '{:.2f}')}"
-                        f"x one job; slowest takes "
-                        f"{_f(m.get('completion_time_ratio'), '{:.2f}')}x its time",
-                        "4 jobs: about 3x throughput, 1.17x completion time"))
+            out.append(
+                (
+                    f"{r['params'].get('jobs', '?')} concurrent jobs vs 1 "
+                    f"({r['model']} b{r.get('batch_size')})",
+                    f"aggregate {_f(m.get('aggregate_images_per_sec'))} img/s = "
+                    f"{_f(_get(m, 'aggregate_throughput_ratio', 'throughput_ratio'), '{:.2f}')}"
+                    f"x one job; slowest takes "
+                    f"{_f(m.get('completion_time_ratio'), '{:.2f}')}x its time",
+                    "4 jobs: about 3x throughput, 1.17x completion time",
+                )
+            )
         elif r["scenario"] == "shared":
-            out.append((f"background {r['params'].get('background_model')} "
-                        f"b{r['params'].get('background_batch')} vs foreground {r['model']} "
-                        f"b{r.get('batch_size')}",
-                        f"{_f(_get(m, 'images_per_sec_alone', 'alone_images_per_sec'))} -> "
-                        f"{_f(_get(m, 'images_per_sec_shared', 'shared_images_per_sec'))} img/s "
-                        f"({_f(m.get('images_per_sec_degradation'), '{:.0%}')} lower), elapsed "
-                        f"+{_f(_get(m, 'elapsed_degradation', 'elapsed_increase'), '{:.0%}')}",
-                        "batch-32 models within 15-20 %; AlexNet b512 elapsed > +30 %"))
+            out.append(
+                (
+                    f"background {r['params'].get('background_model')} "
+                    f"b{r['params'].get('background_batch')} vs foreground {r['model']} "
+                    f"b{r.get('batch_size')}",
+                    f"{_f(_get(m, 'images_per_sec_alone', 'alone_images_per_sec'))} -> "
+                    f"{_f(_get(m, 'images_per_sec_shared', 'shared_images_per_sec'))} img/s "
+                    f"({_f(m.get('images_per_sec_degradation'), '{:.0%}')} lower), elapsed "
+                    f"+{_f(_get(m, 'elapsed_degradation', 'elapsed_increase'), '{:.0%}')}",
+                    "batch-32 models within 15-20 %; AlexNet b512 elapsed > +30 %",
+                )
+            )
         elif r["model"] == "bandwidth":
             out.extend(_bandwidth_rows(r))
         elif r["model"] == "rnn":
             for k, v in sorted(m.items()):
                 if k.endswith(".gru_over_lstm_time_ratio"):
-                    out.append((f"DeepBench GRU vs LSTM {k.split('.')[0]} (train)",
-                                f"GRU takes {v:.2f}x the LSTM's time per call",
-                                "GRU slower in a container than on the host (launch-bound)"))
+                    out.append(
+                        (
+                            f"DeepBench GRU vs LSTM {k.split('.')[0]} (train)",
+                            f"GRU takes {v:.2f}x the LSTM's time per call",
+                            "GRU slower in a container than on the host (launch-bound)",
+                        )
+                    )
         elif exp == "mnist-wallclock":
-            out.append((f"MNIST CNN wall-clock (b{r.get('batch_size')}, {r.get('steps')} steps)",
-                        f"{_f(r.get('elapsed_s'), '{:.1f}')} s job, "
-                        f"{_f(r.get('images_per_sec'))} img/s",
-                        "no measurable penalty in a vGPU VM (compare arms)"))
+            out.append(
+                (
+                    f"MNIST CNN wall-clock (b{r.get('batch_size')}, {r.get('steps')} steps)",
+                    f"{_f(r.get('elapsed_s'), '{:.1f}')} s job, "
+                    f"{_f(r.get('images_per_sec'))} img/s",
+                    "no measurable penalty in a vGPU VM (compare arms)",
+                )
+            )
     return out
 
 
@@ -131,14 +169,21 @@ def _bandwidth_rows(r: dict[str, Any]) -> list[tuple[str, str, str]]:
     top = max(x["shape"]["bytes"] for x in res)
     rows = []
     for direction in ("h2d", "d2h"):
-        vals = {x["shape"]["affinity"]: x["gbps"] for x in res
-                if x["shape"]["bytes"] == top and x["shape"]["direction"] == direction}
+        vals = {
+            x["shape"]["affinity"]: x["gbps"]
+            for x in res
+            if x["shape"]["bytes"] == top and x["shape"]["direction"] == direction
+        }
         if vals:
             text = ", ".join(f"{k} {v:.2f}" for k, v in vals.items())
-            rows.append((f"host-device bandwidth {direction} {top >> 20 or top} "
-                         f"{'MiB' if top >> 20 else 'B'} by CPU affinity",
-                         f"{text} GB/s ({res[0]['shape'].get('backend')})",
-                         "remote socket considerably lower; pinning to the GPU's node restores"))
+            rows.append(
+                (
+                    f"host-device bandwidth {direction} {top >> 20 or top} "
+                    f"{'MiB' if top >> 20 else 'B'} by CPU affinity",
+                    f"{text} GB/s ({res[0]['shape'].get('backend')})",
+                    "remote socket considerably lower; pinning to the GPU's node restores",
+                )
+            )
     return rows
 
 
@@ -148,8 +193,16 @@ def failed_rows(records: list[dict[str, Any]]) -> list[tuple[str, str]]:
         if r["status"] == "ok":
             continue
         batch = f"b{r['batch_size']}" if r.get("batch_size") else ""
-        what = " ".join(x for x in (r["experiment"], r["model"], batch,
-                                    (r.get("params") or {}).get("variant", "")) if x)
+        what = " ".join(
+            x
+            for x in (
+                r["experiment"],
+                r["model"],
+                batch,
+                (r.get("params") or {}).get("variant", ""),
+            )
+            if x
+        )
         out.append((what, str(r.get("error"))[:160]))
     return out
 
@@ -174,18 +227,43 @@ def render(records: list[dict[str, Any]], console: Any, device: str = "") -> Non
         for row in claims:
             t.add_row(*row)
         console.print(t)
-    t = Table(title=f"runner vs raw framework loop{' on ' + device if device else ''} "
-              f"(medians over repeats; MFU = 6 x MACs x img/s / bf16 matmul peak)")
-    for col in ("model", "px", "batch", "prec", "backend", "runner img/s", "raw img/s",
-                "runner/raw", "MFU runner", "MFU raw", "CV runner", "n", "goal >= 0.95x"):
+    t = Table(
+        title=f"runner vs raw framework loop{' on ' + device if device else ''} "
+        f"(medians over repeats; MFU = 6 x MACs x img/s / bf16 matmul peak)"
+    )
+    for col in (
+        "model",
+        "px",
+        "batch",
+        "prec",
+        "backend",
+        "runner img/s",
+        "raw img/s",
+        "runner/raw",
+        "MFU runner",
+        "MFU raw",
+        "CV runner",
+        "n",
+        "goal >= 0.95x",
+    ):
         t.add_column(col, justify="left" if col in ("model", "prec", "backend") else "right")
     cpu = device.startswith("CPU only")
     for row in training_rows(records):
         if cpu and row["goal"] != "-":
             row["goal"] = "n/a on CPU"  # the goals are GPU goals
-        t.add_row(row["model"], str(row["image_size"] or "-"), str(row["batch"]),
-                  str(row["precision"]), str(row["backend"]),
-                  _f(row["runner_ips"]), _f(row["raw_ips"]), _f(row["ratio"], "{:.3f}"),
-                  _f(row["runner_mfu"], "{:.1%}"), _f(row["raw_mfu"], "{:.1%}"),
-                  _f(row["runner_cv"], "{:.1%}"), str(row["repeats"]), row["goal"])
+        t.add_row(
+            row["model"],
+            str(row["image_size"] or "-"),
+            str(row["batch"]),
+            str(row["precision"]),
+            str(row["backend"]),
+            _f(row["runner_ips"]),
+            _f(row["raw_ips"]),
+            _f(row["ratio"], "{:.3f}"),
+            _f(row["runner_mfu"], "{:.1%}"),
+            _f(row["raw_mfu"], "{:.1%}"),
+            _f(row["runner_cv"], "{:.1%}"),
+            str(row["repeats"]),
+            row["goal"],
+        )
     console.print(t)

@@ -45,8 +45,10 @@ def _load(stack_file: Path) -> Any:
 def preflight_cmd(
     stack_file: Path = STACK_FILE,
     provide: bool = typer.Option(
-        False, "--provide",
-        help="first move manageable Ironic nodes of the lab's resource class to available"),
+        False,
+        "--provide",
+        help="first move manageable Ironic nodes of the lab's resource class to available",
+    ),
 ) -> None:
     """Check that the cloud can hold the stack's topology before `pulumi up`."""
     from infra.preflight import preflight

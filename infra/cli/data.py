@@ -18,8 +18,9 @@ from infra.cli.errors import UsageError
 
 
 def register(app: typer.Typer) -> None:
-    data_app = typer.Typer(help="Write input data (ImageNet-format shards, MNIST IDX files).",
-                           no_args_is_help=True)
+    data_app = typer.Typer(
+        help="Write input data (ImageNet-format shards, MNIST IDX files).", no_args_is_help=True
+    )
     app.add_typer(data_app, name="data")
 
     @data_app.command("imagenet-like")
@@ -46,8 +47,10 @@ def register(app: typer.Typer) -> None:
         with console.status(f"writing {images} images to {out} ..."):
             summary = write_imagenet_like(out, images, shards, image_size, classes, split, seed)
         secs = time.perf_counter() - start
-        typer.echo(f"wrote {summary.images} images in {len(summary.files)} shards "
-                   f"({summary.bytes / 1e6:.1f} MB) to {summary.out_dir} in {secs:.1f} s")
+        typer.echo(
+            f"wrote {summary.images} images in {len(summary.files)} shards "
+            f"({summary.bytes / 1e6:.1f} MB) to {summary.out_dir} in {secs:.1f} s"
+        )
 
     @data_app.command("mnist-like")
     def mnist_like(

@@ -65,9 +65,11 @@ class Readiness:
         fixes = [f for n in unfit for f in n.fixes]
         short = self.needed - have - len(unfit)
         if short > 0:
-            fixes.append(f"enroll {short} more node(s) with resource_class "
-                         f"{self.resource_class} (openstack baremetal node create "
-                         f"--resource-class ...)")
+            fixes.append(
+                f"enroll {short} more node(s) with resource_class "
+                f"{self.resource_class} (openstack baremetal node create "
+                f"--resource-class ...)"
+            )
         return [fail(name, detail, "; ".join(dict.fromkeys(fixes)))]
 
 
@@ -78,7 +80,9 @@ def list_nodes(conn: Connection) -> list[Any]:
 
 def _matches(node: Any, resource_class: str) -> bool:
     rc = getattr(node, "resource_class", None)
-    return bool(rc) and normalize_resource_class(rc) == normalize_resource_class(resource_class)
+    if not rc:
+        return False
+    return normalize_resource_class(rc) == normalize_resource_class(resource_class)
 
 
 def assess(node: Any, traits: Iterable[str]) -> NodeFitness:
@@ -89,11 +93,14 @@ def assess(node: Any, traits: Iterable[str]) -> NodeFitness:
     if state != "available":
         fit.problems.append(f"provision state {state}")
         if state == "manageable":
-            fit.fixes.append(f"openstack baremetal node provide {label} "
-                             "(or gpulab preflight --provide)")
+            fit.fixes.append(
+                f"openstack baremetal node provide {label} (or gpulab preflight --provide)"
+            )
         elif state == "enroll":
-            fit.fixes.append(f"openstack baremetal node manage {label} && "
-                             f"openstack baremetal node provide {label}")
+            fit.fixes.append(
+                f"openstack baremetal node manage {label} && "
+                f"openstack baremetal node provide {label}"
+            )
         elif state in ("active", "deploy failed", "error"):
             fit.fixes.append(f"openstack baremetal node undeploy {label}")
         else:
@@ -104,8 +111,10 @@ def assess(node: Any, traits: Iterable[str]) -> NodeFitness:
         fit.fixes.append(f"openstack baremetal node maintenance unset {label}")
     if node.power_state not in KNOWN_POWER:
         fit.problems.append(f"power state unknown ({node.power_state})")
-        fit.fixes.append(f"openstack baremetal node validate {label} (check its BMC "
-                         f"credentials), then openstack baremetal node power off {label}")
+        fit.fixes.append(
+            f"openstack baremetal node validate {label} (check its BMC "
+            f"credentials), then openstack baremetal node power off {label}"
+        )
     if getattr(node, "instance_id", None):
         fit.problems.append(f"already holds instance {node.instance_id}")
     missing = sorted(set(traits) - set(node.traits or []))
@@ -115,8 +124,9 @@ def assess(node: Any, traits: Iterable[str]) -> NodeFitness:
     return fit
 
 
-def readiness(conn: Connection, resource_class: str, count: int,
-              traits: Iterable[str] = ()) -> Readiness:
+def readiness(
+    conn: Connection, resource_class: str, count: int, traits: Iterable[str] = ()
+) -> Readiness:
     """How many nodes of ``resource_class`` (with ``traits``) can take an instance now."""
     if count < 1:
         raise ValueError(f"count {count} must be at least 1")
@@ -126,29 +136,38 @@ def readiness(conn: Connection, resource_class: str, count: int,
     return Readiness(rc, traits, count, nodes)
 
 
-def make_available(conn: Connection, resource_class: str, *, wait: bool = True,
-                   timeout: float = 600) -> list[str]:
+def make_available(
+    conn: Connection, resource_class: str, *, wait: bool = True, timeout: float = 600
+) -> list[str]:
     """Move the ``manageable`` nodes of ``resource_class`` that are not in maintenance to
     ``available`` (Ironic's ``provide``: cleaning, then available). Returns their names."""
     rc = normalize_resource_class(resource_class)
-    nodes = [n for n in list_nodes(conn)
-             if _matches(n, rc) and n.provision_state == "manageable" and not n.is_maintenance]
+    nodes = [
+        n
+        for n in list_nodes(conn)
+        if _matches(n, rc) and n.provision_state == "manageable" and not n.is_maintenance
+    ]
     with guard("Ironic provide"):
         for n in nodes:
             conn.baremetal.set_node_provision_state(n, "provide")
         if wait and nodes:
             conn.baremetal.wait_for_nodes_provision_state(
-                nodes, "available", timeout=timeout, abort_on_failed_state=True)
+                nodes, "available", timeout=timeout, abort_on_failed_state=True
+            )
     return [n.name or n.id for n in nodes]
 
 
-def audit_nodes(conn: Connection, resource_class: str | None = None,
-                names: Iterable[str] = ()) -> list[Check]:
+def audit_nodes(
+    conn: Connection, resource_class: str | None = None, names: Iterable[str] = ()
+) -> list[Check]:
     """After teardown every node of the lab's class (or named) is ``available`` again."""
     wanted = set(names)
     rc = normalize_resource_class(resource_class) if resource_class else None
-    nodes = [n for n in list_nodes(conn)
-             if (rc and _matches(n, rc)) or (n.name in wanted or n.id in wanted)]
+    nodes = [
+        n
+        for n in list_nodes(conn)
+        if (rc and _matches(n, rc)) or (n.name in wanted or n.id in wanted)
+    ]
     rows: list[Check] = []
     for n in nodes:
         label = n.name or n.id
@@ -157,8 +176,10 @@ def audit_nodes(conn: Connection, resource_class: str | None = None,
         problems = [f"provision state {n.provision_state}"]
         fix = f"openstack baremetal node undeploy {label}"
         if n.provision_state in ("clean failed", "deploy failed", "error"):
-            fix = (f"openstack baremetal node manage {label} && openstack baremetal node "
-                   f"provide {label} (last_error: {n.last_error or '-'})")
+            fix = (
+                f"openstack baremetal node manage {label} && openstack baremetal node "
+                f"provide {label} (last_error: {n.last_error or '-'})"
+            )
         elif n.provision_state in ("cleaning", "deleting", "deploying", "wait call-back"):
             fix = f"wait for {label} to finish {n.provision_state}"
         elif n.provision_state == "manageable":

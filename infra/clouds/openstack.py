@@ -20,8 +20,11 @@ Connection = Any  # openstack.connection.Connection, or a test double with the s
 
 
 def _secrets() -> list[str]:
-    return [v for k, v in os.environ.items()
-            if k in ("OS_PASSWORD", "OS_TOKEN", "OS_APPLICATION_CREDENTIAL_SECRET") and v]
+    return [
+        v
+        for k, v in os.environ.items()
+        if k in ("OS_PASSWORD", "OS_TOKEN", "OS_APPLICATION_CREDENTIAL_SECRET") and v
+    ]
 
 
 def connect(cloud: str | None = None, **overrides: Any) -> Connection:
@@ -53,8 +56,10 @@ def describe_error(what: str, exc: BaseException) -> str:
 
     status = getattr(exc, "status_code", None) or getattr(exc, "http_status", None)
     if isinstance(exc, sdk.ConfigException):
-        msg = (f"{what}: no usable OpenStack cloud configuration ({one_line(exc)}); set OS_CLOUD "
-               "to an entry of clouds.yaml or the OS_AUTH_URL/OS_USERNAME/... variables")
+        msg = (
+            f"{what}: no usable OpenStack cloud configuration ({one_line(exc)}); set OS_CLOUD "
+            "to an entry of clouds.yaml or the OS_AUTH_URL/OS_USERNAME/... variables"
+        )
     elif isinstance(exc, ka.Unauthorized) or status == 401:
         msg = f"{what}: authentication failed (bad credentials or expired token)"
     elif isinstance(exc, ka.Forbidden) or status == 403:
@@ -80,6 +85,7 @@ def _endpoint(exc: BaseException) -> str:
 
 
 # ---------------------------------------------------------------------------------- flavors
+
 
 def normalize_resource_class(resource_class: str) -> str:
     """Placement's name for an Ironic resource class: ``gpu.p100`` -> ``CUSTOM_GPU_P100``."""
@@ -110,6 +116,7 @@ def parse_pci_alias(spec: str) -> dict[str, int]:
         try:
             out[name.strip()] = int(count) if count else 1
         except ValueError:
-            raise ValueError(f"pci_passthrough:alias {spec!r}: count {count!r} is not a number")\
-                from None
+            raise ValueError(
+                f"pci_passthrough:alias {spec!r}: count {count!r} is not a number"
+            ) from None
     return out

@@ -35,21 +35,32 @@ KINDS: tuple[tuple[str, Callable[[Connection], Iterable[Any]], str], ...] = (
     ("server", lambda c: c.compute.servers(details=True), "openstack server delete {id}"),
     ("floating ip", lambda c: c.network.ips(), "openstack floating ip delete {id}"),
     ("port", lambda c: c.network.ports(), "openstack port delete {id}"),
-    ("volume", lambda c: c.block_storage.volumes(details=True),
-     "openstack volume delete {id}"),
-    ("router", lambda c: c.network.routers(),
-     "openstack router unset --external-gateway {id}; remove its subnets; "
-     "openstack router delete {id}"),
+    ("volume", lambda c: c.block_storage.volumes(details=True), "openstack volume delete {id}"),
+    (
+        "router",
+        lambda c: c.network.routers(),
+        "openstack router unset --external-gateway {id}; remove its subnets; "
+        "openstack router delete {id}",
+    ),
     ("network", lambda c: c.network.networks(), "openstack network delete {id}"),
-    ("security group", lambda c: c.network.security_groups(),
-     "openstack security group delete {id}"),
+    (
+        "security group",
+        lambda c: c.network.security_groups(),
+        "openstack security group delete {id}",
+    ),
 )
 
 MAGNUM = (
-    ("cluster", lambda c: c.container_infrastructure_management.clusters(),
-     "openstack coe cluster delete {id}"),
-    ("cluster template", lambda c: c.container_infrastructure_management.cluster_templates(),
-     "openstack coe cluster template delete {id}"),
+    (
+        "cluster",
+        lambda c: c.container_infrastructure_management.clusters(),
+        "openstack coe cluster delete {id}",
+    ),
+    (
+        "cluster template",
+        lambda c: c.container_infrastructure_management.cluster_templates(),
+        "openstack coe cluster template delete {id}",
+    ),
 )
 
 
@@ -80,6 +91,7 @@ def audit_openstack(conn: Connection, lab: str, *, magnum: bool = False) -> list
             detail = f"still exists{f' ({status})' if status else ''}, id {r.id}"
             rows.append(fail(f"{kind} {_label(r)}", detail, delete.format(id=r.id)))
     if not any(not r.passed for r in rows):
-        rows.append(ok(f"openstack lab {lab}", "nothing left: " + ", ".join(
-            f"{k}s" for k in checked)))
+        rows.append(
+            ok(f"openstack lab {lab}", "nothing left: " + ", ".join(f"{k}s" for k in checked))
+        )
     return rows

@@ -36,13 +36,23 @@ def check_image(conn: Connection, name: str, os_distro: str | None = None) -> li
         with guard(f"Glance image {name}"):
             image = conn.image.find_image(name, ignore_missing=True)
         if image is None:
-            return [fail(row, "not found in Glance",
-                         f"upload it (openstack image create {name} ...) or set gpulab:image")]
+            return [
+                fail(
+                    row,
+                    "not found in Glance",
+                    f"upload it (openstack image create {name} ...) or set gpulab:image",
+                )
+            ]
         if image.status != "active":
             return [fail(row, f"status {image.status}", "wait for the upload or re-upload it")]
         if os_distro and (image.os_distro or "") != os_distro:
-            return [fail(row, f"os_distro is {image.os_distro!r}, Magnum needs {os_distro!r}",
-                         f"openstack image set --property os_distro={os_distro} {name}")]
+            return [
+                fail(
+                    row,
+                    f"os_distro is {image.os_distro!r}, Magnum needs {os_distro!r}",
+                    f"openstack image set --property os_distro={os_distro} {name}",
+                )
+            ]
         extra = f", os_distro {image.os_distro}" if os_distro else ""
         return [ok(row, f"active{extra}")]
 
@@ -71,17 +81,27 @@ def check_gpu_flavor(conn: Connection, name: str, server_type: str = "vm") -> li
         if server_type == "bm":
             rc, traits = baremetal_requirements(specs)
             if rc is None:
-                return [fail(row, f"{size}; no resources:CUSTOM_<CLASS>=1 extra spec",
-                             f"openstack flavor set {name} --property resources:CUSTOM_<CLASS>=1 "
-                             "--property resources:VCPU=0 --property resources:MEMORY_MB=0 "
-                             "--property resources:DISK_GB=0")]
+                return [
+                    fail(
+                        row,
+                        f"{size}; no resources:CUSTOM_<CLASS>=1 extra spec",
+                        f"openstack flavor set {name} --property resources:CUSTOM_<CLASS>=1 "
+                        "--property resources:VCPU=0 --property resources:MEMORY_MB=0 "
+                        "--property resources:DISK_GB=0",
+                    )
+                ]
             t = f", traits {','.join(traits)}" if traits else ""
             return [ok(row, f"bare metal, resource class {rc}{t}")]
         spec = specs.get("pci_passthrough:alias")
         if not spec:
-            return [fail(row, f"{size}; no pci_passthrough:alias extra spec, so no GPU",
-                         f"openstack flavor set {name} --property "
-                         "pci_passthrough:alias=<alias>:1 (alias from nova.conf [pci])")]
+            return [
+                fail(
+                    row,
+                    f"{size}; no pci_passthrough:alias extra spec, so no GPU",
+                    f"openstack flavor set {name} --property "
+                    "pci_passthrough:alias=<alias>:1 (alias from nova.conf [pci])",
+                )
+            ]
         try:
             aliases = parse_pci_alias(spec)
         except ValueError as exc:
@@ -92,8 +112,9 @@ def check_gpu_flavor(conn: Connection, name: str, server_type: str = "vm") -> li
     return _asked(row, run)
 
 
-def check_pci_alias(conn: Connection, alias: str, count: int,
-                    lab_prefix: str | None = None) -> list[Check]:
+def check_pci_alias(
+    conn: Connection, alias: str, count: int, lab_prefix: str | None = None
+) -> list[Check]:
     """The nova.conf ``[pci] alias`` the stack's flavor will name is in use in this cloud.
 
     Nova's API does not list aliases, so the evidence is an existing flavor (not one the lab
@@ -119,15 +140,25 @@ def check_pci_alias(conn: Connection, alias: str, count: int,
             if n:
                 users[f.name] = n
         if not users:
-            return [fail(row, "no flavor in this cloud names this alias",
-                         f"check that nova.conf [pci] alias has name={alias} on the API and "
-                         f"compute nodes (device_spec for the GPU); or set gpulab:pci_alias")]
+            return [
+                fail(
+                    row,
+                    "no flavor in this cloud names this alias",
+                    f"check that nova.conf [pci] alias has name={alias} on the API and "
+                    f"compute nodes (device_spec for the GPU); or set gpulab:pci_alias",
+                )
+            ]
         best = max(users.values())
         detail = "used by " + ", ".join(f"{k} (x{v})" for k, v in sorted(users.items()))
         if best < count:
-            return [fail(row, f"{detail}; none asks for {count} devices",
-                         f"make sure a hypervisor has {count} GPUs of alias {alias} "
-                         "or lower the count in gpulab:pci_alias")]
+            return [
+                fail(
+                    row,
+                    f"{detail}; none asks for {count} devices",
+                    f"make sure a hypervisor has {count} GPUs of alias {alias} "
+                    "or lower the count in gpulab:pci_alias",
+                )
+            ]
         return [ok(row, detail)]
 
     return _asked(row, run)
@@ -140,11 +171,22 @@ def check_external_network(conn: Connection, name: str) -> list[Check]:
         with guard(f"Neutron network {name}"):
             net = conn.network.find_network(name, ignore_missing=True)
         if net is None:
-            return [fail(row, "not found", "set gpulab:external_network to the provider "
-                         "network (openstack network list --external)")]
+            return [
+                fail(
+                    row,
+                    "not found",
+                    "set gpulab:external_network to the provider "
+                    "network (openstack network list --external)",
+                )
+            ]
         if not net.is_router_external:
-            return [fail(row, "exists but is not router:external",
-                         "use an external network (openstack network list --external)")]
+            return [
+                fail(
+                    row,
+                    "exists but is not router:external",
+                    "use an external network (openstack network list --external)",
+                )
+            ]
         return [ok(row, f"router:external, status {net.status}")]
 
     return _asked(row, run)
@@ -186,8 +228,14 @@ def check_quotas(conn: Connection, demand: Demand) -> list[Check]:
         with guard("Neutron quota"):
             q = conn.network.get_quota(conn.current_project_id, details=True)
         fip = q.floating_ips or {}
-        return [_quota_row("floating IPs", demand.floating_ips, fip.get("limit"),
-                           (fip.get("used") or 0) + (fip.get("reserved") or 0))]
+        return [
+            _quota_row(
+                "floating IPs",
+                demand.floating_ips,
+                fip.get("limit"),
+                (fip.get("used") or 0) + (fip.get("reserved") or 0),
+            )
+        ]
 
     return _asked("quota compute", run_compute) + _asked("quota floating IPs", run_network)
 
@@ -199,14 +247,24 @@ def _quota_row(label: str, want: int, limit: int | None, used: int | None) -> Ch
         return ok(name, f"needs {want}, unlimited")
     detail = f"needs {want}, {room} free ({used or 0} used of {limit})"
     if want > room:
-        return fail(name, detail, f"ask the cloud admin to raise the {label} quota by "
-                    f"{want - room}, or shrink the stack")
+        return fail(
+            name,
+            detail,
+            f"ask the cloud admin to raise the {label} quota by {want - room}, or shrink the stack",
+        )
     return ok(name, detail)
 
 
-def check_magnum(conn: Connection, *, image: str, external_network: str, server_type: str,
-                 network_driver: str = "calico", lab: str = "gpulab",
-                 probe_template: bool = True) -> list[Check]:
+def check_magnum(
+    conn: Connection,
+    *,
+    image: str,
+    external_network: str,
+    server_type: str,
+    network_driver: str = "calico",
+    lab: str = "gpulab",
+    probe_template: bool = True,
+) -> list[Check]:
     """Magnum answers (a conductor is up) and its drivers take a Kubernetes cluster template
     of this server type and image: a throwaway template is created and deleted, since that is
     where Magnum validates the (server_type, os_distro, coe) driver."""
@@ -218,8 +276,13 @@ def check_magnum(conn: Connection, *, image: str, external_network: str, server_
         up = [s for s in services if s.binary == "magnum-conductor" and s.state == "up"]
         if not up:
             states = ", ".join(f"{s.host}:{s.state}" for s in services) or "none"
-            return [fail("magnum conductor", f"no magnum-conductor up ({states})",
-                         "start magnum-conductor (the cloud admin's job)")]
+            return [
+                fail(
+                    "magnum conductor",
+                    f"no magnum-conductor up ({states})",
+                    "start magnum-conductor (the cloud admin's job)",
+                )
+            ]
         return [ok("magnum conductor", f"{len(up)} up")]
 
     rows += _asked("magnum conductor", run_services)
@@ -233,12 +296,23 @@ def check_magnum(conn: Connection, *, image: str, external_network: str, server_
         try:
             with guard("Magnum cluster template"):
                 tmpl = cim.create_cluster_template(
-                    name=name, coe="kubernetes", image_id=image, server_type=server_type,
-                    external_network_id=external_network, network_driver=network_driver,
-                    is_public=False)
+                    name=name,
+                    coe="kubernetes",
+                    image_id=image,
+                    server_type=server_type,
+                    external_network_id=external_network,
+                    network_driver=network_driver,
+                    is_public=False,
+                )
         except CloudError as exc:
-            return [fail(row, str(exc), "install/enable the Magnum driver for kubernetes on "
-                         f"{server_type} with this image's os_distro")]
+            return [
+                fail(
+                    row,
+                    str(exc),
+                    "install/enable the Magnum driver for kubernetes on "
+                    f"{server_type} with this image's os_distro",
+                )
+            ]
         with guard("Magnum cluster template delete"):
             cim.delete_cluster_template(tmpl)
         return [ok(row, "driver accepts a cluster template (probe created and deleted)")]

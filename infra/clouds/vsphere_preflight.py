@@ -13,8 +13,15 @@ from infra.clouds.vsphere import GpuHost, ServiceInstance, _objects, gpu_hosts, 
 _FB = re.compile(r"^(?P<family>grid_[a-z0-9]+)-(?:\d+-)?(?P<fb>\d+)[a-z]$")
 
 
-def check_inventory(si: ServiceInstance, *, datacenter: str, cluster: str, datastore: str,
-                    network: str, template: str) -> list[Check]:
+def check_inventory(
+    si: ServiceInstance,
+    *,
+    datacenter: str,
+    cluster: str,
+    datastore: str,
+    network: str,
+    template: str,
+) -> list[Check]:
     """Each inventory name of the stack exists in vCenter."""
     from pyVmomi import vim
 
@@ -38,8 +45,11 @@ def check_inventory(si: ServiceInstance, *, datacenter: str, cluster: str, datas
             rows.append(ok(row, "found"))
         else:
             have = ", ".join(names[:6]) + (" ..." if len(names) > 6 else "")
-            rows.append(fail(row, f"not found (have: {have or 'none'})",
-                             f"set {key} to an existing {label}"))
+            rows.append(
+                fail(
+                    row, f"not found (have: {have or 'none'})", f"set {key} to an existing {label}"
+                )
+            )
     return rows
 
 
@@ -58,8 +68,10 @@ def vgpu_capacity(host: GpuHost, profile: str) -> int:
     if mine is None:
         return len(host.gpus)
     family, fb = mine
-    full = max((p[1] for p in map(profile_framebuffer, host.vgpu_profiles)
-                if p and p[0] == family), default=fb)
+    full = max(
+        (p[1] for p in map(profile_framebuffer, host.vgpu_profiles) if p and p[0] == family),
+        default=fb,
+    )
     return len(host.gpus) * max(1, full // fb)
 
 
@@ -75,19 +87,30 @@ def check_vgpu(si: ServiceInstance, *, cluster: str, profile: str, vms: int) -> 
     if not able:
         seen = sorted({p for h in hosts for p in h.vgpu_profiles})
         offer = ", ".join(seen) if seen else "none (no NVIDIA GPU with a vGPU host driver)"
-        return [fail(row, f"no host of cluster {cluster} supports it; supported: {offer}",
-                     "set gpulab:vgpu_profile to a supported profile, or install the NVIDIA "
-                     "vGPU host driver and set the host graphics type to Shared Direct")]
+        return [
+            fail(
+                row,
+                f"no host of cluster {cluster} supports it; supported: {offer}",
+                "set gpulab:vgpu_profile to a supported profile, or install the NVIDIA "
+                "vGPU host driver and set the host graphics type to Shared Direct",
+            )
+        ]
     room = sum(able.values())
     detail = "room for " + ", ".join(f"{k}: {v}" for k, v in sorted(able.items()))
     if room < vms:
-        return [fail(row, f"{detail}; {vms} VMs need one each",
-                     "use a smaller profile, fewer hosts (gpulab:host_count) or add GPUs")]
+        return [
+            fail(
+                row,
+                f"{detail}; {vms} VMs need one each",
+                "use a smaller profile, fewer hosts (gpulab:host_count) or add GPUs",
+            )
+        ]
     return [ok(row, f"{detail} ({vms} needed)")]
 
 
-def check_passthrough(si: ServiceInstance, *, cluster: str, gpu_host: str,
-                      pci_device_ids: list[str] | tuple[str, ...]) -> list[Check]:
+def check_passthrough(
+    si: ServiceInstance, *, cluster: str, gpu_host: str, pci_device_ids: list[str] | tuple[str, ...]
+) -> list[Check]:
     """``gpu_host`` is in ``cluster`` and each listed device is an NVIDIA GPU with
     passthrough enabled (DirectPath I/O)."""
     row = f"passthrough host {gpu_host}"
@@ -97,27 +120,53 @@ def check_passthrough(si: ServiceInstance, *, cluster: str, gpu_host: str,
         return [fail(row, str(exc), "grant the user read access to the hosts")]
     host = hosts.get(gpu_host)
     if host is None:
-        return [fail(row, "no such host with an NVIDIA GPU (have: "
-                     + (", ".join(sorted(hosts)) or "none") + ")",
-                     "set gpulab:gpu_host to a host that holds the GPUs")]
-    rows = [ok(row, f"{len(host.gpus)} NVIDIA GPU(s)") if host.parent == cluster else
-            fail(row, f"is in {host.parent}, not in cluster {cluster}",
-                 "set gpulab:gpu_host to a host of gpulab:cluster")]
+        return [
+            fail(
+                row,
+                "no such host with an NVIDIA GPU (have: "
+                + (", ".join(sorted(hosts)) or "none")
+                + ")",
+                "set gpulab:gpu_host to a host that holds the GPUs",
+            )
+        ]
+    rows = [
+        ok(row, f"{len(host.gpus)} NVIDIA GPU(s)")
+        if host.parent == cluster
+        else fail(
+            row,
+            f"is in {host.parent}, not in cluster {cluster}",
+            "set gpulab:gpu_host to a host of gpulab:cluster",
+        )
+    ]
     gpus = {g.id: g for g in host.gpus}
     for dev in pci_device_ids:
         g = gpus.get(dev)
         name = f"passthrough device {dev}"
         if g is None:
-            rows.append(fail(name, f"not an NVIDIA device on {gpu_host} (have: "
-                             + ", ".join(sorted(gpus)) + ")",
-                             "list the GPU addresses from esxcli hardware pci list"))
+            rows.append(
+                fail(
+                    name,
+                    f"not an NVIDIA device on {gpu_host} (have: " + ", ".join(sorted(gpus)) + ")",
+                    "list the GPU addresses from esxcli hardware pci list",
+                )
+            )
         elif not g.passthrough_capable:
-            rows.append(fail(name, "not passthrough capable (IOMMU/VT-d off?)",
-                             "enable VT-d/IOMMU in the host's firmware"))
+            rows.append(
+                fail(
+                    name,
+                    "not passthrough capable (IOMMU/VT-d off?)",
+                    "enable VT-d/IOMMU in the host's firmware",
+                )
+            )
         elif not g.passthrough_enabled:
-            rows.append(fail(name, f"{g.device_name}: passthrough capable but not enabled",
-                             f"enable passthrough for {dev} on {gpu_host} (Configure > PCI "
-                             "Devices) and reboot the host"))
+            rows.append(
+                fail(
+                    name,
+                    f"{g.device_name}: passthrough capable but not enabled",
+                    f"enable passthrough for {dev} on {gpu_host} (Configure > PCI "
+                    "Devices) and reboot the host",
+                )
+            )
         else:
             rows.append(ok(name, f"{g.device_name}: passthrough enabled"))
     return rows

@@ -50,7 +50,7 @@ def parse_example(serialized: Any) -> tuple[Any, Any, Any]:
     """One ImageNet Example: (JPEG bytes, int32 label, bbox [1, n, 4] as ymin,xmin,ymax,xmax)."""
     import tensorflow as tf
 
-    feature_map = {
+    feature_map: dict[str, tf.io.FixedLenFeature | tf.io.VarLenFeature] = {
         "image/encoded": tf.io.FixedLenFeature([], tf.string, default_value=""),
         "image/class/label": tf.io.FixedLenFeature([], tf.int64, default_value=-1),
         "image/class/text": tf.io.FixedLenFeature([], tf.string, default_value=""),

@@ -109,8 +109,11 @@ def generate_mnist_like(n: int, seed: int = 0) -> tuple[Any, Any]:
 
 
 def write_mnist_like(
-    out_dir: str | os.PathLike[str], train: int = 60000, test: int = 10000,
-    gz: bool = True, seed: int = 0,
+    out_dir: str | os.PathLike[str],
+    train: int = 60000,
+    test: int = 10000,
+    gz: bool = True,
+    seed: int = 0,
 ) -> list[Path]:
     """Write generated digit-like IDX files (MNIST's names and format) under ``out_dir``."""
     if train < 1 or test < 1:

@@ -20,24 +20,33 @@ ENV_DATA_DIR = "GPULAB_DATA_DIR"
 def data_dir(options: Mapping[str, Any]) -> str:
     path = options.get("data_dir") or os.environ.get(ENV_DATA_DIR)
     if not path:
-        raise InputError(f"data 'real' needs ${ENV_DATA_DIR} (or option data_dir) naming a "
-                         "directory of train-*-of-* shards; gpulab data imagenet-like writes some")
+        raise InputError(
+            f"data 'real' needs ${ENV_DATA_DIR} (or option data_dir) naming a "
+            "directory of train-*-of-* shards; gpulab data imagenet-like writes some"
+        )
     return str(path)
 
 
-def real_source(spec: Any, batch: int, image_size: int | None,
-                options: Mapping[str, Any]) -> Callable[[], tuple[Any, Any]]:
+def real_source(
+    spec: Any, batch: int, image_size: int | None, options: Mapping[str, Any]
+) -> Callable[[], tuple[Any, Any]]:
     import keras
 
     from workloads.data.imagenet import PipelineOptions, train_dataset
 
     if spec.channels != 3:
-        raise InputError(f"data 'real' is ImageNet-format (3 channels); model {spec.name!r} "
-                         f"takes {spec.channels}")
+        raise InputError(
+            f"data 'real' is ImageNet-format (3 channels); model {spec.name!r} "
+            f"takes {spec.channels}"
+        )
     size = image_size or spec.image_size
     seed = options.get("seed")
-    ds = train_dataset(data_dir(options), batch, size,
-                       PipelineOptions(seed=seed if isinstance(seed, int) else None))
+    ds = train_dataset(
+        data_dir(options),
+        batch,
+        size,
+        PipelineOptions(seed=seed if isinstance(seed, int) else None),
+    )
     it = iter(ds)
     classes = spec.num_classes
     convert = keras.backend.backend() != "tensorflow"
@@ -46,8 +55,10 @@ def real_source(spec: Any, batch: int, image_size: int | None,
         images, labels = next(it)
         labels = labels % classes  # labels beyond the model's classes (1..1000 vs 1000) wrap
         if convert:
-            return (keras.ops.convert_to_tensor(images.numpy()),
-                    keras.ops.convert_to_tensor(labels.numpy()))
+            return (
+                keras.ops.convert_to_tensor(images.numpy()),
+                keras.ops.convert_to_tensor(labels.numpy()),
+            )
         return images, labels
 
     return get_batch

@@ -55,8 +55,16 @@ def _builders() -> dict[str, Callable[[int, str], FathomWorkload]]:
 
 
 FATHOM_MODELS = ("seq2seq", "memnet", "speech", "autoenc", "residual", "vgg", "alexnet", "deepq")
-DEFAULT_BATCH = {"seq2seq": 64, "memnet": 32, "speech": 32, "autoenc": 100, "residual": 32,
-                 "vgg": 32, "alexnet": 128, "deepq": 32}
+DEFAULT_BATCH = {
+    "seq2seq": 64,
+    "memnet": 32,
+    "speech": 32,
+    "autoenc": 100,
+    "residual": 32,
+    "vgg": 32,
+    "alexnet": 128,
+    "deepq": 32,
+}
 SIZES = ("full", "tiny")
 
 
@@ -68,8 +76,9 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"size": "full"}
     for key, value in options.items():
         if key not in ("size", "learning_rate"):
-            raise InputError(f"option {key!r} is unknown for scenario 'fathom' "
-                             "(known: learning_rate, size)")
+            raise InputError(
+                f"option {key!r} is unknown for scenario 'fathom' (known: learning_rate, size)"
+            )
         out[key] = value
     if out["size"] not in SIZES:
         raise InputError(f"option 'size' must be one of {', '.join(SIZES)}, got {out['size']!r}")

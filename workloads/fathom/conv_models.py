@@ -24,8 +24,9 @@ def residual(batch: int, size: str) -> FathomWorkload:
     import keras
     from keras import layers
 
-    px, classes, blocks, width = (224, 1000, (3, 4, 6, 3), 64) if size == "full" else (
-        32, 10, (1, 1), 8)
+    px, classes, blocks, width = (
+        (224, 1000, (3, 4, 6, 3), 64) if size == "full" else (32, 10, (1, 1), 8)
+    )
     x_in = keras.Input((px, px, 3))
     x = layers.Conv2D(width, 7, strides=2, padding="same", use_bias=False)(x_in)
     x = layers.ReLU()(layers.BatchNormalization()(x))
@@ -113,8 +114,9 @@ def deepq(batch: int, size: str) -> FathomWorkload:
     model = keras.Model(x_in, layers.Dense(actions)(x), name="deepq")
     frames = keras.random.randint((batch, px, px, 4), 0, 256, dtype="int32", seed=14)
     frames = ops.cast(frames, "float32")
-    taken = ops.cast(keras.random.randint((batch, 1), 0, actions, dtype="int32", seed=15),
-                     "float32")
+    taken = ops.cast(
+        keras.random.randint((batch, 1), 0, actions, dtype="int32", seed=15), "float32"
+    )
     targets = ops.concatenate([taken, keras.random.normal((batch, 1), seed=16)], axis=1)
     huber = keras.losses.Huber()
 

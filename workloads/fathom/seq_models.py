@@ -39,8 +39,9 @@ def seq2seq(batch: int, size: str) -> FathomWorkload:
     out = layers.Dense(vocab)(layers.Concatenate()([y, context]))
     model = keras.Model([src, tgt], out, name="seq2seq")
     inputs = [_tokens(batch, length, vocab, 1), _tokens(batch, length, vocab, 2)]
-    return FathomWorkload("seq2seq", model, inputs, _tokens(batch, length, vocab, 3), _sparse_ce(),
-                          unit="sentences")
+    return FathomWorkload(
+        "seq2seq", model, inputs, _tokens(batch, length, vocab, 3), _sparse_ce(), unit="sentences"
+    )
 
 
 def memnet(batch: int, size: str) -> FathomWorkload:
@@ -48,8 +49,7 @@ def memnet(batch: int, size: str) -> FathomWorkload:
     import keras
     from keras import layers, ops
 
-    vocab, embed, memory, words, hops = (
-        (180, 64, 50, 12, 3) if size == "full" else (20, 8, 5, 4, 2))
+    vocab, embed, memory, words, hops = (180, 64, 50, 12, 3) if size == "full" else (20, 8, 5, 4, 2)
     story = keras.Input((memory, words), dtype="int32", name="story")
     query = keras.Input((words,), dtype="int32", name="query")
     embeds = [layers.Embedding(vocab, embed) for _ in range(hops + 1)]
@@ -63,8 +63,10 @@ def memnet(batch: int, size: str) -> FathomWorkload:
     model = keras.Model([story, query], out, name="memnet")
     import keras as k_
 
-    inputs = [k_.random.randint((batch, memory, words), 0, vocab, dtype="int32", seed=4),
-              _tokens(batch, words, vocab, 5)]
+    inputs = [
+        k_.random.randint((batch, memory, words), 0, vocab, dtype="int32", seed=4),
+        _tokens(batch, words, vocab, 5),
+    ]
     labels = k_.random.randint((batch,), 0, vocab, dtype="int32", seed=6)
     return FathomWorkload("memnet", model, inputs, labels, _sparse_ce(), unit="questions")
 
@@ -75,7 +77,8 @@ def speech(batch: int, size: str) -> FathomWorkload:
     from keras import layers, ops
 
     frames, feats, chars, units, rnns, label_len = (
-        (400, 161, 29, 512, 3, 60) if size == "full" else (24, 16, 6, 8, 1, 3))
+        (400, 161, 29, 512, 3, 60) if size == "full" else (24, 16, 6, 8, 1, 3)
+    )
     x_in = keras.Input((frames, feats), name="spectrogram")
     x = layers.Reshape((frames, feats, 1))(x_in)
     x = layers.Conv2D(32, (11, 41), strides=(2, 2), padding="same", activation="relu")(x)
@@ -105,7 +108,7 @@ def autoenc(batch: int, size: str) -> FathomWorkload:
 
     pixels, hidden, latent = (784, 500, 20) if size == "full" else (64, 16, 4)
 
-    class Sample(layers.Layer):
+    class Sample(layers.Layer):  # type: ignore[misc]  # keras has no type information
         def __init__(self, **kw: Any) -> None:
             super().__init__(**kw)
             self.seed = keras.random.SeedGenerator(9)
@@ -126,7 +129,7 @@ def autoenc(batch: int, size: str) -> FathomWorkload:
     images = keras.random.uniform((batch, pixels), seed=10)
 
     def vae_loss(x: Any, out: Any) -> Any:
-        logits, m, lv = out[:, :pixels], out[:, pixels:pixels + latent], out[:, pixels + latent:]
+        logits, m, lv = out[:, :pixels], out[:, pixels : pixels + latent], out[:, pixels + latent :]
         rec = ops.sum(ops.binary_crossentropy(x, logits, from_logits=True), axis=-1)
         kl = -0.5 * ops.sum(1 + lv - ops.square(m) - ops.exp(lv), axis=-1)
         return ops.mean(rec + kl)

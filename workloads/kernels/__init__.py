@@ -30,13 +30,20 @@ DIRECTIONS = ("h2d", "d2h")
 
 
 def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"sizes": "tiny", "mode": "train", "devices": 2,
-                           "directions": ["h2d", "d2h"], "affinities": ["none", "local"]}
+    out: dict[str, Any] = {
+        "sizes": "tiny",
+        "mode": "train",
+        "devices": 2,
+        "directions": ["h2d", "d2h"],
+        "affinities": ["none", "local"],
+    }
     known = {"sizes", "family", "mode", "devices", "directions", "affinities"}
     for key, value in options.items():
         if key not in known:
-            raise InputError(f"option {key!r} is unknown for scenario 'kernel' "
-                             f"(known: {', '.join(sorted(known))})")
+            raise InputError(
+                f"option {key!r} is unknown for scenario 'kernel' "
+                f"(known: {', '.join(sorted(known))})"
+            )
         out[key] = value
     if out["sizes"] not in SIZES:
         raise InputError(f"option 'sizes' must be one of {', '.join(SIZES)}, got {out['sizes']!r}")
@@ -50,8 +57,9 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
     for key, allowed in (("directions", DIRECTIONS), ("affinities", AFFINITIES)):
         vals = out[key]
         if not isinstance(vals, list) or not vals or any(v not in allowed for v in vals):
-            raise InputError(f"option {key!r} must be a non-empty list of {', '.join(allowed)}, "
-                             f"got {vals!r}")
+            raise InputError(
+                f"option {key!r} must be a non-empty list of {', '.join(allowed)}, got {vals!r}"
+            )
     return out
 
 
@@ -62,11 +70,16 @@ def model_names() -> tuple[str, ...]:
 def shape_id(result: Any) -> str:
     s = result.shape
     if result.kernel == "gemm":
-        return f"gemm_{s['m']}x{s['n']}x{s['k']}" + ("_at" if s["a_t"] else "") + (
-            "_bt" if s["b_t"] else "")
+        return (
+            f"gemm_{s['m']}x{s['n']}x{s['k']}"
+            + ("_at" if s["a_t"] else "")
+            + ("_bt" if s["b_t"] else "")
+        )
     if result.kernel == "conv":
-        return (f"conv_{s['w']}x{s['h']}x{s['c']}_n{s['n']}_k{s['k']}_{s['r']}x{s['s']}"
-                f"_s{s['stride_h']}")
+        return (
+            f"conv_{s['w']}x{s['h']}x{s['c']}_n{s['n']}_k{s['k']}_{s['r']}x{s['s']}"
+            f"_s{s['stride_h']}"
+        )
     if result.kernel == "rnn":
         return f"rnn_{s['cell']}_h{s['hidden']}_b{s['batch']}_t{s['timesteps']}"
     if result.kernel == "allreduce":

@@ -31,8 +31,9 @@ def allreduce(elements: int, devices: int = 2, warmup: int = 2, iters: int = 10)
     gpus = tf.config.list_logical_devices("GPU")
     pool = gpus or tf.config.list_logical_devices("CPU")
     if len(pool) < devices and gpus:
-        raise ValueError(f"all-reduce over {devices} devices needs {devices} GPUs; this host "
-                         f"shows {len(gpus)}")
+        raise ValueError(
+            f"all-reduce over {devices} devices needs {devices} GPUs; this host shows {len(gpus)}"
+        )
     if len(pool) < devices:
         if _configure_logical_cpus(devices):
             pool = tf.config.list_logical_devices("CPU")
@@ -46,11 +47,12 @@ def allreduce(elements: int, devices: int = 2, warmup: int = 2, iters: int = 10)
     with strategy.scope():
         buf = tf.Variable(tf.ones((elements,)), aggregation=tf.VariableAggregation.NONE)
 
-    @tf.function
+    @tf.function  # type: ignore[untyped-decorator]  # tf.function is missing from the stubs
     def step() -> Any:
         def fn() -> Any:
             ctx = tf.distribute.get_replica_context()
             return ctx.all_reduce(tf.distribute.ReduceOp.SUM, buf.read_value())
+
         return strategy.experimental_local_results(strategy.run(fn))
 
     t = time_calls(step, warmup, iters)
@@ -58,8 +60,12 @@ def allreduce(elements: int, devices: int = 2, warmup: int = 2, iters: int = 10)
     nbytes = 4 * elements
     algbw = nbytes / t / 1e9
     return KernelResult(
-        "allreduce", {"elements": elements, "bytes": nbytes, "devices": devices}, t, iters,
-        names[0], gbps=algbw,
+        "allreduce",
+        {"elements": elements, "bytes": nbytes, "devices": devices},
+        t,
+        iters,
+        names[0],
+        gbps=algbw,
         extra={"busbw_gbps": algbw * 2 * (devices - 1) / devices, "sum_check": check},
     )
 
@@ -78,8 +84,16 @@ def _configure_logical_cpus(n: int) -> bool:
 
 
 def _allreduce_in_child(elements: int, devices: int, warmup: int, iters: int) -> KernelResult:
-    cmd = [sys.executable, "-m", "workloads.kernels.comm", "allreduce", str(elements),
-           str(devices), str(warmup), str(iters)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "workloads.kernels.comm",
+        "allreduce",
+        str(elements),
+        str(devices),
+        str(warmup),
+        str(iters),
+    ]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", GPULAB_ALLREDUCE_CHILD="1")
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
@@ -200,8 +214,9 @@ def _copier(nbytes: int, direction: str) -> tuple[Any, str, str]:
     return copy_host, "host-memcpy", "cpu"
 
 
-def bandwidth(nbytes: int, direction: str = "h2d", affinity: str = "none", warmup: int = 2,
-              iters: int = 10) -> KernelResult:
+def bandwidth(
+    nbytes: int, direction: str = "h2d", affinity: str = "none", warmup: int = 2, iters: int = 10
+) -> KernelResult:
     if direction not in ("h2d", "d2h"):
         raise ValueError(f"direction {direction!r} is not h2d or d2h")
     gpu_node = gpu_numa_node()
@@ -221,8 +236,14 @@ def bandwidth(nbytes: int, direction: str = "h2d", affinity: str = "none", warmu
         t = (time.perf_counter() - start) / iters
     finally:
         os.sched_setaffinity(0, before)
-    shape = {"bytes": nbytes, "direction": direction, "affinity": affinity, "backend": backend,
-             "gpu_numa_node": gpu_node, "cpus": sorted(cpus) if cpus else None}
+    shape = {
+        "bytes": nbytes,
+        "direction": direction,
+        "affinity": affinity,
+        "backend": backend,
+        "gpu_numa_node": gpu_node,
+        "cpus": sorted(cpus) if cpus else None,
+    }
     return KernelResult("bandwidth", shape, t, iters, device, gbps=nbytes / t / 1e9)
 
 
@@ -235,8 +256,10 @@ def _main(argv: list[str]) -> int:
             return 1
         print(json.dumps(res.as_dict()))
         return 0
-    print("usage: python -m workloads.kernels.comm allreduce ELEMENTS DEVICES WARMUP ITERS",
-          file=sys.stderr)
+    print(
+        "usage: python -m workloads.kernels.comm allreduce ELEMENTS DEVICES WARMUP ITERS",
+        file=sys.stderr,
+    )
     return 2
 
 

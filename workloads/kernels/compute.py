@@ -77,8 +77,12 @@ def time_calls(
     return (time.perf_counter() - start) / iters
 
 
-def gemm(shape: tuple[int, int, int, bool, bool], warmup: int = 2, iters: int = 10,
-         device: str | None = None) -> KernelResult:
+def gemm(
+    shape: tuple[int, int, int, bool, bool],
+    warmup: int = 2,
+    iters: int = 10,
+    device: str | None = None,
+) -> KernelResult:
     import tensorflow as tf
 
     m, n, k, ta, tb = shape
@@ -88,12 +92,23 @@ def gemm(shape: tuple[int, int, int, bool, bool], warmup: int = 2, iters: int = 
         b = tf.random.normal((n, k) if tb else (k, n))
         fn = tf.function(lambda: tf.matmul(a, b, transpose_a=ta, transpose_b=tb))
         t = time_calls(fn, warmup, iters)
-    return KernelResult("gemm", {"m": m, "n": n, "k": k, "a_t": ta, "b_t": tb}, t, iters,
-                        device, tflops=2.0 * m * n * k / t / 1e12)
+    return KernelResult(
+        "gemm",
+        {"m": m, "n": n, "k": k, "a_t": ta, "b_t": tb},
+        t,
+        iters,
+        device,
+        tflops=2.0 * m * n * k / t / 1e12,
+    )
 
 
-def conv(shape: tuple[int, ...], warmup: int = 2, iters: int = 10, device: str | None = None,
-         mode: str = "train") -> KernelResult:
+def conv(
+    shape: tuple[int, ...],
+    warmup: int = 2,
+    iters: int = 10,
+    device: str | None = None,
+    mode: str = "train",
+) -> KernelResult:
     """One DeepBench conv shape, NHWC; ``mode`` 'forward' or 'train' (fwd + both backward)."""
     import tensorflow as tf
 
@@ -107,7 +122,14 @@ def conv(shape: tuple[int, ...], warmup: int = 2, iters: int = 10, device: str |
         f = tf.Variable(tf.random.normal((r, s, c, k)))
 
         def forward() -> Any:
-            return tf.nn.conv2d(x, f, strides=[1, stride_h, stride_w, 1], padding=pad)
+            # Explicit padding (a list of pairs) is valid for tf.nn.conv2d; the stubs allow only
+            # "SAME" and "VALID".
+            return tf.nn.conv2d(
+                x,
+                f,
+                strides=[1, stride_h, stride_w, 1],
+                padding=pad,  # type: ignore[arg-type]
+            )
 
         def train() -> Any:
             with tf.GradientTape() as tape:
@@ -117,8 +139,13 @@ def conv(shape: tuple[int, ...], warmup: int = 2, iters: int = 10, device: str |
         fn = tf.function(forward if mode == "forward" else train)
         t = time_calls(fn, warmup, iters)
     flops = 2.0 * n * k * c * r * s * p * q * (1 if mode == "forward" else 3)
-    dims = dict(zip(("w", "h", "c", "n", "k", "s", "r", "pad_w", "pad_h", "stride_w",
-                     "stride_h"), shape, strict=True))
+    dims: dict[str, Any] = dict(
+        zip(
+            ("w", "h", "c", "n", "k", "s", "r", "pad_w", "pad_h", "stride_w", "stride_h"),
+            shape,
+            strict=True,
+        )
+    )
     dims.update(mode=mode, out_h=p, out_w=q)
     return KernelResult("conv", dims, t, iters, device, tflops=flops / t / 1e12)
 
@@ -126,8 +153,13 @@ def conv(shape: tuple[int, ...], warmup: int = 2, iters: int = 10, device: str |
 _GATES = {"vanilla": 1, "lstm": 4, "gru": 3}
 
 
-def rnn(shape: tuple[int, int, int, str], warmup: int = 2, iters: int = 5,
-        device: str | None = None, mode: str = "train") -> KernelResult:
+def rnn(
+    shape: tuple[int, int, int, str],
+    warmup: int = 2,
+    iters: int = 5,
+    device: str | None = None,
+    mode: str = "train",
+) -> KernelResult:
     """One RNN shape (hidden, batch, timesteps, cell): forward or forward + backward."""
     import keras
     import tensorflow as tf
@@ -136,8 +168,11 @@ def rnn(shape: tuple[int, int, int, str], warmup: int = 2, iters: int = 5,
     if cell not in _GATES:
         raise ValueError(f"rnn cell {cell!r} is not one of {sorted(_GATES)}")
     device = device or default_device()
-    layer_cls = {"vanilla": keras.layers.SimpleRNN, "lstm": keras.layers.LSTM,
-                 "gru": keras.layers.GRU}[cell]
+    layer_cls = {
+        "vanilla": keras.layers.SimpleRNN,
+        "lstm": keras.layers.LSTM,
+        "gru": keras.layers.GRU,
+    }[cell]
     with tf.device(device):
         layer = layer_cls(hidden, return_sequences=True)
         x = tf.Variable(tf.random.normal((batch, steps, hidden)))
@@ -149,8 +184,7 @@ def rnn(shape: tuple[int, int, int, str], warmup: int = 2, iters: int = 5,
         def train() -> Any:
             with tf.GradientTape() as tape:
                 y = layer(x)
-            return tape.gradient(y, [x, *layer.trainable_weights],
-                                 output_gradients=tf.ones_like(y))
+            return tape.gradient(y, [x, *layer.trainable_weights], output_gradients=tf.ones_like(y))
 
         fn = tf.function(forward if mode == "forward" else train)
         t = time_calls(fn, warmup, iters)

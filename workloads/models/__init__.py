@@ -70,7 +70,13 @@ def _mnist_cnn(size: int, classes: int) -> Any:
 
 MODELS: dict[str, ModelSpec] = {
     "alexnet": ModelSpec(
-        "alexnet", 512, 227, 3, 1000, 67, _alexnet,
+        "alexnet",
+        512,
+        227,
+        3,
+        1000,
+        67,
+        _alexnet,
         "tf_cnn_benchmarks AlexNet (224+3 input, no LRN)",
     ),
     "inception_v3": ModelSpec(
@@ -87,6 +93,4 @@ def get_model(name: str) -> ModelSpec:
     try:
         return MODELS[name]
     except KeyError:
-        raise InputError(
-            f"unknown model {name!r} (known: {', '.join(sorted(MODELS))})"
-        ) from None
+        raise InputError(f"unknown model {name!r} (known: {', '.join(sorted(MODELS))})") from None

@@ -28,8 +28,7 @@ def register_all(register: Callable[..., None], data_sources: MutableMapping[str
     register("distributed", distributed.run, distributed.check_options)
     register("shared", shared.run, shared.check_options)
     register("sharing", sharing.run, sharing.check_options)
-    register("mnist_epochs", mnist_epochs.run, mnist_epochs.check_options,
-             mnist_epochs.model_names)
+    register("mnist_epochs", mnist_epochs.run, mnist_epochs.check_options, mnist_epochs.model_names)
     register("kernel", kernels.run, kernels.check_options, kernels.model_names)
     register("fathom", fathom.run, fathom.check_options, fathom.model_names)
     data_sources["real"] = _lazy("workloads.data.sources", "real_source")

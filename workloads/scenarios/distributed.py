@@ -43,8 +43,15 @@ from workloads.errors import InputError
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "tf_config.json.j2"
 WORKER_MODULE = "workloads.scenarios.distributed_worker"
-DEFAULTS: dict[str, Any] = {"mode": "ps", "workers": 2, "hosts": ["127.0.0.1"], "base_port": 0,
-                            "launch": "local", "deadline_s": 600.0, "learning_rate": 0.005}
+DEFAULTS: dict[str, Any] = {
+    "mode": "ps",
+    "workers": 2,
+    "hosts": ["127.0.0.1"],
+    "base_port": 0,
+    "launch": "local",
+    "deadline_s": 600.0,
+    "learning_rate": 0.005,
+}
 KNOWN = {*DEFAULTS, "task", "data_dir"}
 
 
@@ -71,16 +78,17 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(DEFAULTS)
     for key, value in options.items():
         if key not in KNOWN:
-            raise InputError(f"option {key!r} is unknown for scenario 'distributed' "
-                             f"(known: {', '.join(sorted(KNOWN))})")
+            raise InputError(
+                f"option {key!r} is unknown for scenario 'distributed' "
+                f"(known: {', '.join(sorted(KNOWN))})"
+            )
         out[key] = value
     if out["mode"] not in ("ps", "allreduce"):
         raise InputError(f"option 'mode' must be ps or allreduce, got {out['mode']!r}")
     _int_opt(out, "workers", 1)
     _int_opt(out, "base_port", 0)
     hosts = out["hosts"]
-    if not isinstance(hosts, list) or not hosts or not all(isinstance(h, str) and h
-                                                           for h in hosts):
+    if not isinstance(hosts, list) or not hosts or not all(isinstance(h, str) and h for h in hosts):
         raise InputError(f"option 'hosts' must be a non-empty list of addresses, got {hosts!r}")
     if out["base_port"] == 0 and any(not _is_local(h) for h in hosts):
         raise InputError("option 'base_port' must be set when 'hosts' names other machines")
@@ -114,7 +122,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def cluster_spec(mode: str, hosts: list[str], workers: int, base_port: int = 0) -> dict[str, list]:
+def cluster_spec(
+    mode: str, hosts: list[str], workers: int, base_port: int = 0
+) -> dict[str, list[str]]:
     """Task type -> ["addr:port", ...], tasks placed round-robin over ``hosts``."""
     next_port: dict[str, int] = {}
 
@@ -128,15 +138,22 @@ def cluster_spec(mode: str, hosts: list[str], workers: int, base_port: int = 0) 
     if mode == "allreduce":
         return {"worker": [addr(hosts[i % len(hosts)]) for i in range(workers)]}
     rest = hosts[1:] or hosts
-    return {"chief": [addr(hosts[0])], "ps": [addr(hosts[0])],
-            "worker": [addr(rest[i % len(rest)]) for i in range(workers)]}
+    return {
+        "chief": [addr(hosts[0])],
+        "ps": [addr(hosts[0])],
+        "worker": [addr(rest[i % len(rest)]) for i in range(workers)],
+    }
 
 
 def builtin_tf_config(cluster: Mapping[str, list[str]], task_type: str, task_index: int) -> str:
     """The same JSON as the template, for hosts that received ``workloads/`` alone (the
     workload_env role ships only that directory); a test keeps the two identical."""
-    return json.dumps({"cluster": {k: list(v) for k, v in cluster.items()},
-                       "task": {"type": task_type, "index": int(task_index)}})
+    return json.dumps(
+        {
+            "cluster": {k: list(v) for k, v in cluster.items()},
+            "task": {"type": task_type, "index": int(task_index)},
+        }
+    )
 
 
 def render_tf_config(cluster: Mapping[str, list[str]], task_type: str, task_index: int) -> str:
@@ -147,7 +164,8 @@ def render_tf_config(cluster: Mapping[str, list[str]], task_type: str, task_inde
 
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
     text = env.from_string(TEMPLATE.read_text(encoding="utf-8")).render(
-        cluster=dict(cluster), task_type=task_type, task_index=task_index)
+        cluster=dict(cluster), task_type=task_type, task_index=task_index
+    )
     json.loads(text)  # the template must produce JSON
     return text
 
@@ -186,8 +204,10 @@ def _gpu_placement(tasks: list[tuple[str, int]]) -> dict[tuple[str, int], dict[s
     n = gpu_count()
     if n == 0 or "CUDA_VISIBLE_DEVICES" in os.environ:
         return {}
-    return {(role, idx): {"CUDA_VISIBLE_DEVICES": str(idx % n) if role == "worker" else ""}
-            for role, idx in tasks}
+    return {
+        (role, idx): {"CUDA_VISIBLE_DEVICES": str(idx % n) if role == "worker" else ""}
+        for role, idx in tasks
+    }
 
 
 def _reporters(mode: str, cluster: Mapping[str, list[str]]) -> list[tuple[str, int]]:
@@ -219,13 +239,24 @@ def run(job: Any) -> dict[str, Any]:
             for role, idx in tasks:
                 result = Path(tmp) / f"{role}-{idx}.json"
                 results[(role, idx)] = result
-                spec = {"mode": opts["mode"], "model": job.model, "batch": job.batch,
-                        "image_size": job.image_size, "warmup": job.warmup, "steps": job.steps,
-                        "data": job.data, "data_dir": data_dir, "result": str(result),
-                        "learning_rate": float(opts["learning_rate"])}
-                env = {"TF_CONFIG": render_tf_config(cluster, role, idx),
-                       "GPULAB_DIST_SPEC": json.dumps(spec), "KERAS_BACKEND": "tensorflow",
-                       **placement.get((role, idx), {})}
+                spec = {
+                    "mode": opts["mode"],
+                    "model": job.model,
+                    "batch": job.batch,
+                    "image_size": job.image_size,
+                    "warmup": job.warmup,
+                    "steps": job.steps,
+                    "data": job.data,
+                    "data_dir": data_dir,
+                    "result": str(result),
+                    "learning_rate": float(opts["learning_rate"]),
+                }
+                env = {
+                    "TF_CONFIG": render_tf_config(cluster, role, idx),
+                    "GPULAB_DIST_SPEC": json.dumps(spec),
+                    "KERAS_BACKEND": "tensorflow",
+                    **placement.get((role, idx), {}),
+                }
                 by_task[(role, idx)] = group.start_python(f"{role}:{idx}", WORKER_MODULE, [], env)
             deadline = time.monotonic() + deadline_s
             if reporters:
@@ -237,37 +268,59 @@ def run(job: Any) -> dict[str, Any]:
             pids = group.pids()
             tails = {p.name: p.tail() for p in group.procs}
             codes = {p.name: p.popen.returncode for p in group.procs}
-            outputs = {t: json.loads(results[t].read_text()) for t in reporters
-                       if results[t].exists()}
+            outputs = {
+                t: json.loads(results[t].read_text()) for t in reporters if results[t].exists()
+            }
         finally:
             group.close()
-    params = {"mode": opts["mode"], "cluster": cluster, "tasks": [f"{r}:{i}" for r, i in tasks],
-              "pids": pids, "exit_codes": codes, "deadline_s": deadline_s,
-              "strategy": ("ParameterServerStrategy" if opts["mode"] == "ps"
-                           else "MultiWorkerMirroredStrategy")}
+    params = {
+        "mode": opts["mode"],
+        "cluster": cluster,
+        "tasks": [f"{r}:{i}" for r, i in tasks],
+        "pids": pids,
+        "exit_codes": codes,
+        "deadline_s": deadline_s,
+        "strategy": (
+            "ParameterServerStrategy" if opts["mode"] == "ps" else "MultiWorkerMirroredStrategy"
+        ),
+    }
     if not done or len(outputs) < len(reporters):
         missing = [f"{r}:{i}" for r, i in reporters if (r, i) not in outputs] or [
-            f"{r}:{i}" for r, i in tasks]
-        why = (f"deadline {deadline_s:g} s passed" if not done
-               else "a reporting task exited without a result")
+            f"{r}:{i}" for r, i in tasks
+        ]
+        why = (
+            f"deadline {deadline_s:g} s passed"
+            if not done
+            else "a reporting task exited without a result"
+        )
         if not reporters and any(c is not None and c != -9 for c in codes.values()):
             why = "a server task exited before the chief was done"
         bad = "; ".join(f"{n}: rc {codes[n]} {tails[n]}" for n in missing if n in tails)
-        return {"status": "failed",
-                "error": f"{why}; SIGKILLed {', '.join(killed) or 'none'}; no result from "
-                         f"{', '.join(missing)}" + (f" ({bad})" if bad and done else ""),
-                "params": params, "metrics": {"job_elapsed_s": time.time() - launched}}
+        return {
+            "status": "failed",
+            "error": f"{why}; SIGKILLed {', '.join(killed) or 'none'}; no result from "
+            f"{', '.join(missing)}" + (f" ({bad})" if bad and done else ""),
+            "params": params,
+            "metrics": {"job_elapsed_s": time.time() - launched},
+        }
     if not reporters:  # this host serves only (launch: task, ps mode): no throughput of its own
-        return {"kind": "job", "params": params,
-                "metrics": {"job_elapsed_s": finished - launched}}
+        return {"kind": "job", "params": params, "metrics": {"job_elapsed_s": finished - launched}}
     main = outputs[reporters[0]]
     workers = int(main["workers"])
-    metrics = {"job_elapsed_s": max(o["finished_at"] for o in outputs.values()) - launched,
-               "timed_wall_s": float(main["wall_s"]), "workers": float(workers)}
+    metrics = {
+        "job_elapsed_s": max(o["finished_at"] for o in outputs.values()) - launched,
+        "timed_wall_s": float(main["wall_s"]),
+        "workers": float(workers),
+    }
     for (role, idx), out in outputs.items():
         metrics[f"{role}{idx}_images_per_sec"] = float(out["images_per_sec"])
     params["image_size"] = main["size"]
     params["killed_after_done"] = killed
-    return {"images_per_sec": float(main["images_per_sec"]), "step_times_s": main["step_times_s"],
-            "batch_size": job.batch, "global_batch": job.batch * workers,
-            "metrics": metrics, "params": params}
+    return {
+        "images_per_sec": float(main["images_per_sec"]),
+        "step_times_s": main["step_times_s"],
+        "batch_size": job.batch,
+        "global_batch": job.batch * workers,
+        "metrics": metrics,
+        "params": params,
+    }

@@ -29,7 +29,8 @@ def _dataset_fn(spec: dict[str, Any], model_spec: Any, size: int) -> Any:
 
             classes = model_spec.num_classes
             return train_dataset(spec["data_dir"], spec["batch"], size).map(
-                lambda x, y: (x, y % classes))  # ImageNet labels are 1..1000
+                lambda x, y: (x, y % classes)
+            )  # ImageNet labels are 1..1000
         shape = (spec["batch"], *model_spec.input_shape(size))
         images = tf.random.truncated_normal(shape, mean=127.0, stddev=60.0, seed=1234)
         labels = tf.random.uniform((spec["batch"],), 0, model_spec.num_classes, tf.int32, seed=5)
@@ -60,7 +61,7 @@ def run_chief(spec: dict[str, Any], resolver: Any) -> dict[str, Any]:
     per_worker = coord.create_per_worker_dataset(_dataset_fn(spec, model_spec, size))
     iterator = iter(per_worker)
 
-    @tf.function
+    @tf.function  # type: ignore[untyped-decorator]  # tf.function is missing from the stubs
     def train(it: Any) -> Any:
         images, labels = next(it)
         return strategy.run(body, args=(images, labels))
@@ -74,8 +75,14 @@ def run_chief(spec: dict[str, Any], resolver: Any) -> dict[str, Any]:
     coord.join()
     wall = time.perf_counter() - start
     images = spec["batch"] * spec["steps"] * workers
-    return {"images_per_sec": images / wall, "wall_s": wall, "images": images,
-            "workers": workers, "step_times_s": [], "size": size}
+    return {
+        "images_per_sec": images / wall,
+        "wall_s": wall,
+        "images": images,
+        "workers": workers,
+        "step_times_s": [],
+        "size": size,
+    }
 
 
 def run_allreduce_worker(spec: dict[str, Any]) -> dict[str, Any]:
@@ -88,7 +95,7 @@ def run_allreduce_worker(spec: dict[str, Any]) -> dict[str, Any]:
     workers = strategy.num_replicas_in_sync
     batches = iter(_dataset_fn(spec, model_spec, size)())
 
-    @tf.function
+    @tf.function  # type: ignore[untyped-decorator]  # tf.function is missing from the stubs
     def train(images: Any, labels: Any) -> Any:
         per = strategy.run(body, args=(images, labels))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, per, axis=None)
@@ -98,9 +105,14 @@ def run_allreduce_worker(spec: dict[str, Any]) -> dict[str, Any]:
         return float(train(images, labels))
 
     timing = timed_loop(one_step, spec["warmup"], spec["steps"])
-    return {"images_per_sec": timing.images_per_sec(spec["batch"] * workers),
-            "wall_s": timing.wall_s, "images": spec["batch"] * workers * spec["steps"],
-            "workers": workers, "step_times_s": timing.step_times_s, "size": size}
+    return {
+        "images_per_sec": timing.images_per_sec(spec["batch"] * workers),
+        "wall_s": timing.wall_s,
+        "images": spec["batch"] * workers * spec["steps"],
+        "workers": workers,
+        "step_times_s": timing.step_times_s,
+        "size": size,
+    }
 
 
 def main() -> int:
@@ -111,8 +123,9 @@ def main() -> int:
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
     role, index = resolver.task_type, resolver.task_id
     if spec["mode"] == "ps" and role in ("ps", "worker"):
-        server = tf.distribute.Server(resolver.cluster_spec(), job_name=role, task_index=index,
-                                      protocol="grpc", start=True)
+        server = tf.distribute.Server(
+            resolver.cluster_spec(), job_name=role, task_index=index, protocol="grpc", start=True
+        )
         print(f"{role}:{index} serving", flush=True)
         server.join()  # never returns: the launcher kills servers when the chief is done
         return 0

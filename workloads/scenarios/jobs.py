@@ -30,8 +30,13 @@ def single_job(job: Any, **changes: Any) -> Any:
     return replace(job, **fields)
 
 
-def start_job(group: ProcGroup, name: str, job: Any, wrapper: list[str] | None = None,
-              env: Mapping[str, str] | None = None) -> Proc:
+def start_job(
+    group: ProcGroup,
+    name: str,
+    job: Any,
+    wrapper: list[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Proc:
     job.launched_at = time.time()
     argv = [*(wrapper or []), sys.executable, "-m", "workloads", "_measure"]
     extra = {"KERAS_BACKEND": job.backend, **(env or {})}
@@ -49,7 +54,7 @@ def protocol(proc: Proc) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
     for line in text.splitlines():
         if not line.startswith(PREFIX):
             continue
-        kind, _, payload = line[len(PREFIX):].partition(" ")
+        kind, _, payload = line[len(PREFIX) :].partition(" ")
         try:
             value = json.loads(payload)
         except json.JSONDecodeError:
@@ -83,20 +88,25 @@ def finish(group: ProcGroup, procs: list[Proc], deadline: float) -> list[dict[st
             group.kill(proc)
             result = {"status": "failed", "error": f"{proc.name} killed at the deadline"}
         elif result is None:
-            result = {"status": "failed",
-                      "error": f"{proc.name} exited {proc.popen.returncode}: {proc.tail()}"}
+            result = {
+                "status": "failed",
+                "error": f"{proc.name} exited {proc.popen.returncode}: {proc.tail()}",
+            }
         out.append(result)
     return out
 
 
-def check_common(options: Mapping[str, Any], known: Mapping[str, Any], scenario: str) -> dict:
+def check_common(
+    options: Mapping[str, Any], known: Mapping[str, Any], scenario: str
+) -> dict[str, Any]:
     """Fill defaults and reject unknown keys; values are checked by the caller."""
     out = dict(known)
     for key, value in options.items():
         if key not in known and key not in SINGLE_OPTIONS:
             names = ", ".join(sorted({*known, *SINGLE_OPTIONS}))
-            raise InputError(f"option {key!r} is unknown for scenario {scenario!r} "
-                             f"(known: {names})")
+            raise InputError(
+                f"option {key!r} is unknown for scenario {scenario!r} (known: {names})"
+            )
         out[key] = value
     return out
 

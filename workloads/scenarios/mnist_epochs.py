@@ -28,8 +28,10 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
     out = dict(DEFAULTS)
     for key, value in options.items():
         if key not in KNOWN:
-            raise InputError(f"option {key!r} is unknown for scenario 'mnist_epochs' "
-                             f"(known: {', '.join(sorted(KNOWN))})")
+            raise InputError(
+                f"option {key!r} is unknown for scenario 'mnist_epochs' "
+                f"(known: {', '.join(sorted(KNOWN))})"
+            )
         out[key] = value
     for key, low in (("epochs", 1), ("limit", 1), ("seed", 0)):
         v = out[key]
@@ -56,8 +58,10 @@ def load(job: Any, opts: Mapping[str, Any]) -> tuple[Any, Any, Any]:
     if job.data == "real":
         data_dir = opts.get("data_dir") or os.environ.get("GPULAB_MNIST_DIR")
         if not data_dir:
-            raise InputError("data 'real' for mnist_epochs needs option 'data_dir' or "
-                             "$GPULAB_MNIST_DIR (IDX files; gpulab data mnist-like writes some)")
+            raise InputError(
+                "data 'real' for mnist_epochs needs option 'data_dir' or "
+                "$GPULAB_MNIST_DIR (IDX files; gpulab data mnist-like writes some)"
+            )
         x, y = mnist.load_mnist(data_dir, "train")
         try:
             test = mnist.load_mnist(data_dir, "test")
@@ -94,25 +98,38 @@ def run(job: Any) -> dict[str, Any]:
     for epoch in range(opts["epochs"]):
         t0 = time.perf_counter()
         order = rng.permutation(len(xf))
-        out = None
+        out: Any = None
         for i in range(steps_per_epoch):
-            idx = order[i * job.batch:(i + 1) * job.batch]
+            idx = order[i * job.batch : (i + 1) * job.batch]
             out = step(keras.ops.convert_to_tensor(xf[idx]), keras.ops.convert_to_tensor(yi[idx]))
         loss = float(out)  # waits for the epoch's last step
         epoch_times.append(time.perf_counter() - t0)
         job.on_step("epoch", epoch + 1, opts["epochs"])
     wall = time.perf_counter() - start
     step.finish()
-    metrics: dict[str, float] = {"train_wall_s": wall, "final_loss": loss,
-                                 "epochs": float(opts["epochs"])}
+    metrics: dict[str, float] = {
+        "train_wall_s": wall,
+        "final_loss": loss,
+        "epochs": float(opts["epochs"]),
+    }
     metrics.update({f"epoch_s_{i}": t for i, t in enumerate(epoch_times)})
     if test is not None:
         tx = (test[0].astype("float32") / 255.0)[..., None]
         pred = np.argmax(keras.ops.convert_to_numpy(model(tx[:2000], training=False)), axis=-1)
         metrics["test_accuracy"] = float(np.mean(pred == test[1][:2000]))
     images = steps_per_epoch * job.batch * opts["epochs"]
-    return {"kind": "job", "images_per_sec": images / wall, "step_times_s": epoch_times,
-            "batch_size": job.batch, "global_batch": job.batch, "metrics": metrics,
-            "params": {"train_images": len(xf), "steps_per_epoch": steps_per_epoch,
-                       "data_dir": opts.get("data_dir") if job.data == "real" else None,
-                       "learning_rate": float(opts["learning_rate"]), "backend": job.backend}}
+    return {
+        "kind": "job",
+        "images_per_sec": images / wall,
+        "step_times_s": epoch_times,
+        "batch_size": job.batch,
+        "global_batch": job.batch,
+        "metrics": metrics,
+        "params": {
+            "train_images": len(xf),
+            "steps_per_epoch": steps_per_epoch,
+            "data_dir": opts.get("data_dir") if job.data == "real" else None,
+            "learning_rate": float(opts["learning_rate"]),
+            "backend": job.backend,
+        },
+    }

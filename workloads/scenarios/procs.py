@@ -87,15 +87,24 @@ class ProcGroup:
     log_dir: Path
     procs: list[Proc] = field(default_factory=list)
 
-    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None,
-              stdin: str | None = None) -> Proc:
+    def start(
+        self,
+        name: str,
+        argv: list[str],
+        env: dict[str, str] | None = None,
+        stdin: str | None = None,
+    ) -> Proc:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = self.log_dir / f"{name.replace(':', '-')}.log"
         with open(log, "wb") as fh:
             popen = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
-                stdout=fh, stderr=subprocess.STDOUT,
-                env=child_env(env), start_new_session=True, preexec_fn=_die_with_parent,
+                argv,
+                stdin=subprocess.DEVNULL if stdin is None else subprocess.PIPE,
+                stdout=fh,
+                stderr=subprocess.STDOUT,
+                env=child_env(env),
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         if stdin is not None and popen.stdin is not None:
             with contextlib.suppress(BrokenPipeError):  # a child that exits at once
@@ -106,8 +115,9 @@ class ProcGroup:
         self.procs.append(proc)
         return proc
 
-    def start_python(self, name: str, module: str, args: list[str],
-                     env: dict[str, str] | None = None) -> Proc:
+    def start_python(
+        self, name: str, module: str, args: list[str], env: dict[str, str] | None = None
+    ) -> Proc:
         return self.start(name, [sys.executable, "-m", module, *args], env)
 
     def wait(self, procs: list[Proc], deadline: float) -> bool:

@@ -26,9 +26,14 @@ from typing import Any
 from workloads.errors import InputError
 from workloads.scenarios import jobs
 
-DEFAULTS: dict[str, Any] = {"background_model": "alexnet", "background_batch": 512,
-                            "background_image_size": None, "foreground_env": {},
-                            "background_env": {}, "deadline_s": 600.0}
+DEFAULTS: dict[str, Any] = {
+    "background_model": "alexnet",
+    "background_batch": 512,
+    "background_image_size": None,
+    "foreground_env": {},
+    "background_env": {},
+    "deadline_s": 600.0,
+}
 
 
 def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -36,8 +41,10 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
     from workloads.models import MODELS
 
     if out["background_model"] not in MODELS:
-        raise InputError(f"option 'background_model' {out['background_model']!r} is not one of "
-                         f"{', '.join(sorted(MODELS))}")
+        raise InputError(
+            f"option 'background_model' {out['background_model']!r} is not one of "
+            f"{', '.join(sorted(MODELS))}"
+        )
     for key in ("background_batch", "background_image_size"):
         v = out[key]
         if v is None and key == "background_image_size":
@@ -64,11 +71,15 @@ def run(job: Any) -> dict[str, Any]:
     opts = check_options(job.options)
     deadline_s = min(float(opts["deadline_s"]), max(1.0, float(job.timeout_s) - 15.0))
     fg_job = jobs.single_job(job)
-    bg_job = jobs.single_job(job, model=opts["background_model"], batch=opts["background_batch"],
-                             image_size=opts["background_image_size"], steps=100_000,
-                             warmup=max(1, min(job.warmup, 10)))
-    with tempfile.TemporaryDirectory(prefix="gpulab-shared-") as tmp, \
-            ProcGroup(Path(tmp)) as group:
+    bg_job = jobs.single_job(
+        job,
+        model=opts["background_model"],
+        batch=opts["background_batch"],
+        image_size=opts["background_image_size"],
+        steps=100_000,
+        warmup=max(1, min(job.warmup, 10)),
+    )
+    with tempfile.TemporaryDirectory(prefix="gpulab-shared-") as tmp, ProcGroup(Path(tmp)) as group:
         end = time.monotonic() + deadline_s
         job.on_step("alone", 0, 2)
         alone_p = jobs.start_job(group, "alone", fg_job, env=opts["foreground_env"])
@@ -77,8 +88,12 @@ def run(job: Any) -> dict[str, Any]:
         bg = jobs.start_job(group, "background", bg_job, env=opts["background_env"])
         if not jobs.wait_timed(bg, end):
             group.close()
-            return {"status": "failed", "error": f"background job never reached its timed steps: "
-                    f"{bg.tail()}", "metrics": {}, "params": {"alone": alone}}
+            return {
+                "status": "failed",
+                "error": f"background job never reached its timed steps: {bg.tail()}",
+                "metrics": {},
+                "params": {"alone": alone},
+            }
         bg_before = len(jobs.protocol(bg)[0])
         shared_p = jobs.start_job(group, "shared", fg_job, env=opts["foreground_env"])
         shared = jobs.finish(group, [shared_p], end)[0]
@@ -86,24 +101,40 @@ def run(job: Any) -> dict[str, Any]:
         bg_alive = bg.popen.poll() is None
         group.close()
     failed = [n for n, r in (("alone", alone), ("shared", shared)) if r.get("status") != "ok"]
-    params = {"background_model": bg_job.model, "background_batch": bg_job.batch,
-              "background_image_size": bg_job.image_size, "background_ran_throughout": bg_alive,
-              "alone_params": alone.get("params", {}), "alone_step_times_s":
-              alone.get("step_times_s", [])}
+    params = {
+        "background_model": bg_job.model,
+        "background_batch": bg_job.batch,
+        "background_image_size": bg_job.image_size,
+        "background_ran_throughout": bg_alive,
+        "alone_params": alone.get("params", {}),
+        "alone_step_times_s": alone.get("step_times_s", []),
+    }
     if failed:
-        errs = "; ".join(f"{n}: {r.get('error')}" for n, r in (("alone", alone),
-                                                               ("shared", shared)) if n in failed)
+        errs = "; ".join(
+            f"{n}: {r.get('error')}"
+            for n, r in (("alone", alone), ("shared", shared))
+            if n in failed
+        )
         return {"status": "failed", "error": errs, "params": params, "metrics": {}}
     a_ips, s_ips = alone["images_per_sec"], shared["images_per_sec"]
     a_el, s_el = alone["elapsed_s"], shared["elapsed_s"]
-    metrics = {"images_per_sec_alone": a_ips, "images_per_sec_shared": s_ips,
-               "elapsed_alone_s": a_el, "elapsed_shared_s": s_el,
-               "background_steps_during": float(bg_during)}
+    metrics = {
+        "images_per_sec_alone": a_ips,
+        "images_per_sec_shared": s_ips,
+        "elapsed_alone_s": a_el,
+        "elapsed_shared_s": s_el,
+        "background_steps_during": float(bg_during),
+    }
     if (r := _ratio(s_ips, a_ips)) is not None:
         metrics["images_per_sec_degradation"] = 1.0 - r
     if (r := _ratio(s_el, a_el)) is not None:
         metrics["elapsed_degradation"] = r - 1.0
     params.update(shared.get("params", {}))
-    return {"images_per_sec": s_ips, "step_times_s": shared.get("step_times_s", []),
-            "batch_size": job.batch, "global_batch": job.batch, "metrics": metrics,
-            "params": params}
+    return {
+        "images_per_sec": s_ips,
+        "step_times_s": shared.get("step_times_s", []),
+        "batch_size": job.batch,
+        "global_batch": job.batch,
+        "metrics": metrics,
+        "params": params,
+    }

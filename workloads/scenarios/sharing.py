@@ -31,8 +31,13 @@ from typing import Any
 from workloads.errors import InputError
 from workloads.scenarios import jobs
 
-DEFAULTS: dict[str, Any] = {"jobs": 4, "wrapper": None, "baseline_wrapper": None, "env": {},
-                            "deadline_s": 900.0}
+DEFAULTS: dict[str, Any] = {
+    "jobs": 4,
+    "wrapper": None,
+    "baseline_wrapper": None,
+    "env": {},
+    "deadline_s": 900.0,
+}
 
 
 def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -60,40 +65,66 @@ def run(job: Any) -> dict[str, Any]:
     n = int(opts["jobs"])
     deadline_s = min(float(opts["deadline_s"]), max(1.0, float(job.timeout_s) - 15.0))
     one = jobs.single_job(job)
-    with tempfile.TemporaryDirectory(prefix="gpulab-sharing-") as tmp, \
-            ProcGroup(Path(tmp)) as group:
+    with (
+        tempfile.TemporaryDirectory(prefix="gpulab-sharing-") as tmp,
+        ProcGroup(Path(tmp)) as group,
+    ):
         end = time.monotonic() + deadline_s
         job.on_step("single", 0, n + 1)
         base_p = jobs.start_job(group, "single", one, opts["baseline_wrapper"], opts["env"])
         base = jobs.finish(group, [base_p], end)[0]
         if base.get("status") != "ok":
-            return {"status": "failed", "metrics": {}, "params": {"jobs": n},
-                    "error": f"single (baseline) job: {base.get('error')}"}
+            return {
+                "status": "failed",
+                "metrics": {},
+                "params": {"jobs": n},
+                "error": f"single (baseline) job: {base.get('error')}",
+            }
         job.on_step("concurrent", 1, n + 1)
         started = time.time()
-        procs = [jobs.start_job(group, f"job{i}", jobs.single_job(job), opts["wrapper"],
-                                opts["env"]) for i in range(n)]
+        procs = [
+            jobs.start_job(group, f"job{i}", jobs.single_job(job), opts["wrapper"], opts["env"])
+            for i in range(n)
+        ]
         results = jobs.finish(group, procs, end)
         all_done = time.time() - started
-    params: dict[str, Any] = {"jobs": n, "wrapper": opts["wrapper"],
-                              "single_params": base.get("params", {})}
-    bad = [(name, r) for name, r in (("single", base), *((f"job{i}", r) for i, r in
-                                                          enumerate(results)))
-           if r.get("status") != "ok"]
+    params: dict[str, Any] = {
+        "jobs": n,
+        "wrapper": opts["wrapper"],
+        "single_params": base.get("params", {}),
+    }
+    bad = [
+        (name, r)
+        for name, r in (("single", base), *((f"job{i}", r) for i, r in enumerate(results)))
+        if r.get("status") != "ok"
+    ]
     if bad:
-        return {"status": "failed", "params": params, "metrics": {},
-                "error": "; ".join(f"{name}: {r.get('error')}" for name, r in bad)}
+        return {
+            "status": "failed",
+            "params": params,
+            "metrics": {},
+            "error": "; ".join(f"{name}: {r.get('error')}" for name, r in bad),
+        }
     single_ips, single_el = base["images_per_sec"], base["elapsed_s"]
     aggregate = sum(r["images_per_sec"] for r in results)
     slowest = max(r["elapsed_s"] for r in results)
-    metrics = {"single_images_per_sec": single_ips, "single_elapsed_s": single_el,
-               "aggregate_images_per_sec": aggregate,
-               "aggregate_throughput_ratio": aggregate / single_ips,
-               "completion_time_ratio": slowest / single_el, "concurrent_wall_s": all_done}
+    metrics = {
+        "single_images_per_sec": single_ips,
+        "single_elapsed_s": single_el,
+        "aggregate_images_per_sec": aggregate,
+        "aggregate_throughput_ratio": aggregate / single_ips,
+        "completion_time_ratio": slowest / single_el,
+        "concurrent_wall_s": all_done,
+    }
     for i, r in enumerate(results):
         metrics[f"job{i}_images_per_sec"] = r["images_per_sec"]
         metrics[f"job{i}_elapsed_s"] = r["elapsed_s"]
     params["step_times_s_job0"] = results[0].get("step_times_s", [])
-    return {"images_per_sec": aggregate, "step_times_s": base.get("step_times_s", []),
-            "batch_size": job.batch, "global_batch": job.batch * n, "metrics": metrics,
-            "params": params}
+    return {
+        "images_per_sec": aggregate,
+        "step_times_s": base.get("step_times_s", []),
+        "batch_size": job.batch,
+        "global_batch": job.batch * n,
+        "metrics": metrics,
+        "params": params,
+    }
