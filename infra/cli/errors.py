@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import sys
 
+from infra.errors import UsageError
 
-class UsageError(ValueError):
-    """Bad input to a gpulab command; the message names the offending key or value."""
+__all__ = ["UsageError", "fail"]
 
 
 def fail(message: str) -> None:
