@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workloads.errors import InputError
+from workloads.options import with_defaults
 
 
 @dataclass
@@ -73,13 +74,7 @@ def model_names() -> tuple[str, ...]:
 
 
 def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"size": "full"}
-    for key, value in options.items():
-        if key not in ("size", "learning_rate"):
-            raise InputError(
-                f"option {key!r} is unknown for scenario 'fathom' (known: learning_rate, size)"
-            )
-        out[key] = value
+    out = with_defaults(options, {"size": "full"}, "fathom", also=("learning_rate",))
     if out["size"] not in SIZES:
         raise InputError(f"option 'size' must be one of {', '.join(SIZES)}, got {out['size']!r}")
     lr = out.get("learning_rate")

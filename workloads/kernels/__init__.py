@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from workloads.errors import InputError
+from workloads.options import with_defaults
 
 KERNELS = ("gemm", "conv", "rnn", "allreduce", "bandwidth")
 SIZES = ("tiny", "deepbench-small", "deepbench")
@@ -30,21 +31,14 @@ DIRECTIONS = ("h2d", "d2h")
 
 
 def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {
+    defaults = {
         "sizes": "tiny",
         "mode": "train",
         "devices": 2,
         "directions": ["h2d", "d2h"],
         "affinities": ["none", "local"],
     }
-    known = {"sizes", "family", "mode", "devices", "directions", "affinities"}
-    for key, value in options.items():
-        if key not in known:
-            raise InputError(
-                f"option {key!r} is unknown for scenario 'kernel' "
-                f"(known: {', '.join(sorted(known))})"
-            )
-        out[key] = value
+    out = with_defaults(options, defaults, "kernel", also=("family",))
     if out["sizes"] not in SIZES:
         raise InputError(f"option 'sizes' must be one of {', '.join(SIZES)}, got {out['sizes']!r}")
     if "family" in out and not isinstance(out["family"], str):

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from workloads.errors import InputError
+from workloads.options import with_defaults
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "tf_config.json.j2"
 WORKER_MODULE = "workloads.scenarios.distributed_worker"
@@ -75,14 +76,7 @@ def _env_options(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(DEFAULTS)
-    for key, value in options.items():
-        if key not in KNOWN:
-            raise InputError(
-                f"option {key!r} is unknown for scenario 'distributed' "
-                f"(known: {', '.join(sorted(KNOWN))})"
-            )
-        out[key] = value
+    out = with_defaults(options, DEFAULTS, "distributed", also=KNOWN)
     if out["mode"] not in ("ps", "allreduce"):
         raise InputError(f"option 'mode' must be ps or allreduce, got {out['mode']!r}")
     _int_opt(out, "workers", 1)

@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Any
 
 from workloads.errors import InputError
+from workloads.options import with_defaults
 from workloads.scenarios.procs import Proc, ProcGroup
 
 PREFIX = "@gpulab "
@@ -100,15 +101,7 @@ def check_common(
     options: Mapping[str, Any], known: Mapping[str, Any], scenario: str
 ) -> dict[str, Any]:
     """Fill defaults and reject unknown keys; values are checked by the caller."""
-    out = dict(known)
-    for key, value in options.items():
-        if key not in known and key not in SINGLE_OPTIONS:
-            names = ", ".join(sorted({*known, *SINGLE_OPTIONS}))
-            raise InputError(
-                f"option {key!r} is unknown for scenario {scenario!r} (known: {names})"
-            )
-        out[key] = value
-    return out
+    return with_defaults(options, known, scenario, also=SINGLE_OPTIONS)
 
 
 def check_wrapper(value: Any) -> list[str]:

@@ -19,20 +19,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from workloads.errors import InputError
+from workloads.options import with_defaults
 
 DEFAULTS: dict[str, Any] = {"epochs": 12, "limit": None, "seed": 0, "learning_rate": 0.05}
 KNOWN = {*DEFAULTS, "data_dir"}
 
 
 def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(DEFAULTS)
-    for key, value in options.items():
-        if key not in KNOWN:
-            raise InputError(
-                f"option {key!r} is unknown for scenario 'mnist_epochs' "
-                f"(known: {', '.join(sorted(KNOWN))})"
-            )
-        out[key] = value
+    out = with_defaults(options, DEFAULTS, "mnist_epochs", also=KNOWN)
     for key, low in (("epochs", 1), ("limit", 1), ("seed", 0)):
         v = out[key]
         if v is None and key == "limit":

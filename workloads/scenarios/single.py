@@ -11,24 +11,20 @@ from collections.abc import Mapping
 from typing import Any
 
 from workloads.errors import InputError
+from workloads.options import with_defaults
 
 OPTIONS = {"seed": int, "learning_rate": float}
 
 
 def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in options.items():
-        if key not in OPTIONS:
-            raise InputError(
-                f"option {key!r} is unknown for scenario 'single' (known: {', '.join(OPTIONS)})"
-            )
+    out = with_defaults(options, {}, "single", also=OPTIONS)
+    for key, value in out.items():
         typ = OPTIONS[key]
         ok = isinstance(value, typ) or (typ is float and isinstance(value, int))
         if not ok or isinstance(value, bool):
             raise InputError(f"option {key!r} must be {typ.__name__}, got {value!r}")
         if typ is float and value <= 0:
             raise InputError(f"option {key!r} must be > 0, got {value!r}")
-        out[key] = value
     return out
 
 
