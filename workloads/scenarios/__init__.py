@@ -111,6 +111,6 @@ from workloads.scenarios import single as _single  # noqa: E402
 
 register("single", _single.run, _single.check_options)
 
-from workloads.scenarios import catalogue as _catalogue  # noqa: E402  (issue 3's scenarios)
+from workloads.scenarios import catalogue as _catalogue  # noqa: E402
 
 _catalogue.register_all(register, DATA_SOURCES)

@@ -1,4 +1,4 @@
-"""Registers the workload catalogue (issue 3) in the runner's registries.
+"""Registers the workload catalogue in the runner's registries.
 
 Scenarios: ``distributed``, ``shared``, ``sharing``, ``mnist_epochs``, ``kernel`` (DeepBench
 kernels; the entry's model names the kernel), ``fathom`` (Fathom models). Data source: ``real``
