@@ -22,7 +22,7 @@ run_check() {
     format) ruff format --check --quiet . ;;
     mypy) mypy ;;
     # --offline: the roles need no Galaxy content, and CI may have no network.
-    ansible) ansible-lint --offline --quiet --profile production playbooks ;;
+    ansible) ansible-lint --offline -q --profile production playbooks ;;
     *)
       echo "gpulab: error: unknown check $1 (known: ruff, format, mypy, ansible)" >&2
       return 2
