@@ -27,7 +27,18 @@ import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import Any, Protocol
+
+
+class EnvConfig(Protocol):
+    """What :meth:`Topology.envs` reads of a config (:class:`infra.config.LabConfig` has it)."""
+
+    @property
+    def execution_envs(self) -> tuple[str, ...]: ...
+
+    @property
+    def mode(self) -> str | None: ...
+
 
 # The setting of a host, and what it says about virtualization and GPU sharing.
 SETTINGS: dict[str, dict[str, str]] = {
@@ -102,12 +113,12 @@ class Topology:
         build: Callable[[Any], tuple[Any, list[Any]]] = importlib.import_module(self.builder).build
         return build(cfg)
 
-    def envs(self, cfg: Any) -> list[str]:
+    def envs(self, cfg: EnvConfig) -> list[str]:
         """The execution environments ``cfg`` measures in: its own, else this default."""
         from infra.specs.execenv import canonical
 
-        named = tuple(getattr(cfg, "execution_envs", None) or ())
-        default = self.mode_envs.get(getattr(cfg, "mode", None) or "", self.default_envs)
+        named = cfg.execution_envs
+        default = self.mode_envs.get(cfg.mode or "", self.default_envs)
         return [canonical(e) for e in (named or default)]
 
     def host_setting(self, gpu_path: str) -> str | None:
