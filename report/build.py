@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from report import claims as claims_mod
-from report.environment import compare
+from report.environment import banner, compare, size_text
 from report.exclusions import Excluded, bit_names, split, throttle_bits
 from report.figures import FigureFile, all_figures
 from report.load import load_records
 from report.mapping import SETTING_LABELS, arm_settings, resolve_baseline
 from report.published import load_published
 from report.render import (
+    FEW_REPS,
     figure_src,
     render_html,
     render_markdown,
@@ -24,7 +25,7 @@ from report.render import (
     write_csv,
 )
 from report.stats import CV_FLAG, N_BOOT
-from report.table import Table, arm_of, build_table
+from report.table import Table, arm_of, build_table, image_size
 from workloads.errors import InputError
 
 NOTES = [
@@ -59,6 +60,7 @@ class ReportResult:
     excluded: list[Excluded]
     table: Table
     problems: list[str]  # skipped lines, records without a setting: one line each
+    banner: list[str] = field(default_factory=list)  # what ran, one line each (for a console)
 
 
 def _excluded_row(e: Excluded) -> dict[str, Any]:
@@ -68,9 +70,28 @@ def _excluded_row(e: Excluded) -> dict[str, Any]:
         "arm": arm_of(r).label,
         "experiment": r["experiment"],
         "model": r["model"],
+        "image_size": size_text([image_size(r)], str(r["model"])),
+        "steps": r.get("steps") if r.get("steps") is not None else "—",
         "reason": e.reason,
         "detail": e.detail,
     }
+
+
+def verdict_counts(verdicts: list[Any]) -> list[tuple[str, int]]:
+    """Verdicts by name: the known ones first (zeros included), then any other name."""
+    known = [
+        getattr(claims_mod, name, None)
+        for name in ("REPRODUCED", "NOT_REPRODUCED", "INCONCLUSIVE", "NOT_MEASURED")
+    ]
+    names = [n for n in known if isinstance(n, str)]
+    names += [v.verdict for v in verdicts if v.verdict not in names]
+    return [(n, sum(v.verdict == n for v in verdicts)) for n in dict.fromkeys(names)]
+
+
+def checkable(verdicts: list[Any]) -> tuple[int, int]:
+    """(claims that these records can check, all claims): not-measured ones cannot."""
+    not_measured = getattr(claims_mod, "NOT_MEASURED", "not measured")
+    return sum(v.verdict != not_measured for v in verdicts), len(verdicts)
 
 
 def build_report(
@@ -100,6 +121,7 @@ def build_report(
     figures = all_figures(table, pub, out / "figures")
     arms = table.arms
     env = compare(arms, table.records_per_arm)
+    what_ran = banner(arms, table.records_per_arm, table.settings, SETTING_LABELS)
     ctx: dict[str, Any] = {
         "title": title,
         "generated_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
@@ -117,6 +139,10 @@ def build_report(
             for a in arms
         ],
         "problems": problems,
+        "banner": what_ran.lines,
+        "single_arm": what_ran.single_arm,
+        "checkable": checkable(verdicts),
+        "few_rows": sum(1 for r in table.rows if r.summary.n < FEW_REPS),
         "environment": [
             {"field": e.field, "key": e.key, "values": list(e.values), "differs": e.differs}
             for e in env
@@ -140,10 +166,7 @@ def build_report(
             }
             for v in verdicts
         ],
-        "verdict_counts": [
-            (n, sum(v.verdict == n for v in verdicts))
-            for n in (claims_mod.REPRODUCED, claims_mod.NOT_REPRODUCED, claims_mod.NOT_MEASURED)
-        ],
+        "verdict_counts": verdict_counts(verdicts),
         "status_words": {"pass": "pass", "fail": "FAIL", "missing": "no records"},
         "sections": table_sections(table),
         "figures": [
@@ -172,6 +195,9 @@ def build_report(
     write_csv(table, csv_path)
     md_path.write_text(render_markdown(ctx), encoding="utf-8")
     html_path.write_text(render_html(ctx), encoding="utf-8")
+    lines = [f"{what}: {text}" for what, text in what_ran.lines]
+    if what_ran.single_arm:
+        lines.append(what_ran.single_arm)
     return ReportResult(
-        out, html_path, md_path, csv_path, figures, verdicts, excluded, table, problems
+        out, html_path, md_path, csv_path, figures, verdicts, excluded, table, problems, lines
     )

@@ -11,11 +11,12 @@ the ones a reader is told to compare.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from report.mapping import Arm
+from report.table import image_size
 
 Getter = Callable[[dict[str, Any]], Any]
 
@@ -177,3 +178,126 @@ def compare(arms: list[Arm], per_arm: dict[Arm, list[dict[str, Any]]]) -> list[E
         for name, getter in fields:
             rows.append(EnvRow(name, key, tuple(_value(per_arm.get(a, []), getter) for a in arms)))
     return rows
+
+
+# --- the banner: what ran, read from the records (never from the arm labels) ----------------
+
+
+def _fp(rec: dict[str, Any]) -> dict[str, Any]:
+    fp = rec.get("fingerprint")
+    return fp if isinstance(fp, dict) else {}
+
+
+def _params(rec: dict[str, Any]) -> dict[str, Any]:
+    p = rec.get("params")
+    return p if isinstance(p, dict) else {}
+
+
+def _join(values: list[str]) -> str:
+    return ", ".join(dict.fromkeys(v for v in values if v)) or "not recorded"
+
+
+def device_of(rec: dict[str, Any]) -> str:
+    """What computed: the GPU model(s), or "CPU only (<model>)", from the fingerprint and the
+    device the framework says it used (``params.device.used``)."""
+    fp = _fp(rec)
+    used = _get(_params(rec), "device.used")
+    cpu = _get(fp, "cpu.model")
+    cpu_s = f"CPU only ({cpu})" if cpu else "CPU only"
+    gpus = _gpus(fp, "name")
+    if _get(fp, "gpu.present") is False or (not gpus and used == "cpu"):
+        return cpu_s + ", no NVIDIA GPU"
+    if gpus:
+        n = _get(fp, "gpu.count")
+        g = f"GPU {gpus}" + (f" x{n}" if isinstance(n, int) and n > 1 else "")
+        return f"{g}, but the framework ran on the CPU" if used == "cpu" else g
+    return "device not recorded"
+
+
+def observed_place(rec: dict[str, Any]) -> str:
+    """Where the fingerprint saw the run: container runtime and hypervisor, or neither."""
+    fp = _fp(rec)
+    parts = []
+    if _get(fp, "container.in_container"):
+        parts.append(f"in a {_get(fp, 'container.runtime') or 'container'} container")
+    if _get(fp, "vm.is_vm"):
+        parts.append(f"on a VM ({_get(fp, 'vm.hypervisor') or 'detected'})")
+    if not parts:
+        seen = isinstance(_get(fp, "container"), dict) or isinstance(_get(fp, "vm"), dict)
+        return "no container, no VM" if seen else "not recorded"
+    return " ".join(parts)
+
+
+def full_image_size(model: str) -> int | None:
+    """The model's full input size (workloads.models), None for a model it does not know."""
+    from workloads.models import MODELS
+
+    spec = MODELS.get(model)
+    return spec.image_size if spec is not None else None
+
+
+def size_text(sizes: Iterable[int | None], model: str) -> str:
+    """``28 px (full size)``, ``64 px (reduced, full 224 px)``; several sizes are listed."""
+    got = sorted({s for s in sizes if s is not None})
+    full = full_image_size(model)
+    if not got:
+        return f"not recorded (full size {full} px)" if full else "not recorded"
+    text = ", ".join(str(s) for s in got) + " px"
+    if full is None:
+        return text
+    if all(s == full for s in got):
+        return f"{text} (full size)"
+    return f"{text} (REDUCED, full {full} px)"
+
+
+@dataclass(frozen=True)
+class Banner:
+    lines: list[tuple[str, str]]  # (what, text), in order
+    arms: int
+    single_arm: str | None  # the one line shown when nothing can be compared
+    reduced: bool
+
+
+def banner(
+    arms: list[Arm],
+    per_arm: dict[Arm, list[dict[str, Any]]],
+    settings: dict[Arm, str],
+    labels: dict[str, str],
+) -> Banner:
+    """What ran, per arm and per model, for the top of the report."""
+    lines: list[tuple[str, str]] = []
+    for a in arms:
+        recs = per_arm.get(a, [])
+        stated = labels.get(settings.get(a, "unknown"), "other")
+        lines.append(
+            (
+                f"arm {a.label}",
+                f"{_join([device_of(r) for r in recs])}; setting stated by the lab: {stated}; "
+                f"seen by the fingerprint: {_join([observed_place(r) for r in recs])}",
+            )
+        )
+    models: dict[str, list[dict[str, Any]]] = {}
+    for a in arms:
+        for r in per_arm.get(a, []):
+            models.setdefault(str(r.get("model")), []).append(r)
+    reduced = False
+    for model, recs in sorted(models.items()):
+        sizes = size_text([image_size(r) for r in recs], model)
+        reduced = reduced or "REDUCED" in sizes
+        steps = _join([str(r.get("steps")) for r in recs if r.get("steps") is not None])
+        warm = _join([str(r.get("warmup")) for r in recs if r.get("warmup") is not None])
+        batch = _join([str(r.get("batch_size")) for r in recs if r.get("batch_size")])
+        lines.append(
+            (
+                f"model {model}",
+                f"image size {sizes}; timed steps {steps} (warmup {warm}); batch {batch}; "
+                f"{len(recs)} ok record(s)",
+            )
+        )
+    single = None
+    if len(arms) == 1:
+        single = (
+            f"Nothing to compare: every record is from one arm ({arms[0].label}); the figures "
+            "show absolute values only, and no ratio or published claim can be checked."
+        )
+    return Banner(lines, len(arms), single, reduced)

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,6 +29,9 @@ FIG_SIZE_IN = (10.0, 5.0)
 FIG_SIZE_PX = (int(FIG_SIZE_IN[0] * DPI), int(FIG_SIZE_IN[1] * DPI))
 SPECIAL_SCENARIOS = ("shared", "sharing")
 BAR_METRICS = {"images_per_sec": "imgs/sec", "elapsed_s": "elapsed time"}
+UNITS = {"images_per_sec": "images/sec", "elapsed_s": "elapsed time (s)"}
+SLUG_MAX = 100  # figure file names: well under the 255 bytes a file name may have
+LOG_RANGE = 50.0  # an absolute axis goes log when its largest bar is this many times the smallest
 COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
 PAPER_NAMES = {"closer2018": "CLOSER 2018"}
 MODEL_ORDER = {"inception_v3": 0, "resnet50": 1, "alexnet": 2}  # the paper's x-axis order
@@ -49,8 +53,20 @@ def _plt() -> Any:
     return plt
 
 
+def _txt(s: str) -> str:
+    """Text from records as plain text: a "$" would start matplotlib's TeX parser; control
+    characters (CR, tab, ESC ...) are spaces, newlines stay line breaks."""
+    return re.sub(r"[\x00-\x09\x0b-\x1f\x7f]", " ", s).replace("$", r"\$")
+
+
 def _slug(*parts: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", "_".join(p for p in parts if p)).strip("-")
+    """A file name from record fields: safe characters only, at most SLUG_MAX long (a long
+    one keeps its start and a hash of the whole, so distinct groups stay distinct)."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", "_".join(p for p in parts if p)).strip("-.")
+    if len(slug) > SLUG_MAX:
+        digest = hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()[:12]
+        slug = f"{slug[: SLUG_MAX - 13]}-{digest}"
+    return slug or "figure"
 
 
 def _fmt(v: float) -> str:
@@ -62,13 +78,66 @@ def _fmt(v: float) -> str:
 
 
 def _arm_name(table: Table, arm: Any) -> str:
-    return f"{arm.label} ({SETTING_LABELS.get(table.settings[arm], '?')})"
+    flagged = ", flagged" if table.setting_flags.get(arm) else ""
+    return _txt(f"{arm.label} ({SETTING_LABELS.get(table.settings[arm], '?')} as stated{flagged})")
+
+
+def _ran_note(table: Table, rows: list[Row]) -> str:
+    """One line under a figure's title: the device(s), image sizes and steps of its rows."""
+    from report.environment import device_of
+
+    arms = {r.arm for r in rows}
+    devices = {device_of(rec) for a in arms for rec in table.records_per_arm.get(a, [])}
+    sizes = sorted({s for r in rows for s in r.image_sizes})
+    steps = sorted({s for r in rows for s in r.steps})
+    return "; ".join(
+        [
+            ", ".join(sorted(devices)) or "device not recorded",
+            "image size " + (", ".join(f"{s} px" for s in sizes) or "not recorded"),
+            "timed steps " + (", ".join(str(s) for s in steps) or "not recorded"),
+        ]
+    )
 
 
 def _save(fig: Any, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=DPI, format="png")
     _plt().close(fig)
+
+
+def _whiskers(
+    ax: Any, xs: list[float], mids: list[float], los: list[float], his: list[float], ns: list[int]
+) -> None:
+    """95 % CI whiskers where there are two values or more; a bar of one value gets "n=1"
+    at its foot instead of a zero-width whisker that would look measured."""
+    pts = [(x, m, lo, hi) for x, m, lo, hi, n in zip(xs, mids, los, his, ns, strict=True) if n > 1]
+    if pts:
+        ax.errorbar(
+            [p[0] for p in pts],
+            [p[1] for p in pts],
+            yerr=[[max(p[1] - p[2], 0.0) for p in pts], [max(p[3] - p[1], 0.0) for p in pts]],
+            fmt="none",
+            ecolor="#333333",
+            elinewidth=0.8,
+            capsize=2,
+            zorder=4,
+        )
+    for x, n in zip(xs, ns, strict=True):
+        if n < 3:
+            ax.annotate(
+                f"n={n}",
+                (x, 0),
+                xycoords=("data", "axes fraction"),
+                xytext=(0, 3),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                color="#8a1c1c",
+                fontweight="bold",
+                bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1},
+                zorder=6,
+            )
 
 
 def _category_labels(keys: Sequence[Any]) -> list[str]:
@@ -89,7 +158,7 @@ def _category_labels(keys: Sequence[Any]) -> list[str]:
                 if label == k.model and k.model in k.experiment
                 else (f"{k.experiment}\n{label}")
             )
-        out.append(label)
+        out.append(_txt(label))
     return out
 
 
@@ -105,9 +174,9 @@ def bar_figure(
     index = {(r.key, r.arm): r for r in rows}
     fig, ax = plt.subplots(figsize=FIG_SIZE_IN, dpi=DPI, layout="constrained")
     width = min(0.8 / max(len(arms), 1), 0.3)
-    lows, highs, overlaid = [1.0], [1.0], False
+    highs, overlaid = [1.0], False
     for i, arm in enumerate(arms):
-        xs, hs, err_lo, err_hi, absval, tops = [], [], [], [], [], []
+        xs, hs, err_lo, err_hi, absval, tops, ns = [], [], [], [], [], [], []
         for j, key in enumerate(keys):
             r = index.get((key, arm))
             if r is None or r.norm is None:
@@ -115,10 +184,10 @@ def bar_figure(
             x = j - width * len(arms) / 2 + width * (i + 0.5)
             xs.append(x)
             hs.append(r.norm)
-            err_lo.append(max(r.norm - (r.norm_lo or r.norm), 0.0))
-            err_hi.append(max((r.norm_hi or r.norm) - r.norm, 0.0))
+            err_lo.append(r.norm_lo if r.norm_lo is not None else r.norm)
+            err_hi.append(r.norm_hi if r.norm_hi is not None else r.norm)
+            ns.append(r.summary.n)
             absval.append(r.summary.median)
-            lows.append(r.norm_lo or r.norm)
             highs.append(r.norm_hi or r.norm)
             tops.append(max(r.norm_hi or r.norm, r.norm))
             fig_pub = pub.figure_for(key.base_experiment, metric)
@@ -129,7 +198,6 @@ def bar_figure(
             )
             if paper is not None:
                 lo, hi = paper
-                lows.append(lo)
                 highs.append(hi)
                 tops[-1] = max(tops[-1], hi)
                 label = (
@@ -169,11 +237,9 @@ def bar_figure(
             width=width * 0.92,
             color=COLORS[i % len(COLORS)],
             label=_arm_name(table, arm),
-            yerr=[err_lo, err_hi],
-            capsize=2,
-            error_kw={"elinewidth": 0.8, "ecolor": "#333333"},
             zorder=3,
         )
+        _whiskers(ax, xs, hs, err_lo, err_hi, ns)
         for x, top, v in zip(xs, tops, absval, strict=True):
             ax.text(
                 x,
@@ -185,24 +251,97 @@ def bar_figure(
                 rotation=90 if len(arms) * len(keys) > 12 else 0,
                 zorder=5,
             )
-    bottom = max(0.0, (int(min(lows) * 10) - 1) / 10)
-    top = max(highs) + (max(highs) - bottom) * 0.25 + 0.05
-    ax.set_ylim(bottom, top)
+    top = max(highs) * 1.25 + 0.05
+    ax.set_ylim(0.0, top)  # from 0: a cut axis makes small differences look large
     ax.axhline(1.0, color="#666666", linewidth=0.8, linestyle="--", zorder=2)
     ax.set_xlim(-0.5, len(keys) - 0.5)
     ax.set_xticks(range(len(keys)))
     ax.set_xticklabels(_category_labels(keys), fontsize=8)
-    ax.set_ylabel(f"{BAR_METRICS.get(metric, metric)}\n(normalized to {table.baseline.label})")
-    ax.set_title(title, fontsize=10)
+    ax.set_ylabel(
+        _txt(f"{BAR_METRICS.get(metric, metric)} / {table.baseline.label}'s\n(ratio, 1 = baseline)")
+    )
+    ax.set_title(_txt(f"{title}\n{_ran_note(table, rows)}"), fontsize=9)
     ax.grid(axis="y", alpha=0.3, zorder=0)
     ax.legend(fontsize=7, loc="upper left", ncol=2, framealpha=0.9)
     _save(fig, path)
     higher = "Lower" if metric == "images_per_sec" else "Higher"
     caption = (
         f"{title}. Bars: median over repetitions normalized to {table.baseline.label}; "
-        f"numbers above bars: absolute medians; whiskers: 95 % bootstrap CI. {higher} "
+        f"numbers above bars: absolute medians; whiskers: 95 % bootstrap CI where n >= 2 "
+        f"(n=1, n=2 marked at the foot of the bar). {higher} "
         "values mean more degradation."
         + (" Black: the paper's normalized values." if overlaid else "")
+    )
+    return FigureFile(path, title, caption)
+
+
+def absolute_figure(
+    table: Table, rows: list[Row], metric: str, title: str, path: Path
+) -> FigureFile:
+    """Medians in their unit per model and arm: drawn for any number of arms, from 0 (log
+    when the bars span LOG_RANGE or more), n=1 and n=2 marked, whiskers only where n >= 2."""
+    plt = _plt()
+    keys = sorted(
+        {r.key for r in rows},
+        key=lambda k: (k.experiment, MODEL_ORDER.get(k.model, 9), k.model, k.batch_size, k.variant),
+    )
+    arms = [a for a in table.arms if any(r.arm == a for r in rows)]
+    index = {(r.key, r.arm): r for r in rows}
+    fig, ax = plt.subplots(figsize=FIG_SIZE_IN, dpi=DPI, layout="constrained")
+    width = min(0.8 / max(len(arms), 1), 0.3)
+    meds = [r.summary.median for r in rows if r.summary.median > 0]
+    log = bool(meds) and max(meds) / min(meds) >= LOG_RANGE
+    for i, arm in enumerate(arms):
+        pts = [(j, index[(k, arm)]) for j, k in enumerate(keys) if (k, arm) in index]
+        xs = [j - width * len(arms) / 2 + width * (i + 0.5) for j, _ in pts]
+        hs = [r.summary.median for _, r in pts]
+        ax.bar(
+            xs,
+            hs,
+            width=width * 0.92,
+            color=COLORS[i % len(COLORS)],
+            label=_arm_name(table, arm),
+            zorder=3,
+        )
+        _whiskers(
+            ax,
+            xs,
+            hs,
+            [r.summary.ci_lo for _, r in pts],
+            [r.summary.ci_hi for _, r in pts],
+            [r.summary.n for _, r in pts],
+        )
+        for x, (_, r) in zip(xs, pts, strict=True):
+            ax.annotate(
+                _fmt(r.summary.median),
+                (x, max(r.summary.ci_hi, r.summary.median)),
+                xytext=(0, 2),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=7,
+                zorder=5,
+            )
+    tallest = max([r.summary.ci_hi for r in rows] + [r.summary.median for r in rows] + [0.0])
+    if log:
+        ax.set_yscale("log")
+        ax.set_ylim(min(meds) / 2, tallest * 3)
+    else:
+        ax.set_ylim(0.0, tallest * 1.2 if tallest > 0 else 1.0)
+    ax.set_xlim(-0.5, len(keys) - 0.5)
+    ax.set_xticks(range(len(keys)))
+    ax.set_xticklabels(_category_labels(keys), fontsize=8)
+    unit = UNITS.get(metric, metric)
+    ax.set_ylabel(_txt(f"{unit}, median" + (" (log scale)" if log else "")))
+    ax.set_title(_txt(f"{title}\n{_ran_note(table, rows)}"), fontsize=9)
+    ax.grid(axis="y", alpha=0.3, zorder=0)
+    ax.legend(fontsize=7, loc="upper left", ncol=2, framealpha=0.9)
+    _save(fig, path)
+    caption = (
+        f"{title}. Bars: median over repetitions in {unit}, per arm (the setting each arm's "
+        "records state); numbers: the medians; whiskers: 95 % bootstrap CI where n >= 2; n=1 "
+        "and n=2 are marked at the foot of the bar."
+        + (" Log scale: the values span more than 50x." if log else " Axis from 0.")
     )
     return FigureFile(path, title, caption)
 
@@ -269,10 +408,10 @@ def _simple_bars(
         ax.set_xlim(-0.5, len(keys) - 0.5)
         ax.set_xticks(range(len(keys)))
         ax.set_xticklabels(
-            [f"{k.model}\nbatch {k.batch_size}" if k.batch_size else k.model for k in keys],
+            [_txt(f"{k.model}\nbatch {k.batch_size}" if k.batch_size else k.model) for k in keys],
             fontsize=8,
         )
-        ax.set_ylabel(name)
+        ax.set_ylabel(_txt(name))
         ax.grid(axis="y", alpha=0.3, zorder=0)
         ax.legend(fontsize=7, loc="upper left")
     fig.suptitle(title, fontsize=10)
@@ -327,7 +466,12 @@ def sharing_figure(table: Table, path: Path) -> FigureFile | None:
     )
 
 
+def _arms_in(rows: list[Row]) -> int:
+    return len({r.arm for r in rows})
+
+
 def all_figures(table: Table, pub: Published, out_dir: Path) -> list[FigureFile]:
+    """Absolute figures always; ratio figures only where a group has two arms or more."""
     out: list[FigureFile] = []
     groups: dict[tuple[str, str, str, str], list[Row]] = {}
     for r in table.rows:
@@ -335,15 +479,18 @@ def all_figures(table: Table, pub: Published, out_dir: Path) -> list[FigureFile]
             r.metric in BAR_METRICS
             and r.key.scenario not in SPECIAL_SCENARIOS
             and table.kinds.get(r.key) in ("training", "job")
-            and r.norm is not None
         ):
             groups.setdefault((r.key.suite, r.key.scenario, r.key.data, r.metric), []).append(r)
     for (suite, scenario, data, metric), rows in sorted(groups.items()):
         exps = sorted({r.key.experiment for r in rows})
         name = exps[0] if len(exps) == 1 else f"{scenario}, {data or 'default'} data"
-        title = f"{suite}: {name} — {BAR_METRICS[metric]}"
-        path = out_dir / f"{_slug(suite, scenario, data, metric)}.png"
-        out.append(bar_figure(table, pub, rows, metric, title, path))
+        slug = _slug(suite, scenario, data, metric)
+        title = f"{suite}: {name} — {UNITS[metric]}"
+        out.append(absolute_figure(table, rows, metric, title, out_dir / f"{slug}_absolute.png"))
+        normed = [r for r in rows if r.norm is not None]
+        if _arms_in(normed) >= 2:
+            title = f"{suite}: {name} — {BAR_METRICS[metric]} relative to {table.baseline.label}"
+            out.append(bar_figure(table, pub, normed, metric, title, out_dir / f"{slug}.png"))
     for fn, name in ((shared_figure, "shared_degradation"), (sharing_figure, "sharing")):
         f = fn(table, out_dir / f"{name}.png")
         if f is not None:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from report.mapping import Arm, ArmSetting, arm_settings
-from report.stats import Summary, summarize
+from report.stats import Summary, ratio_ci, summarize
 
 RATIO_METRICS = frozenset({"aggregate_throughput_ratio", "completion_time_ratio"})
 # the workload scenarios' metric names (workloads/scenarios/shared.py, sharing.py) -> the
@@ -77,6 +77,8 @@ class Row:
     norm_lo: float | None = None
     norm_hi: float | None = None
     baseline_median: float | None = None
+    image_sizes: tuple[int, ...] = ()  # params.image_size of the rows' records (px)
+    steps: tuple[int, ...] = ()  # timed steps of the rows' records
 
 
 @dataclass
@@ -179,6 +181,18 @@ def metric_values(rec: dict[str, Any]) -> dict[str, float]:
     return out
 
 
+def image_size(rec: dict[str, Any]) -> int | None:
+    """The square input size a record ran at (``params.image_size``, else ``input_shape``)."""
+    params = rec.get("params") or {}
+    size = params.get("image_size") if isinstance(params, dict) else None
+    if isinstance(size, int) and not isinstance(size, bool):
+        return size
+    shape = params.get("input_shape") if isinstance(params, dict) else None
+    if isinstance(shape, list) and shape and isinstance(shape[0], int):
+        return int(shape[0])
+    return None
+
+
 def build_table(records: Iterable[dict[str, Any]], baseline: Arm) -> Table:
     """Summarize ok, unthrottled ``records`` per group/arm/metric and normalize to ``baseline``.
 
@@ -190,6 +204,7 @@ def build_table(records: Iterable[dict[str, Any]], baseline: Arm) -> Table:
     values: dict[tuple[GroupKey, Arm, str], list[float]] = defaultdict(list)
     per_arm: dict[Arm, list[dict[str, Any]]] = defaultdict(list)
     kinds: dict[GroupKey, str] = {}
+    shapes: dict[tuple[GroupKey, Arm], tuple[set[int], set[int]]] = {}
     for rec in records:
         arm = arm_of(rec)
         per_arm[arm].append(rec)
@@ -201,11 +216,19 @@ def build_table(records: Iterable[dict[str, Any]], baseline: Arm) -> Table:
                 k = replace(key, variant="/".join(p for p in (key.variant, shape) if p))
             values[(k, arm, metric)].append(v)
             kinds[k] = rec["kind"]
+            sizes, steps = shapes.setdefault((k, arm), (set(), set()))
+            size, n_steps = image_size(rec), rec.get("steps")
+            if size is not None:
+                sizes.add(size)
+            if isinstance(n_steps, int) and not isinstance(n_steps, bool):
+                steps.add(n_steps)
     rows: list[Row] = []
     index: dict[tuple[GroupKey, Arm, str], Row] = {}
     for (key, arm, metric), vals in sorted(values.items(), key=lambda kv: str(kv[0])):
         seed_key = f"{key}|{arm.label}|{metric}"
         row = Row(key, arm, settings[arm], metric, summarize(vals, seed_key))
+        sizes, steps = shapes.get((key, arm), (set(), set()))
+        row.image_sizes, row.steps = tuple(sorted(sizes)), tuple(sorted(steps))
         rows.append(row)
         index[(key, arm, metric)] = row
     for row in rows:
@@ -217,8 +240,9 @@ def build_table(records: Iterable[dict[str, Any]], baseline: Arm) -> Table:
         b = base.summary.median
         row.baseline_median = b
         row.norm = row.summary.median / b
-        row.norm_lo = row.summary.ci_lo / b
-        row.norm_hi = row.summary.ci_hi / b
+        row.norm_lo, row.norm_hi = (1.0, 1.0) if row is base else ratio_ci(
+            row.summary.values, base.summary.values, f"{row.key}|{row.arm.label}|{row.metric}"
+        )
     return Table(
         rows=rows,
         baseline=baseline,

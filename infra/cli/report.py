@@ -41,10 +41,10 @@ def report_cmd(
 ) -> None:
     """Compare arms normalized to a baseline, judge the published claims, write HTML/MD/CSV."""
     from rich.console import Console
-    from rich.table import Table
 
     from infra.cli.errors import UsageError
     from report import build_report
+    from report.render import console_report
 
     if not inputs:
         import os
@@ -64,14 +64,7 @@ def report_cmd(
         embed_figures=not link_figures, title=title,
     )
     console = Console()
-    table = Table(title=f"claims (baseline {res.table.baseline.label})")
-    table.add_column("claim", overflow="fold")
-    table.add_column("verdict")
-    table.add_column("tolerance")
-    for v in res.verdicts:
-        style = VERDICT_STYLE.get(v.verdict, "")
-        table.add_row(v.claim, f"[{style}]{v.verdict}[/]", v.tolerance)
-    console.print(table)
+    console.print(console_report(res))  # what ran, then the checkable claims
     for note in res.problems:  # skipped lines, records without a setting (also in the report)
         console.print(f"note: {note}", markup=False, highlight=False)
     if res.excluded:
