@@ -4,9 +4,18 @@ Every claim of workloads/reference/published-results.yaml ("paper/id") and every
 figure ("paper/figN_...") gets a verdict:
   reproduced      every check that has records passes,
   not reproduced  a check with records fails,
+  inconclusive    no check fails, but one cannot be decided (see below),
   not measured    no check has records (or the claim has no number a lab can check).
 Values judged are normalized medians (to the baseline arm) or, for ratios and degradations
 (``*_ratio``, ``*_degradation``), the medians themselves; tolerances are absolute on those.
+
+A bound or figure check judges each row's 95 % interval, not its median alone: the
+normalized interval is the bootstrap of the ratio over both arms' repetitions
+(report.stats.ratio_ci), a ratio metric's interval is its own bootstrap interval. A row
+passes when its whole interval lies inside [lo - tol, hi + tol], fails when the whole
+interval lies outside, and is inconclusive when the interval straddles an edge or when the
+row or its baseline has fewer than report.stats.MIN_N repetitions. The relation checks
+(report.relations) still compare medians.
 
 BOUNDS below reads as: claim, what is checked, which rows (metric, experiment, models,
 settings, batch, a model-name test), the bound [lo, hi] and the tolerance added to it, and
@@ -16,16 +25,20 @@ the checks that compare arms or models with each other (report.relations).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from report import relations as R
-from report.checks import Outcome, extreme_within, missing, pick, value, within
+from report.checks import Outcome, missing, per_arm, pick, value
 from report.published import Published
-from report.table import Row, Table
+from report.stats import MIN_N
+from report.table import Row, Table, is_relative
 
 REPRODUCED, NOT_REPRODUCED, NOT_MEASURED = "reproduced", "not reproduced", "not measured"
+INCONCLUSIVE = "inconclusive"
+PASS, FAIL, UNSURE = "pass", "fail", "inconclusive"  # check outcomes (and "missing")
 FIG_TOL = 0.05  # published figures: each measured normalized value within the paper's ± 0.05
 CL, VW, IBM = "closer2018", "vmware_vgpu_containers", "ibm_containers"
 BF = "vmware_bitfusion_singularity"
@@ -389,6 +402,63 @@ def _tol_text(b: Bound) -> str:
     return ", ".join(parts)
 
 
+def interval(row: Row) -> tuple[float, float] | None:
+    """The row's 95 % interval of the judged value (see the module docstring)."""
+    if is_relative(row.metric):
+        return row.summary.ci_lo, row.summary.ci_hi
+    if row.norm_lo is None or row.norm_hi is None:
+        return None
+    return row.norm_lo, row.norm_hi
+
+
+def baseline_n(t: Table, row: Row) -> int | None:
+    """Repetitions of the baseline arm in ``row``'s group (None for a ratio metric)."""
+    if is_relative(row.metric):
+        return None
+    for r in t.rows:
+        if r.key == row.key and r.arm == t.baseline and r.metric == row.metric:
+            return r.summary.n
+    return None
+
+
+def judge_row(t: Table, row: Row, lo: float, hi: float) -> tuple[str, str]:
+    """(pass | fail | inconclusive, the row in words) for the band [lo, hi]."""
+    v = value(row)
+    assert v is not None
+    a, b = interval(row) or (v, v)
+    n, bn = row.summary.n, baseline_n(t, row)
+    name = f"{row.arm.label} {row.key.model}" + (f" [{row.key.variant}]" if row.key.variant else "")
+    text = f"{name} {v:.3f}{'' if is_relative(row.metric) else 'x'} [{a:.3f}, {b:.3f}] n={n}"
+    if bn is not None:
+        text += f"/{bn}"
+    cv = row.summary.cv
+    if cv is not None:
+        text += f" CoV {100 * cv:.1f}%"
+    if n < MIN_N or (bn is not None and bn < MIN_N):
+        return UNSURE, text + f" (fewer than {MIN_N} repeats)"
+    if b < lo or a > hi:
+        return FAIL, text
+    if a >= lo and b <= hi:
+        return PASS, text
+    return UNSURE, text + " (interval straddles the tolerance)"
+
+
+def judge_rows(
+    t: Table, rows: list[Row], lo: float | None, hi: float | None, tol: float, none_why: str
+) -> Outcome:
+    """Every row's interval inside [lo - tol, hi + tol] (a side that is None is open)."""
+    if not rows:
+        return missing(none_why)
+    band = (-math.inf if lo is None else lo - tol, math.inf if hi is None else hi + tol)
+    judged = [judge_row(t, r, *band) for r in rows]
+    for status, head in ((FAIL, "outside: "), (UNSURE, "undecided: "), (PASS, "")):
+        shown = [text for st, text in judged if st == status]
+        if shown:
+            more = " ..." if len(shown) > 8 else ""
+            return Outcome(status, head + "; ".join(shown[:8]) + more)
+    raise AssertionError("unreachable")
+
+
 def bound_check(b: Bound) -> Check:
     metrics = (b.metric,) if isinstance(b.metric, str) else b.metric
 
@@ -422,9 +492,10 @@ def bound_check(b: Bound) -> Check:
             + (f" for {'/'.join(b.settings)}" if b.settings else "")
             + " (with a baseline)"
         )
-        if b.agg:
-            return extreme_within(rows, b.agg == "max", b.lo, b.hi, b.tol, why)  # type: ignore[arg-type]
-        return within(rows, b.lo, b.hi, b.tol, why)
+        if b.agg and rows:
+            pick_ = max if b.agg == "max" else min
+            rows = [pick_(rs, key=lambda r: value(r) or 0.0) for rs in per_arm(rows).values()]
+        return judge_rows(t, rows, b.lo, b.hi, b.tol, why)
 
     return Check(b.claim, b.what, _tol_text(b), fn)
 
@@ -443,18 +514,17 @@ def figure_checks(pub: Published) -> list[Check]:
             ]
             if not rows:
                 return missing(f"no {fig.experiment} {fig.metric} records with a baseline")
-            bad: list[str] = []
-            good: list[str] = []
+            cells: dict[str, list[str]] = {PASS: [], FAIL: [], UNSURE: []}
             for r in rows:
                 lo, hi = norm[r.setting][r.key.model]
-                v = value(r)
-                assert v is not None
                 paper = f"{lo:.2f}" if lo == hi else f"{lo:.2f}-{hi:.2f}"
-                cell = f"{r.arm.label} {r.key.model} {v:.2f} (paper {paper})"
-                (bad if v < lo - FIG_TOL or v > hi + FIG_TOL else good).append(cell)
-            if bad:
-                return Outcome("fail", "outside: " + "; ".join(bad))
-            return Outcome("pass", "; ".join(good))
+                status, text = judge_row(t, r, lo - FIG_TOL, hi + FIG_TOL)
+                cells[status].append(f"{text} (paper {paper})")
+            if cells[FAIL]:
+                return Outcome(FAIL, "outside: " + "; ".join(cells[FAIL]))
+            if cells[UNSURE]:
+                return Outcome(UNSURE, "undecided: " + "; ".join(cells[UNSURE]))
+            return Outcome(PASS, "; ".join(cells[PASS]))
 
         what = f"Figure {fig.number}: each measured setting/model within the paper's value"
         out.append(Check(f"{fig.paper}/{fig.key}", what, f"paper ± {FIG_TOL}", fn))
@@ -491,9 +561,11 @@ def verdicts(table: Table | None, pub: Published, records: list[dict[str, Any]])
         for c in mine:
             v.results.append((c, c.fn(table) if table is not None else missing("no ok records")))
         statuses = {o.status for _, o in v.results}
-        if "fail" in statuses:
+        if FAIL in statuses:
             v.verdict = NOT_REPRODUCED
-        elif "pass" in statuses:
+        elif UNSURE in statuses:
+            v.verdict = INCONCLUSIVE
+        elif PASS in statuses:
             v.verdict = REPRODUCED
         out.append(v)
     return out

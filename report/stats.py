@@ -3,6 +3,12 @@
 The bootstrap resamples the repetitions with replacement (N_BOOT times) and takes the 2.5th
 and 97.5th percentiles of the resampled medians. Its generator is seeded from a string key
 (the group and arm), so the same records always give the same interval.
+
+A normalized value (an arm's median over the baseline arm's median) gets its interval from
+:func:`ratio_ci`: both arms' repetitions are resampled independently and the ratio of the two
+resampled medians is taken, so the baseline's own spread widens the interval. With fewer than
+MIN_N repetitions in an arm an interval says little: :attr:`Summary.few` flags it and the
+claim checks call such a row inconclusive (report.claims).
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ import numpy as np
 N_BOOT = 2000
 LEVEL = 0.95
 CV_FLAG = 0.03  # a coefficient of variation above 3 % is flagged
+MIN_N = 3  # fewer repetitions than this: flagged, and no verdict rests on the row
 
 
 @dataclass(frozen=True)
@@ -32,6 +39,11 @@ class Summary:
     @property
     def cv_flag(self) -> bool:
         return self.cv is not None and self.cv > CV_FLAG
+
+    @property
+    def few(self) -> bool:
+        """Fewer than MIN_N repetitions: the interval cannot be trusted."""
+        return self.n < MIN_N
 
 
 def seed_for(key: str) -> int:
@@ -51,6 +63,33 @@ def bootstrap_ci(
     meds = np.median(xs[idx], axis=1)
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(meds, [alpha, 1.0 - alpha])
+    return float(lo), float(hi)
+
+
+def ratio_ci(
+    num: Sequence[float],
+    den: Sequence[float],
+    key: str,
+    level: float = LEVEL,
+    n_boot: int = N_BOOT,
+) -> tuple[float, float]:
+    """Percentile-bootstrap interval of median(num) / median(den) over both arms' repetitions.
+
+    Each bootstrap round resamples ``num`` and ``den`` independently (unpaired repetitions of
+    two arms) with a generator seeded from ``key``; the same inputs always give the same
+    interval. One value in each arm gives the point ratio (zero width: see MIN_N).
+    """
+    a = np.asarray(num, dtype=float)
+    b = np.asarray(den, dtype=float)
+    if a.size == 0 or b.size == 0:
+        raise ValueError("ratio bootstrap of no values")
+    rng = np.random.default_rng(seed_for("ratio|" + key))
+    ma = np.median(a[rng.integers(0, a.size, size=(n_boot, a.size))], axis=1)
+    mb = np.median(b[rng.integers(0, b.size, size=(n_boot, b.size))], axis=1)
+    if np.any(mb == 0):
+        raise ValueError("ratio bootstrap with a zero baseline median")
+    alpha = (1.0 - level) / 2.0
+    lo, hi = np.quantile(ma / mb, [alpha, 1.0 - alpha])
     return float(lo), float(hi)
 
 
