@@ -38,7 +38,7 @@ def png_size(path: Path) -> tuple[int, int]:
 def test_figures_are_pngs_of_the_expected_size(report: ReportResult) -> None:
     names = {f.path.name for f in report.figures}
     expected = {
-        f"closer2018_{s}_{d}_{m}.png"
+        f"closer2018_{s}_{d}_{m}{suffix}.png"
         for s, d in (
             ("single", "synthetic"),
             ("single", "real"),
@@ -46,6 +46,7 @@ def test_figures_are_pngs_of_the_expected_size(report: ReportResult) -> None:
             ("distributed", "real"),
         )
         for m in ("images_per_sec", "elapsed_s")
+        for suffix in ("", "_absolute")  # ratio (four arms) and absolute figures
     }
     expected |= {"shared_degradation.png", "sharing.png"}
     assert expected <= names
@@ -72,6 +73,7 @@ def test_html_names_every_claim_with_a_verdict(report: ReportResult) -> None:
     assert list(rows.values()).count("reproduced") == 18
     assert list(rows.values()).count("not-measured") == 2
     assert "18 reproduced" in html and "0 not reproduced" in html
+    assert "18 of 20 claims checkable with these records" in html
     assert html.count("(tolerance ") == sum(len(v.results) for v in report.verdicts)
 
 
