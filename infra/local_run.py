@@ -228,8 +228,23 @@ def stream(
 
 def runner_args(suite: str, out: str, arm: str) -> list[str]:
     """The runner's options; the arm is the execution environment, stated in every record."""
-    return ["bench", "--suite", suite, "--out", out, "--topology", "local", "--arm", arm,
-            "--gpu-path", "local", "--exec-env", arm, "--sharing", "exclusive"]
+    return [
+        "bench",
+        "--suite",
+        suite,
+        "--out",
+        out,
+        "--topology",
+        "local",
+        "--arm",
+        arm,
+        "--gpu-path",
+        "local",
+        "--exec-env",
+        arm,
+        "--sharing",
+        "exclusive",
+    ]
 
 
 def run_native(suite: str, out: Path, log: Path, console: Any) -> int:
@@ -320,6 +335,9 @@ def run_local(
         raise UsageError(f"--docker-python {python_mode!r} is not one of {', '.join(PYTHON_MODES)}")
     if not stack or "/" in stack or stack.startswith("."):
         raise UsageError(f"stack name {stack!r} is not a plain name")
+    from workloads.suites import load_suite
+
+    load_suite(suite)  # a bad suite is refused here, before any file or directory is made
     results = Path(results_root or REPO / "results") / stack
     try:
         results.mkdir(parents=True, exist_ok=True)
@@ -342,8 +360,12 @@ def run_local(
     log = results / f"{run_id}.native.log"
     rc = run_native(suite, out, log, console)
     run.arms.append(ArmResult("native", rc, _count_records(out), str(log)))
-    if rc == 2:
-        raise InputError(_fail_line(log).removeprefix("gpulab: error: "))
+    if rc == 2:  # the runner refused its input: leave nothing of the refused run behind
+        line = _fail_line(log).removeprefix("gpulab: error: ")
+        log.unlink(missing_ok=True)
+        if not _count_records(out):
+            out.unlink(missing_ok=True)
+        raise InputError(line)
 
     if engine is not None and rc != 130:
         base = base_image or default_base_image()
@@ -371,7 +393,7 @@ def run_local(
             console.print(f"[red]gpulab: {note}[/red]", soft_wrap=True)
 
     summary = summarize_files([out], suite=Path(suite).stem)
-    summary["records"] = [_rel(out)]
+    summary["records"] = [_rel(out)] if out.is_file() else []
     run.summary = {"topology": "local", "lab": stack, "hosts": [local_host()], "results": summary}
     run.summary_path.write_text(json.dumps(run.summary, indent=2, sort_keys=True) + "\n")
     return run

@@ -15,6 +15,7 @@ import yaml
 
 from workloads import scenarios
 from workloads.errors import InputError
+from workloads.inputs import read_input_text
 
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
 TOP_KEYS = ("name", "description", "defaults", "experiments")
@@ -33,6 +34,16 @@ ENTRY_KEYS = (
     "timeout_s",
 )
 DEFAULT_STEPS, DEFAULT_WARMUP, DEFAULT_REPEATS, DEFAULT_TIMEOUT_S = 100, 10, 1, 1800
+# Upper bounds (docs/runner.md): each is far above any published experiment, so a typo (1e9)
+# is refused in milliseconds instead of planning a run that never ends.
+MAX_BATCH = 65536  # per device
+MAX_STEPS = 1_000_000
+MAX_WARMUP = 100_000
+MAX_REPEATS = 1000
+MAX_IMAGE_SIZE = 4096  # px
+MAX_TIMEOUT_S = 7 * 24 * 3600.0
+MAX_EXPERIMENTS = 1000  # entries of one suite
+MAX_MEASUREMENTS = 10_000  # repetitions of all entries together
 
 
 @dataclass(frozen=True)
@@ -67,10 +78,21 @@ def list_suites() -> list[str]:
     return sorted(p.stem for p in SUITES_DIR.glob("*.yaml"))
 
 
-def _int(where: str, key: str, value: Any, minimum: int, label: Callable[[str], str]) -> int:
+def _int(
+    where: str, key: str, value: Any, minimum: int, label: Callable[[str], str], maximum: int
+) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise InputError(f"{where}: {label(key)} must be an integer >= {minimum}, got {value!r}")
+        raise InputError(
+            f"{where}: {label(key)} must be an integer >= {minimum}, got {_short(value)}"
+        )
+    if value > maximum:
+        raise InputError(f"{where}: {label(key)} must be at most {maximum}, got {_short(value)}")
     return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _plain(key: str) -> str:
@@ -111,16 +133,25 @@ def validate_entry(
     from workloads.models import MODELS
 
     spec = MODELS.get(model)
-    batch = _int(where, "batch", raw.get("batch", spec.default_batch if spec else 1), 1, label)
-    steps = _int(where, "steps", raw.get("steps", DEFAULT_STEPS), 1, label)
-    warmup = _int(where, "warmup", raw.get("warmup", DEFAULT_WARMUP), 0, label)
-    repeats = _int(where, "repeats", raw.get("repeats", DEFAULT_REPEATS), 1, label)
+    batch = _int(
+        where, "batch", raw.get("batch", spec.default_batch if spec else 1), 1, label, MAX_BATCH
+    )
+    steps = _int(where, "steps", raw.get("steps", DEFAULT_STEPS), 1, label, MAX_STEPS)
+    warmup = _int(where, "warmup", raw.get("warmup", DEFAULT_WARMUP), 0, label, MAX_WARMUP)
+    repeats = _int(where, "repeats", raw.get("repeats", DEFAULT_REPEATS), 1, label, MAX_REPEATS)
     timeout = raw.get("timeout_s", DEFAULT_TIMEOUT_S)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 1:
-        raise InputError(f"{where}: {label('timeout_s')} must be a number >= 1, got {timeout!r}")
+    if (
+        isinstance(timeout, bool)
+        or not isinstance(timeout, int | float)
+        or not 1 <= timeout <= MAX_TIMEOUT_S  # NaN fails both comparisons
+    ):
+        raise InputError(
+            f"{where}: {label('timeout_s')} must be a number >= 1 (at most "
+            f"{MAX_TIMEOUT_S:.0f}), got {_short(timeout)}"
+        )
     image_size = raw.get("image_size")
     if image_size is not None:
-        image_size = _int(where, "image_size", image_size, 1, label)
+        image_size = _int(where, "image_size", image_size, 1, label, MAX_IMAGE_SIZE)
         if spec is not None and image_size < spec.min_image_size:
             raise InputError(
                 f"{where}: {label('image_size')} {image_size} is too small for "
@@ -171,6 +202,10 @@ def parse_suite(doc: Any, name: str, path: str | None = None) -> Suite:
     items = doc.get("experiments")
     if not isinstance(items, list) or not items:
         raise InputError(f"{where}: 'experiments' must be a non-empty list")
+    if len(items) > MAX_EXPERIMENTS:
+        raise InputError(
+            f"{where}: 'experiments' has {len(items)} entries, at most {MAX_EXPERIMENTS}"
+        )
     entries: list[Entry] = []
     seen: set[tuple[str, str, str, str, int, int | None]] = (
         set()
@@ -198,9 +233,19 @@ def parse_suite(doc: Any, name: str, path: str | None = None) -> Suite:
         seen.add(ident)
         entries.append(entry)
     suite_name = doc.get("name", name)
-    if not isinstance(suite_name, str) or not suite_name:
-        raise InputError(f"{where}: 'name' must be a non-empty string")
-    return Suite(suite_name, tuple(entries), str(doc.get("description", "")), path)
+    if not isinstance(suite_name, str) or not suite_name or len(suite_name) > 200:
+        raise InputError(f"{where}: 'name' must be a non-empty string of up to 200 characters")
+    return _bounded(Suite(suite_name, tuple(entries), str(doc.get("description", "")), path))
+
+
+def _bounded(suite: Suite) -> Suite:
+    """A suite whose plan (every repetition of every entry) stays within MAX_MEASUREMENTS."""
+    if suite.measurements > MAX_MEASUREMENTS:
+        raise InputError(
+            f"suite {suite.name!r}: {suite.measurements} measurements (repeats of all "
+            f"experiments), at most {MAX_MEASUREMENTS}"
+        )
+    return suite
 
 
 def load_suite(name_or_path: str) -> Suite:
@@ -211,9 +256,11 @@ def load_suite(name_or_path: str) -> Suite:
         if not path.is_file():
             raise InputError(f"unknown suite {name_or_path!r} (known: {', '.join(list_suites())})")
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"suite file {str(path)!r} cannot be read: {exc.strerror}") from None
+        doc = yaml.safe_load(read_input_text(path, "suite file"))
+    except InputError:
+        raise
+    except (ValueError, RecursionError):  # an integer too long to convert, nesting too deep
+        raise InputError(f"suite file {str(path)!r} holds a value too large to read") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""
@@ -230,7 +277,7 @@ def model_suite(model: str, **fields: Any) -> Suite:
     raw = {"experiment": f"{model}-single", "model": model}
     raw.update({k: v for k, v in fields.items() if v is not None})
     entry = validate_entry(raw, f"--model {model}", cli_label)
-    return Suite(f"model:{model}", (entry,), "one model from the command line")
+    return _bounded(Suite(f"model:{model}", (entry,), "one model from the command line"))
 
 
 def with_overrides(suite: Suite, **overrides: Any) -> Suite:
@@ -245,7 +292,7 @@ def with_overrides(suite: Suite, **overrides: Any) -> Suite:
         raw["options"] = dict(e.options)
         raw.update(given)
         entries.append(validate_entry(raw, f"suite {suite.name!r}", cli_label))
-    return replace(suite, entries=tuple(entries))
+    return _bounded(replace(suite, entries=tuple(entries)))
 
 
 def resolve_suite(

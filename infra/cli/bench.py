@@ -16,13 +16,12 @@ BACKENDS = ("tensorflow", "jax", "torch")
 
 
 def _int_option(name: str, value: str | None) -> int | None:
-    """Parse an integer option here, so a bad value is one line naming it (not a click error)."""
-    if value is None:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise UsageError(f"{name} must be an integer, got {value!r}") from None
+    """Parse an integer option here, so a bad value is one line naming it (not a click error).
+
+    The ranges (workloads.suites.MAX_*) are checked with the suite, naming the option."""
+    from infra.cli.options import int_option
+
+    return int_option(name, value, -(10**18), 10**18)
 
 
 def register(app: typer.Typer) -> None:
@@ -34,11 +33,24 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         suite: str | None = typer.Option(None, "--suite", help="suite name or .yaml path"),
         model: str | None = typer.Option(None, "--model", help="one model instead of a suite"),
-        batch: str | None = typer.Option(None, "--batch", metavar="N", help="per-device batch"),
-        steps: str | None = typer.Option(None, "--steps", metavar="T", help="timed steps (100)"),
-        warmup: str | None = typer.Option(None, "--warmup", metavar="W", help="warm-up steps (10)"),
-        repeats: str | None = typer.Option(None, "--repeats", metavar="R", help="repetitions (1)"),
-        image_size: str | None = typer.Option(None, "--image-size", metavar="PX", help="input px"),
+        batch: str | None = typer.Option(
+            None, "--batch", metavar="N", help="per-device batch (at most 65536)"
+        ),
+        steps: str | None = typer.Option(
+            None, "--steps", metavar="T", help="timed steps (100; at most 1000000)"
+        ),
+        warmup: str | None = typer.Option(
+            None, "--warmup", metavar="W", help="warm-up steps (10; at most 100000)"
+        ),
+        repeats: str | None = typer.Option(
+            None,
+            "--repeats",
+            metavar="R",
+            help="repetitions (1; at most 1000, and 10000 measurements in all)",
+        ),
+        image_size: str | None = typer.Option(
+            None, "--image-size", metavar="PX", help="input px (at most 4096)"
+        ),
         out: str | None = typer.Option(
             None, "--out", help="JSON Lines file to append to (default results/bench-<run>.jsonl)"
         ),
@@ -59,17 +71,28 @@ def register(app: typer.Typer) -> None:
         from workloads.suites import resolve_suite
 
         chosen = resolve_suite(
-            suite, model, _int_option("--batch", batch), _int_option("--steps", steps),
-            _int_option("--warmup", warmup), _int_option("--repeats", repeats),
+            suite,
+            model,
+            _int_option("--batch", batch),
+            _int_option("--steps", steps),
+            _int_option("--warmup", warmup),
+            _int_option("--repeats", repeats),
             _int_option("--image-size", image_size),
         )
         run_id = new_run_id()
         out_path = out or f"results/bench-{run_id}.jsonl"
         RecordWriter(out_path).close()  # an unwritable --out fails before the progress display
         with _ProgressView(chosen.measurements) as view:
-            result = run_bench(chosen, out_path, topology=topology, arm=arm, backend=backend,
-                               progress=view.update, run_id=run_id,
-                               setting=make_setting(*LOCAL_NATIVE))
+            result = run_bench(
+                chosen,
+                out_path,
+                topology=topology,
+                arm=arm,
+                backend=backend,
+                progress=view.update,
+                run_id=run_id,
+                setting=make_setting(*LOCAL_NATIVE),
+            )
         print_table(result.records, f"{chosen.name} ({result.run_id})")
         typer.echo(f"{len(result.records)} record(s) -> {result.out}", err=True)
         if result.interrupted:
@@ -92,8 +115,12 @@ class _ProgressView:
         )
 
         self.progress = Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), console=Console(stderr=True), transient=False,
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=False,
         )
         self.overall = self.progress.add_task("measurements", total=total)
         self.current = self.progress.add_task("starting", total=1, visible=False)
@@ -107,16 +134,23 @@ class _ProgressView:
 
     def update(self, event: Any) -> None:
         entry = event.entry
-        what = entry.experiment if entry.model in entry.experiment else (
-            f"{entry.experiment} {entry.model}")
+        what = (
+            entry.experiment
+            if entry.model in entry.experiment
+            else (f"{entry.experiment} {entry.model}")
+        )
         name = f"{what} #{event.repeat}"
         if event.kind == "start":
-            self.progress.update(self.current, description=f"{name}: starting", completed=0,
-                                 total=event.entry.warmup + event.entry.steps, visible=True)
+            self.progress.update(
+                self.current,
+                description=f"{name}: starting",
+                completed=0,
+                total=event.entry.warmup + event.entry.steps,
+                visible=True,
+            )
         elif event.kind == "step":
             done = event.step if event.phase == "warmup" else event.entry.warmup + event.step
-            self.progress.update(self.current, description=f"{name}: {event.phase}",
-                                 completed=done)
+            self.progress.update(self.current, description=f"{name}: {event.phase}", completed=done)
         elif event.kind == "finish":
             status = event.record["status"] if event.record else "?"
             self.progress.update(self.current, description=f"{name}: {status}")
@@ -141,7 +175,10 @@ def print_table(records: list[dict[str, Any]], title: str) -> None:
         elapsed = r.get("elapsed_s")
         style = {"ok": "green", "failed": "red", "interrupted": "yellow"}.get(r["status"], "")
         table.add_row(
-            r["experiment"], r["model"], str(r.get("repeat", "")), str(r.get("global_batch", "")),
+            r["experiment"],
+            r["model"],
+            str(r.get("repeat", "")),
+            str(r.get("global_batch", "")),
             str((r.get("params") or {}).get("image_size") or ""),
             f"[{style}]{r['status']}[/{style}]",
             f"{ips:,.1f}" if ips is not None else "-",

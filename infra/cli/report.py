@@ -59,6 +59,10 @@ def report_cmd(
                 "results directories or summaries (*.json)"
             )
         inputs = [default]
+    if published is not None:  # checked before the output directory is made
+        from workloads.inputs import read_input_text
+
+        read_input_text(published, "published results")
     res = build_report(
         inputs, out, baseline=baseline, published=published,
         embed_figures=not link_figures, title=title,

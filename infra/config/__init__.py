@@ -45,11 +45,16 @@ def raw_from_stack_file(path: str | Path) -> dict[str, Any]:
     """
     import yaml
 
+    from workloads.errors import InputError
+    from workloads.inputs import read_input_text
+
     p = Path(path)
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"stack file {str(p)!r} does not exist") from None
+        data = yaml.safe_load(read_input_text(p, "stack file"))
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
+    except (ValueError, RecursionError):  # an integer too long to convert, nesting too deep
+        raise UsageError(f"stack file {str(p)!r} holds a value too large to read") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

@@ -70,14 +70,16 @@ def _maybe_json(raw: Any) -> Any:
 
 
 def p_str(raw: Any) -> str:
-    if not isinstance(raw, str) or not raw.strip():
-        raise BadValue("a non-empty string")
+    if not isinstance(raw, str) or not raw.strip() or len(raw) > MAX_STR:
+        raise BadValue(f"a non-empty string of at most {MAX_STR} characters")
     return raw.strip()
 
 
 def p_name(raw: Any) -> str:
     if not isinstance(raw, str) or not NAME_RE.match(raw):
         raise BadValue("a name of letters, digits, '.', '_' or '-'")
+    if len(raw) > 255:
+        raise BadValue("a name of at most 255 characters")
     return raw
 
 
@@ -97,31 +99,59 @@ def p_bool(raw: Any) -> bool:
     raise BadValue("true or false")
 
 
-def _int(raw: Any, minimum: int) -> int:
+# Upper bounds of the numeric keys (documented in docs/config.md and `gpulab validate`): the
+# largest value a real lab of that kind has, so a typo (1e20) is refused before anything runs.
+MAX_HOSTS = 64  # host_count, node_count: GPU hosts of one lab
+MAX_MASTERS = 7  # master_count: an etcd quorum larger than 7 only slows writes
+MAX_VCPUS = 768  # vm_cpus, flavor_vcpus: vSphere 8's per-VM limit
+MAX_MEMORY_MB = 24 * 1024 * 1024  # vm_memory_mb, flavor_ram_mb: 24 TiB, vSphere 8's per-VM limit
+MAX_DISK_GB = 65536  # flavor_disk_gb, docker_volume_size: 64 TiB
+MAX_NUMA_NODES = 16
+MAX_GPUS = 16  # gpus_per_vm, pci_alias count: GPUs one host or VM can hold
+MAX_BAR_GB = 1024  # gpu_bar_gb: BAR1 of one GPU
+MAX_LIST = 256  # items of any list key
+MAX_STR = 1024  # characters of any string key
+MAX_INT_DIGITS = 20  # an integer written with more digits is refused before it is parsed
+
+
+def _int(raw: Any, minimum: int, maximum: int) -> int:
+    what = f"an integer >= {minimum}"
     if isinstance(raw, bool):
-        raise BadValue(f"an integer >= {minimum}")
+        raise BadValue(what)
     if isinstance(raw, int):
         value = raw
-    elif isinstance(raw, str) and re.fullmatch(r"-?[0-9]+", raw.strip()):
+    elif (
+        isinstance(raw, str)
+        and len(raw.strip()) <= MAX_INT_DIGITS
+        and re.fullmatch(r"-?[0-9]+", raw.strip())
+    ):
         value = int(raw)
     else:
-        raise BadValue(f"an integer >= {minimum}")
+        raise BadValue(what)
     if value < minimum:
-        raise BadValue(f"an integer >= {minimum}")
+        raise BadValue(what)
+    if value > maximum:
+        raise BadValue(f"an integer from {minimum} to {maximum}")
     return value
 
 
-def p_count(raw: Any) -> int:
-    return _int(raw, 1)
+def p_int(minimum: int, maximum: int) -> Callable[[Any], int]:
+    """An integer parser bounded on both sides (the bounds are in its error text)."""
+
+    def parse(raw: Any) -> int:
+        return _int(raw, minimum, maximum)
+
+    parse.maximum = maximum  # type: ignore[attr-defined]
+    return parse
 
 
-def p_size0(raw: Any) -> int:
-    return _int(raw, 0)
+p_count = p_int(1, MAX_HOSTS)
+p_size0 = p_int(0, MAX_DISK_GB)
 
 
 def p_cidr(raw: Any) -> str:
     try:
-        if not isinstance(raw, str) or "/" not in raw:
+        if not isinstance(raw, str) or "/" not in raw or len(raw) > 64:
             raise ValueError
         return str(ipaddress.ip_network(raw.strip(), strict=True))
     except ValueError:
@@ -145,6 +175,8 @@ def p_list(item: Callable[[Any], Any], what: str) -> Callable[[Any], list[Any]]:
         raw = _maybe_json(raw)
         if not isinstance(raw, list):
             raise BadValue(f"a list of {what}")
+        if len(raw) > MAX_LIST:
+            raise BadValue(f"a list of at most {MAX_LIST} {what}")
         try:
             return [item(x) for x in raw]
         except BadValue:
@@ -155,6 +187,8 @@ def p_list(item: Callable[[Any], Any], what: str) -> Callable[[Any], list[Any]]:
 
 def p_ip(raw: Any) -> str:
     try:
+        if not isinstance(raw, str | int) or isinstance(raw, bool) or len(str(raw)) > 64:
+            raise ValueError
         return str(ipaddress.ip_address(str(raw)))
     except ValueError:
         raise BadValue("an IP address") from None
@@ -179,10 +213,14 @@ def p_resource_class(raw: Any) -> str:
 
 
 def p_alias_count(raw: Any) -> str:
-    if not isinstance(raw, str) or not (m := ALIAS_COUNT_RE.match(raw)) or int(m["count"]) < 1:
+    if not isinstance(raw, str) or len(raw) > 255 or not (m := ALIAS_COUNT_RE.match(raw)):
+        m = None
+    if m is None or int(m["count"].lstrip("0")[:MAX_INT_DIGITS] or "0") < 1:
         raise BadValue(
             "<alias>:<count> with a nova.conf [pci] alias name and a count >= 1, e.g. a100:1"
         )
+    if len(m["count"]) > MAX_INT_DIGITS or int(m["count"]) > MAX_GPUS:
+        raise BadValue(f"<alias>:<count> with a count from 1 to {MAX_GPUS}, e.g. a100:1")
     return raw
 
 
@@ -195,7 +233,7 @@ def p_vgpu_profile(raw: Any) -> str:
 
 
 def p_ssh_key(raw: Any) -> str:
-    if not isinstance(raw, str) or not SSH_KEY_RE.match(raw.strip()):
+    if not isinstance(raw, str) or len(raw) > 16384 or not SSH_KEY_RE.match(raw.strip()):
         raise BadValue("an OpenSSH public key line (ssh-ed25519 AAAA... comment)")
     return raw.strip()
 
@@ -207,6 +245,12 @@ def p_labels(raw: Any) -> dict[str, str]:
         for k, v in raw.items()
     ):
         raise BadValue("a mapping of label names to string values")
+    if len(raw) > SITE_MAX_KEYS or any(len(k) > 255 or len(str(v)) > MAX_STR
+                                       for k, v in raw.items()):
+        raise BadValue(
+            f"a mapping of at most {SITE_MAX_KEYS} label names to string values "
+            f"of up to {MAX_STR} characters"
+        )
     return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in raw.items()}
 
 
@@ -220,16 +264,53 @@ def p_suite(raw: Any) -> str:
     return raw
 
 
-def p_variables(raw: Any) -> dict[str, Any]:
-    raw = _maybe_json(raw)
-    if not isinstance(raw, dict) or not all(
-        isinstance(k, str) and LABEL_KEY_RE.match(k) for k in raw
-    ):
-        raise BadValue("a mapping of Ansible variable names to values")
-    return dict(raw)
-
-
 ROLES_DIR = Path(__file__).resolve().parents[2] / "playbooks" / "roles"
+
+
+def role_inputs(role: str) -> frozenset[str]:
+    """The variables a role takes as inputs: the options its meta/argument_specs.yml lists."""
+    import yaml
+
+    spec = ROLES_DIR / role / "meta" / "argument_specs.yml"
+    try:
+        doc = yaml.safe_load(spec.read_text(encoding="utf-8")) or {}
+        specs = doc.get("argument_specs") or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError):
+        return frozenset()
+    names: set[str] = set()
+    for entry in specs.values():
+        if isinstance(entry, dict) and isinstance(entry.get("options"), dict):
+            names.update(str(k) for k in entry["options"])
+    return frozenset(names)
+
+
+def p_variables(raw: Any) -> dict[str, Any]:
+    """Extra inputs of the workload_run role: only the options its argument_specs.yml lists
+    (no ansible_* connection variables, no role-internal names), plain values, bounded."""
+    raw = _maybe_json(raw)
+    what = (
+        "a mapping of Ansible variable names to values: workload_run role inputs "
+        "(its meta/argument_specs.yml lists them)"
+    )
+    if not isinstance(raw, dict):
+        raise BadValue(what)
+    if len(raw) > SITE_MAX_KEYS:
+        raise BadValue(f"{what}; at most {SITE_MAX_KEYS} keys")
+    allowed = role_inputs("workload_run")
+    for key, value in raw.items():
+        if not isinstance(key, str) or not ANSIBLE_VAR_RE.match(key):
+            raise BadValue(f"{what}; {str(key)[:60]!r} is not an Ansible variable name")
+        if key.startswith("ansible_"):
+            raise BadValue(f"{what}; {key!r}: ansible_* connection variables are not role inputs")
+        if key not in allowed:
+            raise BadValue(f"{what}; {key!r} is not one of its inputs")
+        if not _plain_yaml(value):
+            raise BadValue(
+                f"{what}; {key!r} is not a plain value (secrets: `pulumi config set --secret`)"
+            )
+    if len(json.dumps(raw, default=str)) > SITE_MAX_CHARS:
+        raise BadValue(f"{what}; at most {SITE_MAX_CHARS} characters as JSON")
+    return dict(raw)
 ANSIBLE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SITE_MAX_KEYS = 64
 SITE_MAX_CHARS = 16384
@@ -279,6 +360,12 @@ def p_site(raw: Any) -> dict[str, Any]:
         if not _plain_yaml(value):
             raise BadValue(
                 f"{what}; {key!r} is not a plain value (secrets: `pulumi config set --secret`)"
+            )
+        role = next((p[:-1] for p in prefixes[:-1] if key.startswith(p)), None)
+        if role is not None and key not in role_inputs(role):
+            raise BadValue(
+                f"{what}; {key!r} is not an input of role {role} "
+                "(its meta/argument_specs.yml lists them)"
             )
     if len(json.dumps(raw, default=str)) > SITE_MAX_CHARS:
         raise BadValue(f"{what}; at most {SITE_MAX_CHARS} characters as JSON")
@@ -362,7 +449,7 @@ FIELDS: tuple[Field, ...] = (
        "docs/topologies.md; root for local)", ALL, default=lambda t: default_ssh_user(t, None)),
     _f("ssh_public_key", p_ssh_key, "public key installed on OpenStack hosts", OPENSTACK,
        required=True),
-    _f("host_count", p_count, "number of GPU hosts", INSTANCES, default=1),
+    _f("host_count", p_int(1, MAX_HOSTS), "number of GPU hosts", INSTANCES, default=1),
     # what the lab measures once its hosts are ready
     _f("suite", p_suite, "workload suite to run on the GPU hosts", ALL, default="smoke"),
     _f("execution_envs", p_list(p_enum(*EXECUTION_ENVS), ", ".join(EXECUTION_ENVS)),
@@ -371,7 +458,7 @@ FIELDS: tuple[Field, ...] = (
     _f("workload_variables", p_variables, "extra workload_run role variables (e.g. "
        "workload_run_docker_image)", ALL, default={}),
     _f("site", p_site, "role inputs of the site Ansible run (<role>_* or gpulab_* variables, "
-       "e.g. nvidia_driver_repo_url, workload_env_pip_index_url)", ALL, default={}),
+       "e.g. nvidia_driver_cuda_repo_url, workload_env_pip_index_url)", ALL, default={}),
     _f("measure_id", p_measure_id, "a change re-runs only the workload runs (gpulab measure "
        "sets it)", ALL, default=""),
     # OpenStack, shared
@@ -380,6 +467,8 @@ FIELDS: tuple[Field, ...] = (
     _f("external_network", p_name, "provider network the lab router uplinks to", OPENSTACK,
        required=True),
     _f("admin_cidr", p_cidr, "only source allowed to SSH into the lab", OPENSTACK, required=True),
+    _f("allow_world", p_bool, "let admin_cidr be the whole internet (0.0.0.0/0 or ::/0)",
+       OPENSTACK, default=False),
     _f("lab_cidr", p_cidr, "lab subnet", OPENSTACK, default="10.42.0.0/24"),
     _f("dns_nameservers", p_list(p_ip, "IP addresses"), "lab subnet DNS servers", OPENSTACK,
        default=()),
@@ -390,25 +479,26 @@ FIELDS: tuple[Field, ...] = (
     _f("required_traits", p_list(p_trait, "trait names"), "traits the node must have", IRONIC,
        default=()),
     # flavors (display-only sizes for bare metal)
-    _f("flavor_vcpus", p_count, "flavor vCPUs", SERVERS, required=NOVA,
+    _f("flavor_vcpus", p_int(1, MAX_VCPUS), "flavor vCPUs", SERVERS, required=NOVA,
        default=lambda t: 1 if t == "ironic-bm" else None),
-    _f("flavor_ram_mb", p_count, "flavor RAM in MiB", SERVERS, required=NOVA,
+    _f("flavor_ram_mb", p_int(1, MAX_MEMORY_MB), "flavor RAM in MiB", SERVERS, required=NOVA,
        default=lambda t: 1024 if t == "ironic-bm" else None),
-    _f("flavor_disk_gb", p_size0, "flavor root disk in GB", SERVERS, required=NOVA,
+    _f("flavor_disk_gb", p_int(0, MAX_DISK_GB), "flavor root disk in GB", SERVERS, required=NOVA,
        default=lambda t: 10 if t == "ironic-bm" else None),
     # nova-pci
     _f("pci_alias", p_alias_count, "GPU alias and count per VM", NOVA, required=True),
     _f("cpu_pinning", p_bool, "hw:cpu_policy=dedicated", NOVA, default=False),
-    _f("numa_nodes", p_count, "hw:numa_nodes", NOVA),
+    _f("numa_nodes", p_int(1, MAX_NUMA_NODES), "hw:numa_nodes", NOVA),
     _f("anti_affinity", p_bool, "spread VMs over hypervisors", NOVA, default=False),
     # magnum-k8s
     _f("server_type", p_enum(*SERVER_TYPES), "Magnum node kind", MAGNUM, required=True),
     _f("master_flavor", p_name, "control-plane flavor", MAGNUM, required=True),
     _f("node_flavor", p_name, "GPU worker flavor", MAGNUM, required=True),
-    _f("master_count", p_count, "control-plane nodes", MAGNUM, default=1),
-    _f("node_count", p_count, "GPU worker nodes", MAGNUM, default=1),
+    _f("master_count", p_int(1, MAX_MASTERS), "control-plane nodes", MAGNUM, default=1),
+    _f("node_count", p_int(1, MAX_HOSTS), "GPU worker nodes", MAGNUM, default=1),
     _f("network_driver", p_enum(*NETWORK_DRIVERS), "Kubernetes CNI", MAGNUM, default="calico"),
-    _f("docker_volume_size", p_count, "per-node Cinder volume for images (GB, vm only)", MAGNUM),
+    _f("docker_volume_size", p_int(1, MAX_DISK_GB),
+       "per-node Cinder volume for images (GB, vm only)", MAGNUM),
     _f("labels", p_labels, "Magnum cluster labels", MAGNUM, default={}),
     # vsphere-gpu
     _f("vsphere_server", p_str, "vCenter address", VSPHERE, required=True),
@@ -423,17 +513,18 @@ FIELDS: tuple[Field, ...] = (
     _f("folder", p_str, "VM folder", VSPHERE),
     _f("domain", p_name, "guest customization domain", VSPHERE, default="gpulab.local"),
     _f("mode", p_enum(*VSPHERE_MODES), "how VMs reach GPUs", VSPHERE, required=True),
-    _f("vm_cpus", p_count, "vCPUs per VM", VSPHERE, default=8),
-    _f("vm_memory_mb", p_count, "memory per VM in MiB", VSPHERE, default=32768),
+    _f("vm_cpus", p_int(1, MAX_VCPUS), "vCPUs per VM", VSPHERE, default=8),
+    _f("vm_memory_mb", p_int(1, MAX_MEMORY_MB), "memory per VM in MiB", VSPHERE, default=32768),
     _f("gpu_host", p_str, "ESXi host holding the passthrough GPUs", VSPHERE,
        modes=frozenset({"passthrough"})),
     _f("pci_device_ids", p_list(p_pci_address, "PCI addresses like 0000:3b:00.0"),
        "GPU PCI addresses on gpu_host, gpus_per_vm per VM in order", VSPHERE,
        modes=frozenset({"passthrough"})),
-    _f("gpus_per_vm", p_count, "passthrough GPUs per VM", VSPHERE, default=1,
+    _f("gpus_per_vm", p_int(1, MAX_GPUS), "passthrough GPUs per VM", VSPHERE, default=1,
        modes=frozenset({"passthrough"})),
-    _f("gpu_bar_gb", p_count, "BAR1 size of one GPU in GB (e.g. 16 for P100/V100-16GB)",
-       VSPHERE, modes=frozenset({"passthrough"})),
+    _f("gpu_bar_gb", p_int(1, MAX_BAR_GB),
+       "BAR1 size of one GPU in GB (e.g. 16 for P100/V100-16GB)", VSPHERE,
+       modes=frozenset({"passthrough"})),
     _f("vgpu_profile", p_vgpu_profile, "vGPU profile", VSPHERE, modes=frozenset({"vgpu"})),
     _f("vgpu_license_token", p_secret, "NVIDIA license client token (Ansible gridd)", VSPHERE,
        modes=frozenset({"vgpu"}), secret=True),

@@ -54,7 +54,9 @@ class LabConfig:
         os_password: secret|None  overrides the clouds.yaml password
         ssh_public_key: str    installed through a Nova keypair
         external_network: str  provider network for the lab router
-        admin_cidr: str        the only source allowed to SSH in
+        admin_cidr: str        the only source allowed to SSH in (0.0.0.0/0 or ::/0 only with
+                               allow_world: true)
+        allow_world: bool      admin_cidr may be the whole internet (default false)
         lab_cidr: str          lab subnet (default 10.42.0.0/24)
         dns_nameservers: tuple[str, ...]
         image: str             Glance image name
@@ -94,6 +96,7 @@ class LabConfig:
     os_password: Any = None
     external_network: str | None = None
     admin_cidr: str | None = None
+    allow_world: bool = False
     lab_cidr: str | None = None
     dns_nameservers: tuple[str, ...] = ()
     image: str | None = None
@@ -237,6 +240,12 @@ def validate(raw: dict[str, Any]) -> LabConfig:
         )
     if topology == "vsphere-gpu":
         _check_vsphere(raw, values, problems)
+    cidr = values.get("admin_cidr")
+    if isinstance(cidr, str) and cidr.endswith("/0") and not values.get("allow_world"):
+        problems.append(
+            f"gpulab:admin_cidr {cidr} opens SSH to the whole internet: name your network, "
+            "or set gpulab:allow_world: true to mean it"
+        )
     bare_metal_magnum = topology == "magnum-k8s" and values.get("server_type") == "bm"
     if bare_metal_magnum and "docker_volume_size" in raw:
         problems.append(

@@ -24,7 +24,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "nova-pci",
         {"hostcount": 2},
         "gpulab:hostcount is not a known key (did you mean "
-        "gpulab:host_count?); allowed for nova-pci: admin_cidr, anti_affinity,",
+        "gpulab:host_count?); allowed for nova-pci: admin_cidr, allow_world, anti_affinity,",
     ),
     (
         "nova-pci",
@@ -406,7 +406,7 @@ def test_site_key_names_the_bad_variable_mock(site: dict[str, Any], reason: str)
 
 def test_site_and_measure_id_reach_the_config_mock() -> None:
     site = {
-        "nvidia_driver_repo_url": "http://mirror.example/nvidia",
+        "nvidia_driver_cuda_repo_url": "http://mirror.example/nvidia",
         "workload_env_pip_index_url": "http://mirror.example/simple",
         "gpulab_extra": {"a": [1, 2.5, True, None]},
     }
