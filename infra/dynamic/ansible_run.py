@@ -2,7 +2,8 @@
 
 Inputs: ``hosts`` (entries of the ``hosts`` output, see infra.hosts.Host), ``playbook``
 (``site.yml`` -> playbooks/site.yml, or a path), ``variables`` (extravars), ``secrets`` (a
-secret mapping handed to Ansible in a 0600 vars file; only its sha256 is kept in state) and
+secret mapping handed to Ansible in a 0600 vars file; state keeps only a salted, slow HMAC of
+it, PBKDF2-HMAC-SHA256 with a random per-run salt stored beside it, see :func:`secrets_digest`) and
 ``triggers`` (anything; a change re-runs). The playbook tree's digest is an input too, so an
 edited role re-runs the play on the next ``up``; nothing else does.
 
@@ -44,7 +45,9 @@ PLAYBOOKS = REPO / "playbooks"
 # Inputs whose change re-runs the play (compared in diff); "secrets" is compared by digest.
 RUN_INPUTS = ("hosts", "playbook", "variables", "playbook_digest", "triggers")
 # What create/update add to the inputs; never compared in diff.
-OUTPUTS = ("secrets_digest", "summary", "facts", "status", "elapsed_s", "ran_at")
+OUTPUTS = ("secrets_digest", "secrets_salt", "summary", "facts", "status", "elapsed_s", "ran_at")
+# PBKDF2 rounds of the secrets digest: a guess of the secret costs this many HMACs.
+SECRETS_DIGEST_ROUNDS = 100_000
 # Fact names (set_fact / gathered) reported as the driver and CUDA versions found.
 # First found wins: what the driver / CUDA roles installed, then what gpu_facts discovered.
 DRIVER_KEYS = (
@@ -74,11 +77,25 @@ def tree_digest(path: Path) -> str:
     return h.hexdigest()
 
 
-def secrets_digest(secrets: Any) -> str | None:
-    if not secrets:
+def new_salt() -> str:
+    """A random salt for one resource's secrets digest (hex, 128 bits)."""
+    import secrets as _secrets
+
+    return _secrets.token_hex(16)
+
+
+def secrets_digest(secrets: Any, salt: str | None) -> str | None:
+    """PBKDF2-HMAC-SHA256 of the secrets keyed by ``salt`` (None without secrets or salt).
+
+    Enough for ``diff`` to see a changed secret (recomputed with the stored salt), while the
+    stored value cannot be matched against precomputed tables and each guess is slow."""
+    if not secrets or not salt:
         return None
     blob = json.dumps(secrets, sort_keys=True, default=str).encode()
-    return hashlib.sha256(b"gpulab-ansible-run\0" + blob).hexdigest()
+    key = hashlib.pbkdf2_hmac(
+        "sha256", b"gpulab-ansible-run\0" + blob, bytes.fromhex(salt), SECRETS_DIGEST_ROUNDS
+    )
+    return key.hex()
 
 
 def host_objects(hosts: list[dict[str, Any]]) -> list[Any]:
@@ -185,8 +202,11 @@ def changed_inputs(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
     keys = set(RUN_INPUTS) | {k for k in news if k not in OUTPUTS and not k.startswith("__")}
     keys.discard("secrets")
     changed = sorted(k for k in keys if olds.get(k) != news.get(k))
-    if olds.get("secrets_digest") != secrets_digest(news.get("secrets")):
-        changed.append("secrets")
+    old_digest = olds.get("secrets_digest")
+    if bool(old_digest) != bool(news.get("secrets")) or (
+        old_digest and old_digest != secrets_digest(news.get("secrets"), olds.get("secrets_salt"))
+    ):
+        changed.append("secrets")  # a digest of an older release (no salt) counts as changed
     return changed
 
 
@@ -254,9 +274,11 @@ class AnsibleRunProvider(ResourceProvider):
             for name, s in sorted(result.hosts.items())
         }
         outs = {k: props.get(k) for k in RUN_INPUTS}
+        salt = new_salt() if props.get("secrets") else None
         outs.update(
             {
-                "secrets_digest": secrets_digest(props.get("secrets")),
+                "secrets_digest": secrets_digest(props.get("secrets"), salt),
+                "secrets_salt": salt,
                 "summary": summary,
                 "facts": collector.report([h.name for h in hosts]),
                 "status": result.status,
@@ -295,6 +317,7 @@ class AnsibleRun(pulumi.dynamic.Resource, module="gpulab", name="AnsibleRun"):
             "playbook_digest": tree_digest(root) if root.exists() else None,
             "triggers": triggers or [],
             "secrets_digest": None,
+            "secrets_salt": None,
             "summary": None,
             "facts": None,
             "status": None,

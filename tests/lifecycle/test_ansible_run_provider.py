@@ -80,7 +80,8 @@ def test_diff_only_on_input_changes(tmp_path: Path) -> None:
         d = p.diff("id", old_outs, dict(old, **{key: value}))
         assert d.changes is True, key
         assert not d.replaces  # re-run in place, never replace
-    with_secret = dict(old_outs, secrets_digest=secrets_digest({"token": "t"}))
+    digest = secrets_digest({"token": "t"}, "ab")  # salted: recomputed with the stored salt
+    with_secret = dict(old_outs, secrets_digest=digest, secrets_salt="ab")
     assert p.diff("id", with_secret, dict(old, secrets={"token": "t"})).changes is False
 
 
