@@ -7,8 +7,11 @@
 - Every run gets a fresh private data dir (ansible-runner re-reads stale ``env/`` files of a
   reused one). ``keep_artifacts`` names a directory to copy the run's artifacts into.
 - ``secrets`` go to a 0600 YAML vars file in its own 0700 temp dir OUTSIDE the private data
-  dir, passed as ``-e @file`` and deleted after the run; extravars would be written into the
-  data dir and the artifacts verbatim. Roles must mark tasks that use secrets ``no_log``.
+  dir, passed as ``-e @file`` and deleted after the run on every exit path (an exception,
+  Ctrl-C, SIGTERM); extravars would be written into the data dir and the artifacts verbatim.
+  Roles must mark tasks that use secrets ``no_log``. The directory's name carries the owner's
+  pid (``gpulab-secrets-<pid>-*``): one left by a SIGKILL (its pid dead, older than this
+  process) is removed when the next run starts (:func:`clean_stale_secrets`).
 - The result is a :class:`PlaybookResult`; on any failed or unreachable host it raises
   :class:`PlaybookError` (unless ``check=False``) whose message names the host and the task.
 """
@@ -17,11 +20,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import signal
 import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -130,8 +136,72 @@ def resolve_playbook(playbook: str | os.PathLike[str]) -> Path:
     return p
 
 
+SECRETS_PREFIX = "gpulab-secrets-"
+_SECRETS_DIR_RE = re.compile(rf"^{SECRETS_PREFIX}(?P<pid>[0-9]+)-")
+
+
+def _process_started() -> float:
+    """When this process started (Linux: /proc/self/stat's starttime after /proc/stat's btime),
+    else now."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = int(fields[19])  # field 22 of proc(5), counted after "pid (comm)"
+        btime = next(
+            int(ln.split()[1])
+            for ln in Path("/proc/stat").read_text().splitlines()
+            if ln.startswith("btime ")
+        )
+        return btime + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return time.time()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def clean_stale_secrets(tmp: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Remove secrets dirs left by a killed run: ours (uid), owner pid dead, older than this
+    process. Returns what was removed."""
+    root = Path(tmp or tempfile.gettempdir())
+    started = _process_started()
+    removed: list[Path] = []
+    try:
+        entries = list(root.iterdir())
+    except OSError:
+        return removed
+    for d in entries:
+        m = _SECRETS_DIR_RE.match(d.name)
+        if m is None or int(m["pid"]) == os.getpid():
+            continue
+        try:
+            st = d.lstat()
+        except OSError:
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
+            continue
+        if st.st_mtime < started and not _pid_alive(int(m["pid"])):
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(d)
+    return removed
+
+
+class _Terminated(BaseException):
+    """SIGTERM during a run: unwinds through the ``finally`` that removes the secrets."""
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise _Terminated(signum)
+
+
 def _write_secrets(secrets: Mapping[str, Any]) -> tuple[Path, Path]:
-    d = Path(tempfile.mkdtemp(prefix="gpulab-secrets-"))  # mkdtemp: 0700
+    d = Path(tempfile.mkdtemp(prefix=f"{SECRETS_PREFIX}{os.getpid()}-"))  # mkdtemp: 0700
     f = d / "secrets.yml"
     fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_EXCL, stat.S_IRUSR | stat.S_IWUSR)
     with os.fdopen(fd, "w") as fh:
@@ -264,9 +334,13 @@ def run_playbook(
         cvars.setdefault("ansible_ssh_private_key_file", str(private_key_file))
     inventory = build_inventory(hosts, cvars)
 
+    clean_stale_secrets()
     data_dir = Path(tempfile.mkdtemp(prefix="gpulab-ansible-"))
     secrets_dir: Path | None = None
     cmdline: list[str] = []
+    old_term: Any = None
+    if threading.current_thread() is threading.main_thread():
+        old_term = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         if secrets:
             secrets_dir, secrets_file = _write_secrets(secrets)
@@ -318,10 +392,14 @@ def run_playbook(
             shutil.copytree(Path(r.config.artifact_dir), dest, dirs_exist_ok=True)
             _scrub_command_env(dest / "command")
             result.artifact_dir = str(dest)
+    except _Terminated:
+        raise SystemExit(128 + signal.SIGTERM) from None  # after the finally below
     finally:
-        _close_ssh_masters(data_dir / "cp")
         if secrets_dir is not None:
             shutil.rmtree(secrets_dir, ignore_errors=True)
+        if old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
+        _close_ssh_masters(data_dir / "cp")
         shutil.rmtree(data_dir, ignore_errors=True)
     if check and not result.ok:
         raise PlaybookError(result)
