@@ -18,6 +18,7 @@ from report.mapping import SETTING_LABELS, arm_settings, resolve_baseline
 from report.published import load_published
 from report.render import (
     FEW_REPS,
+    HEADLINE,
     figure_src,
     render_html,
     render_markdown,
@@ -142,7 +143,7 @@ def build_report(
         "banner": what_ran.lines,
         "single_arm": what_ran.single_arm,
         "checkable": checkable(verdicts),
-        "few_rows": sum(1 for r in table.rows if r.summary.n < FEW_REPS),
+        "few_rows": sum(1 for r in table.rows if r.summary.n < FEW_REPS and r.metric in HEADLINE),
         "environment": [
             {"field": e.field, "key": e.key, "values": list(e.values), "differs": e.differs}
             for e in env

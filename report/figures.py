@@ -29,7 +29,13 @@ FIG_SIZE_IN = (10.0, 5.0)
 FIG_SIZE_PX = (int(FIG_SIZE_IN[0] * DPI), int(FIG_SIZE_IN[1] * DPI))
 SPECIAL_SCENARIOS = ("shared", "sharing")
 BAR_METRICS = {"images_per_sec": "imgs/sec", "elapsed_s": "elapsed time"}
-UNITS = {"images_per_sec": "images/sec", "elapsed_s": "elapsed time (s)"}
+UNITS = {
+    "images_per_sec": "images/sec",
+    "elapsed_s": "elapsed time (s)",
+    "tflops": "TFLOP/s",  # kernel records: absolute figures only
+    "gbps": "GB/s",
+    "time_per_call_s": "time per call (s)",
+}
 SLUG_MAX = 100  # figure file names: well under the 255 bytes a file name may have
 LOG_RANGE = 50.0  # an absolute axis goes log when its largest bar is this many times the smallest
 COLORS = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3", "#8c8c8c")
@@ -330,7 +336,13 @@ def absolute_figure(
         ax.set_ylim(0.0, tallest * 1.2 if tallest > 0 else 1.0)
     ax.set_xlim(-0.5, len(keys) - 0.5)
     ax.set_xticks(range(len(keys)))
-    ax.set_xticklabels(_category_labels(keys), fontsize=8)
+    crowded = len(keys) > 6
+    ax.set_xticklabels(
+        _category_labels(keys),
+        fontsize=7 if crowded else 8,
+        rotation=30 if crowded else 0,
+        ha="right" if crowded else "center",
+    )
     unit = UNITS.get(metric, metric)
     ax.set_ylabel(_txt(f"{unit}, median" + (" (log scale)" if log else "")))
     ax.set_title(_txt(f"{title}\n{_ran_note(table, rows)}"), fontsize=9)
@@ -474,6 +486,7 @@ def all_figures(table: Table, pub: Published, out_dir: Path) -> list[FigureFile]
     """Absolute figures always; ratio figures only where a group has two arms or more."""
     out: list[FigureFile] = []
     groups: dict[tuple[str, str, str, str], list[Row]] = {}
+    absolute: dict[tuple[str, str, str, str], list[Row]] = {}  # kernels: no ratio figure
     for r in table.rows:
         if (
             r.metric in BAR_METRICS
@@ -481,6 +494,12 @@ def all_figures(table: Table, pub: Published, out_dir: Path) -> list[FigureFile]
             and table.kinds.get(r.key) in ("training", "job")
         ):
             groups.setdefault((r.key.suite, r.key.scenario, r.key.data, r.metric), []).append(r)
+        elif r.metric in UNITS and table.kinds.get(r.key) == "kernel":
+            absolute.setdefault((r.key.suite, r.key.scenario, r.key.data, r.metric), []).append(r)
+    for (suite, scenario, data, metric), rows in sorted(absolute.items()):
+        title = f"{suite}: {scenario} — {UNITS[metric]}"
+        path = out_dir / f"{_slug(suite, scenario, data, metric)}_absolute.png"
+        out.append(absolute_figure(table, rows, metric, title, path))
     for (suite, scenario, data, metric), rows in sorted(groups.items()):
         exps = sorted({r.key.experiment for r in rows})
         name = exps[0] if len(exps) == 1 else f"{scenario}, {data or 'default'} data"

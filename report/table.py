@@ -240,8 +240,12 @@ def build_table(records: Iterable[dict[str, Any]], baseline: Arm) -> Table:
         b = base.summary.median
         row.baseline_median = b
         row.norm = row.summary.median / b
-        row.norm_lo, row.norm_hi = (1.0, 1.0) if row is base else ratio_ci(
-            row.summary.values, base.summary.values, f"{row.key}|{row.arm.label}|{row.metric}"
+        row.norm_lo, row.norm_hi = (
+            (1.0, 1.0)
+            if row is base
+            else ratio_ci(
+                row.summary.values, base.summary.values, f"{row.key}|{row.arm.label}|{row.metric}"
+            )
         )
     return Table(
         rows=rows,

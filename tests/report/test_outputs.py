@@ -49,6 +49,10 @@ def test_figures_are_pngs_of_the_expected_size(report: ReportResult) -> None:
         for suffix in ("", "_absolute")  # ratio (four arms) and absolute figures
     }
     expected |= {"shared_degradation.png", "sharing.png"}
+    expected |= {  # kernels: absolute figures in their units
+        "ibm-containers_kernel_synthetic_time_per_call_s_absolute.png",
+        "ibm-containers_kernel_synthetic_gbps_absolute.png",
+    }
     assert expected <= names
     for f in report.figures:
         assert png_size(f.path) == FIG_SIZE_PX, f.path.name
