@@ -265,6 +265,12 @@ def load_suite(name_or_path: str) -> Suite:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""
         raise InputError(f"suite file {str(path)!r} is not valid YAML{at}") from None
+    if doc is None:
+        raise InputError(f"suite file {str(path)!r} is empty")
+    if not isinstance(doc, Mapping):
+        raise InputError(
+            f"suite file {str(path)!r} must be a YAML mapping with an 'experiments' list"
+        )
     return parse_suite(doc, path.stem, str(path))
 
 

@@ -60,7 +60,7 @@ def raw_from_stack_file(path: str | Path) -> dict[str, Any]:
         where = f" at line {mark.line + 1}" if mark is not None else ""
         raise UsageError(f"stack file {str(p)!r} is not valid YAML{where}") from None
     if data is None:
-        data = {}
+        raise UsageError(f"stack file {str(p)!r} is empty: it needs a 'config:' mapping")
     if not isinstance(data, dict) or not isinstance(data.get("config") or {}, dict):
         raise UsageError(f"stack file {str(p)!r} must be a mapping with a 'config:' mapping")
     raw: dict[str, Any] = {}
