@@ -45,7 +45,8 @@ def make_input(kind: str, path: Path) -> Path:
 
 
 def commands(bad: Path, work: Path) -> dict[str, list[str]]:
-    records = write(work / "in" / "records.jsonl", reps("local", "native", experiment="e", model="resnet50", ips=100.0, repeats=1))
+    one = reps("local", "native", experiment="e", model="resnet50", ips=100.0, repeats=1)
+    records = write(work / "in" / "records.jsonl", one)
     return {
         "validate": ["validate", str(bad)],
         "preflight": ["preflight", str(bad)],
