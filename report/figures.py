@@ -1,14 +1,21 @@
 """Figures (matplotlib, Agg backend, PNG of FIG_SIZE_PX pixels).
 
-* One figure per (suite, scenario, data, metric) of training records, for images/sec and
-  elapsed: bars per arm normalized to the baseline, the absolute median above each bar, the
-  95 % CI as a whisker, and the paper's normalized value overlaid where a published figure
-  matches (a black tick, or a black range where the paper's value is approx) -- CLOSER 2018
-  figures 2-9. Scenarios ``shared`` and ``sharing`` get their own charts instead.
+* Absolute, always: per (suite, scenario, data, metric), the median per model and arm in its
+  unit (images/sec, elapsed s; kernels: TFLOP/s, GB/s, time per call), axis from 0 or log
+  when the bars span LOG_RANGE, whiskers only where n >= 2, n=1 and n=2 marked.
+* Ratio, only where a group has two arms or more: bars per arm normalized to the baseline
+  (axis from 0), the absolute median above each bar, the 95 % CI as a whisker (not on the
+  baseline, 1 by definition), and the paper's normalized value overlaid where a published
+  figure matches (a black tick, or a black range where the paper's value is approx) --
+  CLOSER 2018 figures 2-9. Scenarios ``shared`` and ``sharing`` get their own charts instead.
 * Shared scenario: elapsed (and images/sec) degradation with a background job, per model and
   batch, bars per arm, with the paper's thresholds as dashed lines (CLOSER 2018 figure 10).
 * N-way sharing: aggregate throughput ratio and completion-time ratio per arm, with the
   Bitfusion study's 3x and 1.17x as lines.
+
+Every title's second line says what ran (device, image sizes, timed steps); arms are labelled
+with the setting their records state. Text from records is plain (no TeX, no control
+characters) and file names are safe and bounded (``_slug``).
 """
 
 from __future__ import annotations
@@ -112,11 +119,21 @@ def _save(fig: Any, path: Path) -> None:
 
 
 def _whiskers(
-    ax: Any, xs: list[float], mids: list[float], los: list[float], his: list[float], ns: list[int]
+    ax: Any,
+    xs: list[float],
+    mids: list[float],
+    los: list[float],
+    his: list[float],
+    ns: list[int],
+    draw: bool = True,
 ) -> None:
     """95 % CI whiskers where there are two values or more; a bar of one value gets "n=1"
     at its foot instead of a zero-width whisker that would look measured."""
-    pts = [(x, m, lo, hi) for x, m, lo, hi, n in zip(xs, mids, los, his, ns, strict=True) if n > 1]
+    pts = [
+        (x, m, lo, hi)
+        for x, m, lo, hi, n in zip(xs, mids, los, his, ns, strict=True)
+        if n > 1 and draw
+    ]
     if pts:
         ax.errorbar(
             [p[0] for p in pts],
@@ -245,7 +262,8 @@ def bar_figure(
             label=_arm_name(table, arm),
             zorder=3,
         )
-        _whiskers(ax, xs, hs, err_lo, err_hi, ns)
+        # the baseline over itself is 1 by definition: no whisker, it would look measured
+        _whiskers(ax, xs, hs, err_lo, err_hi, ns, draw=arm != table.baseline)
         for x, top, v in zip(xs, tops, absval, strict=True):
             ax.text(
                 x,
@@ -274,6 +292,7 @@ def bar_figure(
     caption = (
         f"{title}. Bars: median over repetitions normalized to {table.baseline.label}; "
         f"numbers above bars: absolute medians; whiskers: 95 % bootstrap CI where n >= 2 "
+        "(none on the baseline, 1 by definition) "
         f"(n=1, n=2 marked at the foot of the bar). {higher} "
         "values mean more degradation."
         + (" Black: the paper's normalized values." if overlaid else "")

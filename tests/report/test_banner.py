@@ -159,5 +159,7 @@ def test_figure_axes_units_scale_and_single_values(
     assert segs == [1, 1]
     ratio = cap.axes["smoke_single_synthetic_images_per_sec.png"]
     assert ratio.get_ylim()[0] == 0.0 and ratio.get_yscale() == "linear"
+    # ratio whiskers: the docker arm's mnist_cnn bar only; the baseline is 1 by definition
+    assert [len(c.get_segments()) for c in ratio.collections] == [1]
     el = cap.axes["smoke_single_synthetic_elapsed_s_absolute.png"]
     assert el.get_ylim()[0] == 0.0 and el.get_ylabel() == "elapsed time (s), median"
