@@ -18,6 +18,13 @@ A record without the setting (schema 1, or a run given no gpu_path) is "unknown 
 tabulated and plotted, never compared with a published number. An arm whose records state
 different settings is "mixed" (and flagged). The fingerprint's cross-check travels in the
 record's ``setting_flags`` and is shown beside the arm.
+
+Paired comparisons only: records are repetitions of one another, and an arm is normalized to
+the baseline arm, only when their measurement settings (:func:`paired_settings`: model,
+batch, image size, timed steps, warm-up, precision, Keras backend, framework version, GPU
+model, data kind) are identical. :func:`check_paired` refuses anything else with one line
+naming the group, the field and both values, e.g. a TensorFlow arm against a JAX arm of the
+same model. A setting a record does not state (an old record, no GPU) is not compared.
 """
 
 from __future__ import annotations
@@ -57,6 +64,112 @@ def setting_of(rec: Mapping[str, Any]) -> str:
     """The paper setting (bm, cbm, vm, cvm) a record states, or ``unknown``."""
     virt = rec.get("virtualization")
     return SETTING_OF_VIRTUALIZATION.get(virt, "unknown") if isinstance(virt, str) else "unknown"
+
+
+PAIRED_FIELDS = (
+    "model",
+    "batch",
+    "image size",
+    "steps",
+    "warm-up",
+    "precision",
+    "Keras backend",
+    "framework version",
+    "GPU model",
+    "data kind",
+)
+FRAMEWORK_PACKAGES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
+
+
+def _dig(d: Any, *path: str) -> Any:
+    for p in path:
+        if not isinstance(d, Mapping):
+            return None
+        d = d.get(p)
+    return d
+
+
+def _int_or_none(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def paired_settings(rec: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings two records must share to be compared (None: not stated by the record)."""
+    params = rec.get("params") if isinstance(rec.get("params"), Mapping) else {}
+    assert isinstance(params, Mapping)
+    size = _int_or_none(params.get("image_size"))
+    shape = params.get("input_shape")
+    if size is None and isinstance(shape, list) and shape:
+        size = _int_or_none(shape[0])
+    software = _dig(rec, "fingerprint", "software")
+    backend = params.get("backend") or _dig(software, "backend", "keras_backend")
+    package = FRAMEWORK_PACKAGES.get(str(backend)) if backend else None
+    version = _dig(software, "packages", package) if package else None
+    gpus = _dig(rec, "fingerprint", "gpu", "gpus") or []
+    names = sorted({str(g.get("name")) for g in gpus if isinstance(g, Mapping) and g.get("name")})
+    return {
+        "model": rec.get("model"),
+        "batch": _int_or_none(rec.get("batch_size")),
+        "image size": size,
+        "steps": _int_or_none(rec.get("steps")),
+        "warm-up": _int_or_none(rec.get("warmup")),
+        "precision": params.get("precision") or "float32",  # the Keras default policy
+        "Keras backend": backend or None,
+        "framework version": f"{package} {version}" if package and version else None,
+        "GPU model": ", ".join(names) or None,
+        "data kind": rec.get("data") or None,
+    }
+
+
+def _differs(a: dict[str, Any], b: dict[str, Any]) -> str | None:
+    for name in PAIRED_FIELDS:
+        x, y = a.get(name), b.get(name)
+        if x is not None and y is not None and x != y:
+            return name
+    return None
+
+
+def check_paired(
+    records: Iterable[Mapping[str, Any]], group_of: Any, arm_of: Any, baseline: Arm
+) -> None:
+    """Refuse records that would be compared although their settings differ.
+
+    Within one (group, arm), every repetition must state the same settings; within one
+    group, every arm the same settings as the baseline arm. The first mismatch raises
+    InputError naming the group, the field, both values and where they come from.
+    """
+    first: dict[tuple[Any, Arm], dict[str, Any]] = {}
+    for rec in records:
+        group, arm = group_of(rec), arm_of(rec)
+        mine = paired_settings(rec)
+        seen = first.setdefault((group, arm), mine)
+        field = _differs(seen, mine)
+        if field is not None:
+            raise InputError(
+                f"not paired: {_group_label(group)}, arm {arm.label}: repetitions differ in "
+                f"{field} ({seen[field]!r} vs {mine[field]!r}); report them apart"
+            )
+        for name in PAIRED_FIELDS:  # a setting one repetition states speaks for the arm
+            if seen.get(name) is None and mine.get(name) is not None:
+                seen[name] = mine[name]
+    for (group, arm), mine in first.items():
+        base = first.get((group, baseline))
+        if base is None or arm == baseline:
+            continue
+        field = _differs(base, mine)
+        if field is not None:
+            raise InputError(
+                f"not paired: {_group_label(group)}: {field} differs, arm {arm.label} "
+                f"{mine[field]!r} vs baseline {baseline.label} {base[field]!r}; "
+                "compare only records run with the same settings"
+            )
+
+
+def _group_label(group: Any) -> str:
+    label = getattr(group, "label", None)
+    text = label() if callable(label) else str(group)
+    suite, exp = getattr(group, "suite", None), getattr(group, "experiment", None)
+    return f"{suite}/{exp} {text}" if suite and exp else text
 
 
 @dataclass

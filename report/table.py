@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from report.mapping import Arm, ArmSetting, arm_settings
+from report.mapping import Arm, ArmSetting, arm_settings, check_paired
 from report.stats import Summary, ratio_ci, summarize
 
 RATIO_METRICS = frozenset({"aggregate_throughput_ratio", "completion_time_ratio"})
@@ -199,6 +199,7 @@ def build_table(records: Iterable[dict[str, Any]], baseline: Arm) -> Table:
     Each arm's setting is the one its records state (mapping.arm_settings), never guessed.
     """
     records = list(records)
+    check_paired(records, key_of, arm_of, baseline)  # only identical settings are compared
     arm_set: dict[Arm, ArmSetting] = arm_settings(records, arm_of)
     settings = {a: s.setting for a, s in arm_set.items()}
     values: dict[tuple[GroupKey, Arm, str], list[float]] = defaultdict(list)

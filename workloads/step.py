@@ -31,15 +31,32 @@ def installed_backends() -> list[str]:
     return [b for b in BACKENDS if importlib.util.find_spec(b) is not None]
 
 
+FALLBACK_ENV = "GPULAB_BACKEND_FALLBACK"  # "1": without TensorFlow, use JAX, else PyTorch
+
+
 def default_backend() -> str:
-    """``$KERAS_BACKEND`` when set, else TensorFlow, else JAX, else PyTorch (what is installed)."""
+    """``$KERAS_BACKEND`` when set, else TensorFlow; never another backend silently.
+
+    Without TensorFlow the runner refuses to fall back (a JAX arm against a TensorFlow arm is
+    not the same measurement) unless asked: ``--backend jax|torch``, ``KERAS_BACKEND``, or
+    ``GPULAB_BACKEND_FALLBACK=1`` (then JAX, else PyTorch, whichever is installed). The
+    backend that ran is in every record (``params.backend``, and the fingerprint's
+    ``software.backend.keras_backend``).
+    """
     env = os.environ.get("KERAS_BACKEND")
     if env:
         return env
     found = installed_backends()
     if not found:
         raise InputError("no Keras backend installed (need tensorflow, jax or torch)")
-    return found[0]
+    if found[0] == "tensorflow":
+        return "tensorflow"
+    if os.environ.get(FALLBACK_ENV, "").strip().lower() in ("1", "true", "yes"):
+        return found[0]
+    raise InputError(
+        f"TensorFlow (the default backend) is not installed; installed: {', '.join(found)}. "
+        f"Name one with --backend or KERAS_BACKEND, or set {FALLBACK_ENV}=1 to fall back"
+    )
 
 
 def check_backend(name: str) -> str:

@@ -22,6 +22,7 @@ from report.mapping import Arm
 from report.published import load_published
 from report.table import build_table
 from tests.report import synth
+from workloads.errors import InputError
 
 PUB = load_published()
 UNCHECKABLE = {"vmware_vgpu_containers/mixed_workloads", "vmware_vgpu_containers/vgpu_scheduling"}
@@ -309,3 +310,75 @@ def test_normalized_rows_carry_n_cov_and_the_ratio_interval() -> None:
         assert r.baseline_median is not None
         own = (r.summary.ci_hi - r.summary.ci_lo) / r.baseline_median
         assert r.norm_hi - r.norm_lo > own
+
+
+def _tf_vs_jax(**jax_changes: Any) -> list[dict]:
+    recs = []
+    for topo, arm, backend, f in (
+        ("ironic-bm", "native", "tensorflow", 1.0),
+        ("nova-pci", "native", "jax", 1.62),
+    ):
+        recs += synth.reps(
+            topo,
+            arm,
+            experiment="single_synthetic",
+            model="resnet50",
+            ips=100.0 * f,
+            fp=synth.fingerprint("bm" if topo == "ironic-bm" else "vm"),
+            params={"backend": backend, "image_size": 224},
+        )
+    recs = [copy.deepcopy(r) for r in recs]  # synth.reps shares params and fingerprints
+    for r in recs:
+        r["steps"], r["warmup"] = 100, 10
+        if r["params"]["backend"] == "jax":
+            r["fingerprint"]["software"]["packages"]["jax"] = "0.4.30"
+            r.update(jax_changes)
+    return recs
+
+
+def test_a_tensorflow_arm_against_a_jax_arm_is_refused_naming_the_backend() -> None:
+    with pytest.raises(InputError) as err:
+        build_table(_tf_vs_jax(), BM)
+    msg = str(err.value)
+    assert "not paired" in msg and "Keras backend differs" in msg
+    assert "'jax'" in msg and "'tensorflow'" in msg and "ironic-bm/native" in msg
+    assert "\n" not in msg
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"steps": 50}, "steps"),
+        ({"warmup": 2}, "warm-up"),
+        ({"data": "real"}, None),  # another group (data is in the group key): no comparison
+    ],
+)
+def test_other_settings_that_differ_are_refused(change: dict, field: str | None) -> None:
+    recs = _tf_vs_jax()
+    for r in recs:
+        if r["params"]["backend"] == "jax":
+            r["params"]["backend"] = "tensorflow"
+            r.update(change)
+    if field is None:
+        table = build_table(recs, BM)
+        assert not [r for r in table.rows if r.arm != BM and r.norm is not None]
+        return
+    with pytest.raises(InputError, match=f"{field} differs"):
+        build_table(recs, BM)
+
+
+def test_repetitions_of_one_arm_with_different_settings_are_refused() -> None:
+    recs = [r for r in _tf_vs_jax() if r["params"]["backend"] == "tensorflow"]
+    recs[-1]["params"]["image_size"] = 299
+    with pytest.raises(InputError, match=r"repetitions differ in image size \(224 vs 299\)"):
+        build_table(recs, BM)
+
+
+def test_identical_settings_are_compared() -> None:
+    recs = _tf_vs_jax()
+    for r in recs:
+        r["params"]["backend"] = "tensorflow"
+        r["fingerprint"]["gpu"]["gpus"][0]["name"] = "NVIDIA GeForce GTX 1080"
+    table = build_table(recs, BM)
+    (row,) = [r for r in table.rows if r.arm != BM and r.metric == "images_per_sec"]
+    assert row.norm == pytest.approx(1.62)

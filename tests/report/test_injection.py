@@ -90,6 +90,10 @@ def poisoned_records() -> list[dict[str, Any]]:
             new["topology"], new["arm"] = "local", "native"
         new["setting_flags"] = [hostile(3)]
         new["steps"] = 5
+        # the settings a comparison pairs on (report.mapping.paired_settings): one payload
+        # each, shared by both arms, or the report refuses to compare them
+        new["fingerprint"]["software"]["backend"]["keras_backend"] = hostile(8)
+        new["fingerprint"]["gpu"]["gpus"][0]["name"] = hostile(9)
         poisoned.append(new)
     failed = dict(poisoned[0], status="failed", error=hostile(4), record_id="x" + hostile(2))
     return [*poisoned, failed]

@@ -1,4 +1,4 @@
-"""Backend choice: TensorFlow by default, the Keras JAX or PyTorch backend where TF is absent."""
+"""Backend choice: TensorFlow by default; JAX or PyTorch only when named or asked to fall back."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ def installed(monkeypatch):
         monkeypatch.setattr(step.importlib.util, "find_spec", find_spec)
 
     monkeypatch.delenv("KERAS_BACKEND", raising=False)
+    monkeypatch.delenv(step.FALLBACK_ENV, raising=False)
     return use
 
 
@@ -32,11 +33,26 @@ def test_tensorflow_first(installed):
     assert step.default_backend() == "tensorflow"
 
 
-def test_jax_or_torch_where_tensorflow_is_absent(installed):
+def test_no_silent_fallback_where_tensorflow_is_absent(installed):
+    installed("jax", "torch")
+    with pytest.raises(InputError, match=r"TensorFlow .* is not installed; installed: jax, torch"):
+        step.default_backend()
+
+
+def test_jax_or_torch_where_tensorflow_is_absent_when_asked(installed, monkeypatch):
+    monkeypatch.setenv(step.FALLBACK_ENV, "1")
     installed("jax", "torch")
     assert step.default_backend() == "jax"
     installed("torch")
     assert step.default_backend() == "torch"
+    installed("tensorflow", "jax")
+    assert step.default_backend() == "tensorflow"
+
+
+def test_keras_backend_variable_names_the_backend_without_tensorflow(installed, monkeypatch):
+    installed("jax")
+    monkeypatch.setenv("KERAS_BACKEND", "jax")
+    assert step.default_backend() == "jax"
 
 
 def test_keras_backend_variable_wins(installed, monkeypatch):
