@@ -1,35 +1,62 @@
-"""Scenarios shared and sharing on the CPU: real training jobs in child processes."""
+"""Scenarios shared and sharing on the CPU: real training jobs in child processes.
+
+The window statistics and the start barrier are also tested on their own (plain processes,
+known windows), so the refusal rules do not depend on how busy the CPU is.
+"""
 
 from __future__ import annotations
+
+import sys
+import tempfile
+import time
+from pathlib import Path
 
 import pytest
 
 from workloads.errors import InputError
 from workloads.records import make_record
 from workloads.scenarios import Job, shared, sharing
+from workloads.scenarios.barrier import Barrier, window_stats
+from workloads.scenarios.procs import ProcGroup
 
 
 def _job(scenario: str, **options: object) -> Job:
-    return Job(suite="t", experiment=scenario, model="mnist_cnn", scenario=scenario, batch=32,
-               steps=8, warmup=1, options=dict(options), timeout_s=300)
+    return Job(
+        suite="t",
+        experiment=scenario,
+        model="mnist_cnn",
+        scenario=scenario,
+        batch=32,
+        steps=8,
+        warmup=1,
+        options=dict(options),
+        timeout_s=300,
+    )
 
 
 def _record(fields: dict, scenario: str) -> dict:
-    return make_record(run_id="r", suite="t", experiment=scenario, model="mnist_cnn",
-                       scenario=scenario, **fields)
+    return make_record(
+        run_id="r", suite="t", experiment=scenario, model="mnist_cnn", scenario=scenario, **fields
+    )
 
 
 def test_shared_foreground_alone_then_beside_a_background_job() -> None:
-    rec = _record(shared.run(_job("shared", background_model="mnist_cnn", background_batch=64)),
-                  "shared")
+    rec = _record(
+        shared.run(_job("shared", background_model="mnist_cnn", background_batch=64)), "shared"
+    )
     assert rec["status"] == "ok", rec.get("error")
     m = rec["metrics"]
     assert m["images_per_sec_alone"] > 0 and m["images_per_sec_shared"] > 0
     assert rec["images_per_sec"] == m["images_per_sec_shared"]
     assert m["images_per_sec_degradation"] == pytest.approx(
-        1 - m["images_per_sec_shared"] / m["images_per_sec_alone"])
+        1 - m["images_per_sec_shared"] / m["images_per_sec_alone"]
+    )
+    # degradation over the timed windows; the processes' elapsed_s kept apart
     assert m["elapsed_degradation"] == pytest.approx(
-        m["elapsed_shared_s"] / m["elapsed_alone_s"] - 1)
+        m["timed_wall_shared_s"] / m["timed_wall_alone_s"] - 1
+    )
+    assert m["elapsed_shared_s"] > m["timed_wall_shared_s"]
+    assert m["window_overlap"] == 1.0
     # the background was running (and stepping) for the whole foreground run
     assert rec["params"]["background_ran_throughout"] is True
     assert m["background_steps_during"] >= 1
@@ -37,17 +64,125 @@ def test_shared_foreground_alone_then_beside_a_background_job() -> None:
     assert len(rec["step_times_s"]) == 8
 
 
-def test_sharing_n_concurrent_jobs_against_one() -> None:
-    rec = _record(sharing.run(_job("sharing", jobs=2)), "sharing")
+def test_sharing_jobs_start_together_and_the_aggregate_is_over_the_union() -> None:
+    rec = _record(sharing.run(_job("sharing", jobs=2, min_overlap=0.0)), "sharing")
     assert rec["status"] == "ok", rec.get("error")
-    m = rec["metrics"]
-    assert m["aggregate_images_per_sec"] == pytest.approx(
-        m["job0_images_per_sec"] + m["job1_images_per_sec"])
+    m, p = rec["metrics"], rec["params"]
+    (s0, e0), (s1, e1) = p["timed_windows_unix"]
+    # the barrier: both timed windows start together (a slow 2-core CPU: within 0.3 s)
+    assert m["window_start_spread_s"] == pytest.approx(abs(s0 - s1)) and abs(s0 - s1) < 0.3
+    union = max(e0, e1) - min(s0, s1)
+    assert m["window_union_s"] == pytest.approx(union)
+    assert m["window_together_s"] == pytest.approx(min(e0, e1) - max(s0, s1))
+    assert m["window_overlap"] == pytest.approx(m["window_together_s"] / union)
+    # all timed images over the union window, not the sum of the jobs' own rates
+    assert m["aggregate_images_per_sec"] == pytest.approx(2 * 32 * 8 / union)
+    assert m["sum_of_job_rates"] == pytest.approx(
+        m["job0_images_per_sec"] + m["job1_images_per_sec"]
+    )
+    assert m["aggregate_images_per_sec"] <= m["sum_of_job_rates"] * (1 + 1e-9)
+    assert rec["images_per_sec"] == m["aggregate_images_per_sec"]
     assert m["aggregate_throughput_ratio"] == pytest.approx(
-        m["aggregate_images_per_sec"] / m["single_images_per_sec"])
+        m["aggregate_images_per_sec"] / m["single_images_per_sec"]
+    )
+    # completion over the timed windows; elapsed_s (imports, compile) is its own ratio
     assert m["completion_time_ratio"] == pytest.approx(
-        max(m["job0_elapsed_s"], m["job1_elapsed_s"]) / m["single_elapsed_s"])
+        max(m["job0_timed_wall_s"], m["job1_timed_wall_s"]) / m["single_timed_wall_s"]
+    )
+    assert m["elapsed_ratio"] == pytest.approx(
+        max(m["job0_elapsed_s"], m["job1_elapsed_s"]) / m["single_elapsed_s"]
+    )
+    assert m["job0_elapsed_s"] > m["job0_timed_wall_s"]
     assert rec["global_batch"] == 64
+
+
+def test_window_stats_union_together_and_overlap() -> None:
+    w = window_stats([(0.0, 4.0), (1.0, 3.0), (2.0, 5.0)])
+    assert (w.union_s, w.together_s, w.start_spread_s) == (5.0, 1.0, 2.0)
+    assert w.overlap == pytest.approx(0.2)
+    gap = window_stats([(0.0, 1.0), (2.0, 3.0)])  # a gap is not in the union
+    assert (gap.union_s, gap.together_s, gap.overlap) == (2.0, 0.0, 0.0)
+    assert window_stats([(1.0, 2.0), (1.0, 2.0)]).overlap == 1.0
+    with pytest.raises(ValueError):
+        window_stats([(2.0, 1.0)])
+
+
+def test_sharing_result_below_min_overlap_is_refused() -> None:
+    """Known windows: overlap 0.2 against the default 0.8 gives a failed record naming it."""
+    base = {"images_per_sec": 100.0, "elapsed_s": 10.0, "metrics": {"timed_wall_s": 1.0}}
+    results = [
+        {
+            "images_per_sec": 80.0,
+            "elapsed_s": 11.0,
+            "metrics": {"timed_wall_s": t},
+            "params": {"timed_window_unix": [s, s + t]},
+        }
+        for s, t in ((0.0, 4.0), (1.0, 2.0), (2.0, 3.0))
+    ]
+    job = _job("sharing", jobs=3)
+    opts = sharing.check_options(job.options)
+    assert opts["min_overlap"] == 0.8
+    out = sharing._measured(job, job, opts, {"jobs": 3}, base, results)
+    assert out["status"] == "failed"
+    assert "overlap 0.20 < min_overlap 0.8" in out["error"]
+    assert out["metrics"]["aggregate_images_per_sec"] == pytest.approx(3 * 32 * 8 / 5.0)
+    opts["min_overlap"] = 0.1
+    assert "status" not in sharing._measured(job, job, opts, {"jobs": 3}, base, results)
+
+
+CHILD = """
+import sys, time
+from workloads.scenarios.barrier import wait_in_child
+time.sleep(float(sys.argv[1]))
+wait_in_child()
+print(repr(time.time()), flush=True)
+"""
+
+
+def test_barrier_releases_all_children_together() -> None:
+    """Children that get ready 0 s, 0.5 s and 1 s apart all leave the barrier at once."""
+    with tempfile.TemporaryDirectory() as tmp, ProcGroup(Path(tmp)) as group:
+        gate = Barrier()
+        try:
+            procs = [
+                group.start(
+                    f"c{i}",
+                    [sys.executable, "-c", CHILD, str(0.5 * i)],
+                    gate.env(60),
+                    pass_fds=gate.fds,
+                )
+                for i in range(3)
+            ]
+            gate.children_started()
+            assert gate.wait_ready(procs, time.monotonic() + 60) is None
+            released = gate.release(3)
+            assert group.wait(procs, time.monotonic() + 30)
+        finally:
+            gate.close()
+        left = [float(p.log.read_text().split()[-1]) for p in procs]
+    assert all(0 <= t - released < 0.5 for t in left), [t - released for t in left]
+    assert max(left) - min(left) < 0.2
+
+
+def test_barrier_reports_a_child_that_dies_before_it() -> None:
+    with tempfile.TemporaryDirectory() as tmp, ProcGroup(Path(tmp)) as group:
+        gate = Barrier()
+        try:
+            ok = group.start(
+                "ok", [sys.executable, "-c", CHILD, "0"], gate.env(60), pass_fds=gate.fds
+            )
+            bad = group.start(
+                "bad",
+                [sys.executable, "-c", "raise SystemExit(3)"],
+                gate.env(60),
+                pass_fds=gate.fds,
+            )
+            gate.children_started()
+            why = gate.wait_ready([ok, bad], time.monotonic() + 60)
+        finally:
+            gate.close()
+    assert why is not None and "bad exited 3 before the start barrier" in why
+    assert not any(p.popen.poll() is None for p in (ok, bad))  # the group stopped both
 
 
 def test_sharing_wrapper_that_fails_is_a_failed_record() -> None:
@@ -58,13 +193,17 @@ def test_sharing_wrapper_that_fails_is_a_failed_record() -> None:
 
 @pytest.mark.parametrize(
     ("check", "options", "match"),
-    [(shared.check_options, {"background_model": "bert"}, "background_model"),
-     (shared.check_options, {"background_batch": 0}, "background_batch"),
-     (shared.check_options, {"background_env": {"A": 1}}, "background_env"),
-     (shared.check_options, {"jobs": 2}, "'jobs'"),
-     (sharing.check_options, {"jobs": 0}, "'jobs'"),
-     (sharing.check_options, {"wrapper": "bitfusion run"}, "'wrapper'"),
-     (sharing.check_options, {"deadline_s": 0}, "'deadline_s'")],
+    [
+        (shared.check_options, {"background_model": "bert"}, "background_model"),
+        (shared.check_options, {"background_batch": 0}, "background_batch"),
+        (shared.check_options, {"background_env": {"A": 1}}, "background_env"),
+        (shared.check_options, {"jobs": 2}, "'jobs'"),
+        (sharing.check_options, {"jobs": 0}, "'jobs'"),
+        (sharing.check_options, {"wrapper": "bitfusion run"}, "'wrapper'"),
+        (sharing.check_options, {"deadline_s": 0}, "'deadline_s'"),
+        (sharing.check_options, {"min_overlap": 1.5}, "'min_overlap'"),
+        (shared.check_options, {"min_overlap": -0.1}, "'min_overlap'"),
+    ],
 )
 def test_option_errors(check, options: dict, match: str) -> None:
     with pytest.raises(InputError, match=match):

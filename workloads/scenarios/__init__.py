@@ -8,6 +8,7 @@ scenario modules import TensorFlow/Keras inside their functions.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -38,19 +39,35 @@ class Job:
     launched_at: float = 0.0  # time.time() when the job's process was launched
     timeout_s: float = 1800.0
     progress: ProgressFn | None = field(default=None, repr=False, compare=False)
+    # time.time() at the end of the last timed step (set by on_step; not serialized)
+    timed_end_unix: float | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("progress")
+        d.pop("timed_end_unix")
         return d
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Job:
-        return cls(**{k: v for k, v in d.items() if k != "progress"})
+        return cls(**{k: v for k, v in d.items() if k not in ("progress", "timed_end_unix")})
 
     def on_step(self, phase: str, step: int, total: int) -> None:
+        """After each step (workloads.timing.timed_loop): progress, start barrier, window end.
+
+        After the last warm-up step a job started behind a start barrier (the ``sharing``
+        scenario, workloads.scenarios.barrier) waits there until every job is warm, so all
+        timed windows start together; after the last timed step the wall-clock time is kept
+        (the window's end; its start is that minus the timed loop's wall-clock).
+        """
+        if phase == "timed" and step == total:
+            self.timed_end_unix = time.time()
         if self.progress is not None:
             self.progress(phase, step, total)
+        if phase == "warmup" and step == total:
+            from workloads.scenarios.barrier import wait_in_child
+
+            wait_in_child()
 
 
 ScenarioFn = Callable[[Job], dict[str, Any]]

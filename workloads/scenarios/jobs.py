@@ -37,11 +37,12 @@ def start_job(
     job: Any,
     wrapper: list[str] | None = None,
     env: Mapping[str, str] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> Proc:
     job.launched_at = time.time()
     argv = [*(wrapper or []), sys.executable, "-m", "workloads", "_measure"]
     extra = {"KERAS_BACKEND": job.backend, **(env or {})}
-    return group.start(name, argv, extra, stdin=json.dumps(job.to_json()))
+    return group.start(name, argv, extra, stdin=json.dumps(job.to_json()), pass_fds=pass_fds)
 
 
 def protocol(proc: Proc) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:

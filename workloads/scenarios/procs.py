@@ -93,7 +93,9 @@ class ProcGroup:
         argv: list[str],
         env: dict[str, str] | None = None,
         stdin: str | None = None,
+        pass_fds: tuple[int, ...] = (),
     ) -> Proc:
+        """Start ``argv``; ``pass_fds`` stay open in the child (e.g. a barrier's pipe ends)."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = self.log_dir / f"{name.replace(':', '-')}.log"
         with open(log, "wb") as fh:
@@ -105,6 +107,7 @@ class ProcGroup:
                 env=child_env(env),
                 start_new_session=True,
                 preexec_fn=_die_with_parent,
+                pass_fds=pass_fds,
             )
         if stdin is not None and popen.stdin is not None:
             with contextlib.suppress(BrokenPipeError):  # a child that exits at once

@@ -1,21 +1,36 @@
 """Scenario ``sharing``: N identical concurrent jobs against one (the Bitfusion study, seed 004).
 
 First one job alone (the baseline: in the paper, one container with a full GPU); then N copies
-of the same job started together (the paper: four containers with 25 % of a GPU each). The
-record holds::
+of the same job started together (the paper: four containers with 25 % of a GPU each). The N
+jobs wait at a start barrier after their warm-up (workloads.scenarios.barrier), so their timed
+windows start together; each records its window in wall-clock time. The record holds::
 
-    images_per_sec                aggregate of the N concurrent jobs
+    images_per_sec                aggregate of the N concurrent jobs: all their timed images
+                                  over the union of their timed windows
     metrics.single_images_per_sec, aggregate_images_per_sec
+    metrics.sum_of_job_rates      the sum of the jobs' own rates (for comparison only: it
+                                  overstates the aggregate when the windows do not coincide)
     metrics.aggregate_throughput_ratio  aggregate / single (paper: about 3 for N = 4)
-    metrics.completion_time_ratio slowest concurrent job's elapsed / single's elapsed
-                                  (paper: 1.17, i.e. 17 % longer)
-    metrics.job<i>_images_per_sec, job<i>_elapsed_s
+    metrics.completion_time_ratio slowest concurrent job's timed window / single's timed
+                                  window (paper: 1.17, i.e. 17 % longer)
+    metrics.window_union_s, window_together_s, window_overlap (together / union),
+            window_start_spread_s
+    metrics.single_elapsed_s, job<i>_elapsed_s, elapsed_ratio  process wall-clock (start,
+                                  imports, compile, warm-up included), kept apart from the
+                                  ratios above
+    metrics.job<i>_images_per_sec, job<i>_timed_wall_s
+
+A result whose window_overlap is below ``min_overlap`` (default 0.8: at least 80 % of the
+union had all N jobs running) is refused: status failed, the error says the overlap, and the
+metrics are kept for inspection.
 
 Options: jobs (4), wrapper (argv prefix for each concurrent job, e.g. [bitfusion, run, -n, "1",
 -p, "0.25", --]), baseline_wrapper (for the single job; default none), env (mapping added to
-every job), deadline_s (900), plus the ``single`` options seed, learning_rate. Without a
-``wrapper`` option, ``$GPULAB_SHARING_WRAPPER`` (a shell-quoted prefix) is used, so the
-execution environment (e.g. Bitfusion) can set it and the suite stays unchanged.
+every job), deadline_s (900: every job is killed at it), min_overlap (0.8), plus the
+``single`` options seed, learning_rate. Without a ``wrapper`` option,
+``$GPULAB_SHARING_WRAPPER`` (a shell-quoted prefix) is used, so the execution environment
+(e.g. Bitfusion) can set it and the suite stays unchanged. The concurrent jobs run at least
+one warm-up step (the barrier follows the last one).
 """
 
 from __future__ import annotations
@@ -30,6 +45,7 @@ from typing import Any
 
 from workloads.errors import InputError
 from workloads.scenarios import jobs
+from workloads.scenarios.barrier import Barrier, window_stats
 
 DEFAULTS: dict[str, Any] = {
     "jobs": 4,
@@ -37,6 +53,7 @@ DEFAULTS: dict[str, Any] = {
     "baseline_wrapper": None,
     "env": {},
     "deadline_s": 900.0,
+    "min_overlap": 0.8,
 }
 
 
@@ -53,6 +70,9 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
     dl = out["deadline_s"]
     if isinstance(dl, bool) or not isinstance(dl, int | float) or dl <= 0:
         raise InputError(f"option 'deadline_s' must be a number > 0, got {dl!r}")
+    mo = out["min_overlap"]
+    if isinstance(mo, bool) or not isinstance(mo, int | float) or not 0 <= mo <= 1:
+        raise InputError(f"option 'min_overlap' must be a number from 0 to 1, got {mo!r}")
     return out
 
 
@@ -65,6 +85,8 @@ def run(job: Any) -> dict[str, Any]:
     n = int(opts["jobs"])
     deadline_s = min(float(opts["deadline_s"]), max(1.0, float(job.timeout_s) - 15.0))
     one = jobs.single_job(job)
+    each = jobs.single_job(job, warmup=max(1, job.warmup))
+    params: dict[str, Any] = {"jobs": n, "wrapper": opts["wrapper"]}
     with (
         tempfile.TemporaryDirectory(prefix="gpulab-sharing-") as tmp,
         ProcGroup(Path(tmp)) as group,
@@ -74,53 +96,84 @@ def run(job: Any) -> dict[str, Any]:
         base_p = jobs.start_job(group, "single", one, opts["baseline_wrapper"], opts["env"])
         base = jobs.finish(group, [base_p], end)[0]
         if base.get("status") != "ok":
-            return {
-                "status": "failed",
-                "metrics": {},
-                "params": {"jobs": n},
-                "error": f"single (baseline) job: {base.get('error')}",
-            }
+            return _failed(params, f"single (baseline) job: {base.get('error')}")
         job.on_step("concurrent", 1, n + 1)
-        started = time.time()
-        procs = [
-            jobs.start_job(group, f"job{i}", jobs.single_job(job), opts["wrapper"], opts["env"])
-            for i in range(n)
-        ]
-        results = jobs.finish(group, procs, end)
-        all_done = time.time() - started
-    params: dict[str, Any] = {
-        "jobs": n,
-        "wrapper": opts["wrapper"],
-        "single_params": base.get("params", {}),
-    }
-    bad = [
-        (name, r)
-        for name, r in (("single", base), *((f"job{i}", r) for i, r in enumerate(results)))
-        if r.get("status") != "ok"
-    ]
+        gate = Barrier()
+        try:
+            env = {**opts["env"], **gate.env(end - time.monotonic())}
+            procs = [
+                jobs.start_job(group, f"job{i}", each, opts["wrapper"], env, pass_fds=gate.fds)
+                for i in range(n)
+            ]
+            gate.children_started()
+            why = gate.wait_ready(procs, end)
+            if why is not None:
+                group.close()
+                return _failed(params, f"concurrent jobs: {why}")
+            gate.release(n)
+            results = jobs.finish(group, procs, end)
+        finally:
+            gate.close()
+    params["single_params"] = base.get("params", {})
+    bad = [(f"job{i}", r) for i, r in enumerate(results) if r.get("status") != "ok"]
     if bad:
-        return {
-            "status": "failed",
-            "params": params,
-            "metrics": {},
-            "error": "; ".join(f"{name}: {r.get('error')}" for name, r in bad),
-        }
-    single_ips, single_el = base["images_per_sec"], base["elapsed_s"]
-    aggregate = sum(r["images_per_sec"] for r in results)
-    slowest = max(r["elapsed_s"] for r in results)
-    metrics = {
+        return _failed(params, "; ".join(f"{name}: {r.get('error')}" for name, r in bad))
+    return _measured(job, each, opts, params, base, results)
+
+
+def _failed(params: dict[str, Any], error: str) -> dict[str, Any]:
+    return {"status": "failed", "params": params, "metrics": {}, "error": error}
+
+
+def _window(r: dict[str, Any]) -> tuple[float, float] | None:
+    w = (r.get("params") or {}).get("timed_window_unix")
+    if isinstance(w, list) and len(w) == 2 and all(isinstance(x, int | float) for x in w):
+        return float(w[0]), float(w[1])
+    return None
+
+
+def _measured(
+    job: Any,
+    each: Any,
+    opts: dict[str, Any],
+    params: dict[str, Any],
+    base: dict[str, Any],
+    results: list[dict[str, Any]],
+) -> dict[str, Any]:
+    n = len(results)
+    windows = [_window(r) for r in results]
+    if any(w is None for w in windows):
+        return _failed(
+            params, "a concurrent job recorded no timed window (params.timed_window_unix)"
+        )
+    ws = window_stats([w for w in windows if w is not None])
+    single_ips = base["images_per_sec"]
+    single_wall = base["metrics"]["timed_wall_s"]
+    aggregate = each.batch * each.steps * n / ws.union_s
+    slowest = max(r["metrics"]["timed_wall_s"] for r in results)
+    metrics: dict[str, float] = {
         "single_images_per_sec": single_ips,
-        "single_elapsed_s": single_el,
+        "single_timed_wall_s": single_wall,
+        "single_elapsed_s": base["elapsed_s"],
         "aggregate_images_per_sec": aggregate,
+        "sum_of_job_rates": sum(r["images_per_sec"] for r in results),
         "aggregate_throughput_ratio": aggregate / single_ips,
-        "completion_time_ratio": slowest / single_el,
-        "concurrent_wall_s": all_done,
+        "completion_time_ratio": slowest / single_wall,
+        "elapsed_ratio": max(r["elapsed_s"] for r in results) / base["elapsed_s"],
+        "window_union_s": ws.union_s,
+        "window_together_s": ws.together_s,
+        "window_overlap": ws.overlap,
+        "window_start_spread_s": ws.start_spread_s,
     }
     for i, r in enumerate(results):
         metrics[f"job{i}_images_per_sec"] = r["images_per_sec"]
+        metrics[f"job{i}_timed_wall_s"] = r["metrics"]["timed_wall_s"]
         metrics[f"job{i}_elapsed_s"] = r["elapsed_s"]
+    params["min_overlap"] = opts["min_overlap"]
+    params["concurrent_warmup"] = each.warmup
+    params["timed_windows_unix"] = windows
     params["step_times_s_job0"] = results[0].get("step_times_s", [])
-    return {
+    out: dict[str, Any] = {
         "images_per_sec": aggregate,
         "step_times_s": base.get("step_times_s", []),
         "batch_size": job.batch,
@@ -128,3 +181,11 @@ def run(job: Any) -> dict[str, Any]:
         "metrics": metrics,
         "params": params,
     }
+    if ws.overlap < opts["min_overlap"]:
+        out["status"] = "failed"
+        out["error"] = (
+            f"sharing: the {n} jobs' timed windows all overlap for {ws.together_s:.2f} s of "
+            f"{ws.union_s:.2f} s (overlap {ws.overlap:.2f} < min_overlap "
+            f"{opts['min_overlap']:g}): not a concurrent measurement"
+        )
+    return out

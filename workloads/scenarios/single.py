@@ -72,6 +72,12 @@ def run(job: Any) -> dict[str, Any]:
             "backend": job.backend,
             "devices": device_summary(),
             "warmup_times_s": timing.warmup_times_s,
+            # the timed window in wall-clock time (time.time()), for concurrent jobs
+            "timed_window_unix": (
+                [job.timed_end_unix - timing.wall_s, job.timed_end_unix]
+                if job.timed_end_unix is not None
+                else None
+            ),
             "nvml_samples": sampler.samples[-600:],
             "nvml_throttle_reasons": sampler.throttle_reasons(),
         },
