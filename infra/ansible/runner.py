@@ -192,12 +192,40 @@ def clean_stale_secrets(tmp: str | os.PathLike[str] | None = None) -> list[Path]
     return removed
 
 
-class _Terminated(BaseException):
-    """SIGTERM during a run: unwinds through the ``finally`` that removes the secrets."""
+def _children(pid: int) -> list[int]:
+    """The direct children of ``pid`` (Linux /proc), for a graceful stop of the play."""
+    kids = []
+    for stat_file in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat_file.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[1] == str(pid):
+            kids.append(int(stat_file.parent.name))
+    return kids
 
 
-def _raise_terminated(signum: int, frame: Any) -> None:
-    raise _Terminated(signum)
+class _Cancel:
+    """ansible-runner's cancel callback after SIGTERM: first SIGINT to ansible-playbook (it
+    stops its forked workers, which run in their own sessions), then, ``grace_s`` later, cancel
+    (ansible-runner SIGKILLs what is left of its process group)."""
+
+    def __init__(self, grace_s: float = 10.0) -> None:
+        self.terminated = threading.Event()
+        self.grace_s = grace_s
+        self.sent_at: float | None = None
+
+    def __call__(self) -> bool:
+        if not self.terminated.is_set():
+            return False
+        if self.sent_at is None:
+            self.sent_at = time.monotonic()
+            for kid in _children(os.getpid()):
+                try:
+                    os.kill(kid, signal.SIGINT)
+                except OSError:
+                    continue
+        return time.monotonic() - self.sent_at > self.grace_s
 
 
 def _write_secrets(secrets: Mapping[str, Any]) -> tuple[Path, Path]:
@@ -338,9 +366,12 @@ def run_playbook(
     data_dir = Path(tempfile.mkdtemp(prefix="gpulab-ansible-"))
     secrets_dir: Path | None = None
     cmdline: list[str] = []
+    # SIGTERM: ansible-runner cancels the play (kills its process group), the finally below
+    # removes the secrets, then this process exits 143.
+    cancel = _Cancel()
     old_term: Any = None
     if threading.current_thread() is threading.main_thread():
-        old_term = signal.signal(signal.SIGTERM, _raise_terminated)
+        old_term = signal.signal(signal.SIGTERM, lambda signum, frame: cancel.terminated.set())
     try:
         if secrets:
             secrets_dir, secrets_file = _write_secrets(secrets)
@@ -368,8 +399,11 @@ def run_playbook(
             quiet=True,
             timeout=timeout_s,
             event_handler=event_handler,
+            cancel_callback=cancel,
             verbosity=verbosity or None,
         )
+        if cancel.terminated.is_set():
+            raise SystemExit(128 + signal.SIGTERM)
         elapsed = time.monotonic() - t0
         events = list(r.events)
         try:
@@ -392,8 +426,6 @@ def run_playbook(
             shutil.copytree(Path(r.config.artifact_dir), dest, dirs_exist_ok=True)
             _scrub_command_env(dest / "command")
             result.artifact_dir = str(dest)
-    except _Terminated:
-        raise SystemExit(128 + signal.SIGTERM) from None  # after the finally below
     finally:
         if secrets_dir is not None:
             shutil.rmtree(secrets_dir, ignore_errors=True)
