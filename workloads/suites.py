@@ -34,7 +34,7 @@ ENTRY_KEYS = (
     "timeout_s",
 )
 DEFAULT_STEPS, DEFAULT_WARMUP, DEFAULT_REPEATS, DEFAULT_TIMEOUT_S = 100, 10, 1, 1800
-# Upper bounds (docs/runner.md): each is far above any published experiment, so a typo (1e9)
+# Upper bounds (docs/limits.md): each is far above any published experiment, so a typo (1e9)
 # is refused in milliseconds instead of planning a run that never ends.
 MAX_BATCH = 65536  # per device
 MAX_STEPS = 1_000_000

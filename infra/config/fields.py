@@ -99,7 +99,7 @@ def p_bool(raw: Any) -> bool:
     raise BadValue("true or false")
 
 
-# Upper bounds of the numeric keys (documented in docs/config.md and `gpulab validate`): the
+# Upper bounds of the numeric keys (documented in docs/limits.md): the
 # largest value a real lab of that kind has, so a typo (1e20) is refused before anything runs.
 MAX_HOSTS = 64  # host_count, node_count: GPU hosts of one lab
 MAX_MASTERS = 7  # master_count: an etcd quorum larger than 7 only slows writes
