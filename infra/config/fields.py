@@ -164,7 +164,7 @@ def p_enum(*allowed: str) -> Callable[[Any], str]:
     def parse(raw: Any) -> str:
         if raw not in allowed:
             raise BadValue("one of " + ", ".join(allowed))
-        return raw
+        return str(raw)
 
     parse.allowed = allowed  # type: ignore[attr-defined]
     return parse
@@ -213,15 +213,14 @@ def p_resource_class(raw: Any) -> str:
 
 
 def p_alias_count(raw: Any) -> str:
-    if not isinstance(raw, str) or len(raw) > 255 or not (m := ALIAS_COUNT_RE.match(raw)):
-        m = None
+    m = ALIAS_COUNT_RE.match(raw) if isinstance(raw, str) and len(raw) <= 255 else None
     if m is None or int(m["count"].lstrip("0")[:MAX_INT_DIGITS] or "0") < 1:
         raise BadValue(
             "<alias>:<count> with a nova.conf [pci] alias name and a count >= 1, e.g. a100:1"
         )
     if len(m["count"]) > MAX_INT_DIGITS or int(m["count"]) > MAX_GPUS:
         raise BadValue(f"<alias>:<count> with a count from 1 to {MAX_GPUS}, e.g. a100:1")
-    return raw
+    return m.string
 
 
 def p_vgpu_profile(raw: Any) -> str:

@@ -35,7 +35,7 @@ def _stubs() -> None:
     def write_mnist_like(out: Any, *a: Any, **kw: Any) -> list[Path]:
         return []
 
-    bench.run_bench = run_bench  # type: ignore[assignment]
+    bench.run_bench = run_bench
     imagenet_writer.write_imagenet_like = write_imagenet_like  # type: ignore[assignment]
     mnist.write_mnist_like = write_mnist_like  # type: ignore[assignment]
 
@@ -46,6 +46,7 @@ def main() -> None:
     from infra.cli import main as gpulab
 
     _stubs()
+    reply = sys.stdout  # the redirections below replace sys.stdout, not this reference
     for line in sys.stdin:
         case = json.loads(line)
         os.chdir(case["cwd"])
@@ -61,8 +62,7 @@ def main() -> None:
                 tb = traceback.format_exc()
         answer = {"rc": rc, "stdout": out.getvalue()[-2000:], "stderr": err.getvalue(),
                   "traceback": tb}  # fmt: skip
-        sys.__stdout__.write(json.dumps(answer) + "\n")
-        sys.__stdout__.flush()
+        print(json.dumps(answer), file=reply, flush=True)
 
 
 if __name__ == "__main__":

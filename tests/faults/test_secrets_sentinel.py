@@ -108,6 +108,14 @@ def tmpdir_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp
 
 
+def keep(events: list[dict[str, Any]]) -> Any:
+    def handler(event: dict[str, Any]) -> bool:
+        events.append(event)
+        return True
+
+    return handler
+
+
 def test_sentinel_is_nowhere_after_a_normal_run(tmp_path: Path, tmpdir_env: Path) -> None:
     play = tmp_path / "play.yml"
     play.write_text(PLAY)
@@ -116,12 +124,13 @@ def test_sentinel_is_nowhere_after_a_normal_run(tmp_path: Path, tmpdir_env: Path
     with CmdlineWatch() as watch:
         result = run_playbook(
             play, [CTL], secrets=secrets(), keep_artifacts=tmp_path / "artifacts",
-            event_handler=lambda e: events.append(e) or True,
+            event_handler=keep(events),
         )  # fmt: skip
         outs = AnsibleRunProvider().create(
             {"hosts": [CTL.to_output()], "playbook": str(play), "variables": {},
              "secrets": secrets(), "triggers": []}
         ).outs  # fmt: skip
+    assert outs is not None
     assert result.ok and outs["status"] == "successful"
     assert watch.samples > 10
     assert watch.hits == set()  # process command lines
