@@ -137,7 +137,7 @@ def test_site_config_reaches_the_site_run_under_the_program_variables_mock(
             check_flow("nova-pci", raw, monitor, exports)
             (s,) = monitor.of_type(ANSIBLE)
             variables = s.inputs["variables"]
-            assert variables["nvidia_driver_cuda_repo_url"] == site["nvidia_driver_repo_url"]
+            assert variables["nvidia_driver_cuda_repo_url"] == site["nvidia_driver_cuda_repo_url"]
             assert variables["workload_env_pip_extra_args"] == site["workload_env_pip_extra_args"]
             assert variables["gpulab_topology"] == "nova-pci"  # the program's own win
             assert [r.inputs["execution_env"] for r in monitor.of_type(WORKLOAD)] == [
