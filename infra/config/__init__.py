@@ -49,6 +49,8 @@ def raw_from_stack_file(path: str | Path) -> dict[str, Any]:
     from workloads.inputs import read_input_text
 
     p = Path(path)
+    if not p.exists() and not p.is_symlink():
+        raise UsageError(f"stack file {str(p)!r} does not exist")
     try:
         data = yaml.safe_load(read_input_text(p, "stack file"))
     except InputError as exc:
