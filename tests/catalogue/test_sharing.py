@@ -155,12 +155,14 @@ def test_barrier_releases_all_children_together() -> None:
             ]
             gate.children_started()
             assert gate.wait_ready(procs, time.monotonic() + 60) is None
-            released = gate.release(3)
+            time.sleep(0.3)  # all three are waiting now: none may leave before the release
+            before = time.time()
+            gate.release(3)
             assert group.wait(procs, time.monotonic() + 30)
         finally:
             gate.close()
         left = [float(p.log.read_text().split()[-1]) for p in procs]
-    assert all(0 <= t - released < 0.5 for t in left), [t - released for t in left]
+    assert all(0 <= t - before < 0.5 for t in left), [t - before for t in left]
     assert max(left) - min(left) < 0.2
 
 

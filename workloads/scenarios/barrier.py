@@ -79,23 +79,26 @@ class Barrier:
 
     def wait_ready(self, procs: Sequence[Proc], deadline: float) -> str | None:
         """Wait (until ``deadline``, time.monotonic) for every job to be ready; None or why not."""
+        closed = False  # every child closed its ready end: no more "ready" can come
         while self.ready < len(procs):
             left = deadline - time.monotonic()
             if left <= 0:
                 return (
                     f"{len(procs) - self.ready} of {len(procs)} jobs not warmed up by the deadline"
                 )
-            readable, _, _ = select.select([self.ready_r], [], [], min(left, 0.2))
-            if readable:
-                got = os.read(self.ready_r, 64)
-                self.ready += len(got)
-                if not got and self.ready < len(procs):
-                    return "every job exited before the start barrier"
-                continue
+            if not closed:
+                readable, _, _ = select.select([self.ready_r], [], [], min(left, 0.2))
+                if readable:
+                    got = os.read(self.ready_r, 64)
+                    self.ready += len(got)
+                    closed = not got
+                    continue
             dead = [p for p in procs if p.popen.poll() is not None]
             if dead:
                 p = dead[0]
                 return f"{p.name} exited {p.popen.returncode} before the start barrier: {p.tail()}"
+            if closed:  # a child closed its end but has not exited yet: wait for its exit
+                time.sleep(0.05)
         return None
 
     def release(self, n: int) -> float:
