@@ -29,6 +29,8 @@ same model. A setting a record does not state (an old record, no GPU) is not com
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -93,6 +95,18 @@ def _int_or_none(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
+# A vGPU reports its profile as its NVML name ("GRID V100-16Q", "NVIDIA A100-4-20C"); the
+# physical board it runs on is what a vGPU arm is compared against ("Tesla V100-PCIE-16GB").
+_VENDOR_WORDS = re.compile(r"^(?:NVIDIA\s+|Tesla\s+|GRID\s+|Quadro\s+)+", re.IGNORECASE)
+
+
+def gpu_board(name: str) -> str:
+    """The board family of an NVML GPU name: ``GRID V100-16Q`` and ``Tesla V100-PCIE-16GB``
+    both give ``V100``."""
+    bare = _VENDOR_WORDS.sub("", name.strip())
+    return bare.split("-", 1)[0].split()[0].upper() if bare else name
+
+
 def paired_settings(rec: Mapping[str, Any]) -> dict[str, Any]:
     """The settings two records must share to be compared (None: not stated by the record)."""
     params = rec.get("params") if isinstance(rec.get("params"), Mapping) else {}
@@ -118,12 +132,17 @@ def paired_settings(rec: Mapping[str, Any]) -> dict[str, Any]:
         "framework version": f"{package} {version}" if package and version else None,
         "GPU model": ", ".join(names) or None,
         "data kind": rec.get("data") or None,
+        # not compared by name: a vGPU arm pairs with any arm on the same board family
+        "_vgpu": rec.get("gpu_path") == "vgpu",
+        "_boards": ", ".join(sorted({gpu_board(n) for n in names})) or None,
     }
 
 
 def _differs(a: dict[str, Any], b: dict[str, Any]) -> str | None:
     for name in PAIRED_FIELDS:
         x, y = a.get(name), b.get(name)
+        if name == "GPU model" and (a.get("_vgpu") or b.get("_vgpu")):
+            x, y = a.get("_boards"), b.get("_boards")
         if x is not None and y is not None and x != y:
             return name
     return None

@@ -382,3 +382,39 @@ def test_identical_settings_are_compared() -> None:
     table = build_table(recs, BM)
     (row,) = [r for r in table.rows if r.arm != BM and r.metric == "images_per_sec"]
     assert row.norm == pytest.approx(1.62)
+
+
+@pytest.mark.parametrize(
+    ("vgpu_name", "paired"),
+    [("GRID V100-16Q", True), ("NVIDIA A100-4-20C", False)],
+)
+def test_a_vgpu_arm_pairs_with_the_board_it_runs_on(vgpu_name: str, paired: bool) -> None:
+    """A vGPU reports its profile as its GPU name: the VMware study compares it with the same
+    board on bare metal, so it pairs by board family (V100 with V100), never across boards."""
+    recs = _tf_vs_jax()
+    for r in recs:
+        r["params"]["backend"] = "tensorflow"
+        vm = r["topology"] != "ironic-bm"
+        r["gpu_path"] = "vgpu" if vm else "whole-machine"
+        r["fingerprint"]["gpu"]["gpus"][0]["name"] = vgpu_name if vm else "Tesla V100-PCIE-16GB"
+    if paired:
+        (row,) = [
+            r for r in build_table(recs, BM).rows if r.arm != BM and r.metric == "images_per_sec"
+        ]
+        assert row.norm == pytest.approx(1.62)
+    else:
+        with pytest.raises(InputError, match="GPU model differs"):
+            build_table(recs, BM)
+
+
+def test_two_boards_without_vgpu_are_refused_by_full_name() -> None:
+    """Outside vGPU the full NVML name is compared: an SXM board is not its PCIe sibling."""
+    recs = _tf_vs_jax()
+    for r in recs:
+        r["params"]["backend"] = "tensorflow"
+        sxm = r["topology"] != "ironic-bm"
+        r["fingerprint"]["gpu"]["gpus"][0]["name"] = (
+            "NVIDIA A100-SXM4-40GB" if sxm else "NVIDIA A100-PCIE-40GB"
+        )
+    with pytest.raises(InputError, match="GPU model differs"):
+        build_table(recs, BM)
