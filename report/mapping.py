@@ -30,7 +30,6 @@ same model. A setting a record does not state (an old record, no GPU) is not com
 from __future__ import annotations
 
 import re
-
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
