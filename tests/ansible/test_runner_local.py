@@ -270,6 +270,10 @@ def test_k8s_job_template_renders_a_gpu_job(tmp_path: Path) -> None:
     assert c["env"] == [
         {"name": "GPULAB_DATA_DIR", "value": "/data/inet"},
         {"name": "GPULAB_DIST_BASE_PORT", "value": "2300"},
+        {"name": "GPULAB_EXEC_ENV", "value": "k8s"},
+        {"name": "GPULAB_EXPECT_DEVICE", "value": "gpu"},  # the pod requests a GPU
+        {"name": "GPULAB_GPU_PATH", "value": "container-vm"},  # no container-bm hosts
+        {"name": "GPULAB_SHARING", "value": ""},
     ]
     script = c["args"][0]
     assert "python3 -m workloads bench --suite smoke" in script
