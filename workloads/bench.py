@@ -118,16 +118,16 @@ def _tail(path: Path, lines: int = 3, limit: int = 600) -> str:
 
 
 def run_job(
-    job: Job, python: str = sys.executable, on_progress: Callable[[dict], None] | None = None
+    job: Job,
+    python: str = sys.executable,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run ``job`` in a child process; returns the child's record fields (status set)."""
     env = dict(os.environ)
     env["KERAS_BACKEND"] = job.backend
     env["PYTHONUNBUFFERED"] = "1"
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    env["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p
-    )
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
     job.launched_at = time.time()
     result: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix="gpulab-job-") as tmp:
@@ -135,8 +135,13 @@ def run_job(
         with open(errpath, "w", encoding="utf-8") as err:
             proc = subprocess.Popen(
                 [python, "-m", "workloads", "_measure"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True, env=env,
-                start_new_session=True, preexec_fn=_die_with_parent,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                text=True,
+                env=env,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
         try:
             assert proc.stdin is not None and proc.stdout is not None
@@ -158,15 +163,17 @@ def run_job(
                 except queue.Empty:
                     if time.monotonic() > deadline:
                         _stop(proc)
-                        return {"status": "failed",
-                                "error": f"timed out after {job.timeout_s:g} s (timeout_s)",
-                                "elapsed_s": time.time() - job.launched_at}
+                        return {
+                            "status": "failed",
+                            "error": f"timed out after {job.timeout_s:g} s (timeout_s)",
+                            "elapsed_s": time.time() - job.launched_at,
+                        }
                     continue
                 if line is None:
                     break
                 if not line.startswith(PREFIX):
                     continue
-                kind, _, payload = line[len(PREFIX):].partition(" ")
+                kind, _, payload = line[len(PREFIX) :].partition(" ")
                 with contextlib.suppress(json.JSONDecodeError):
                     if kind == "progress" and on_progress is not None:
                         on_progress(json.loads(payload))
@@ -179,14 +186,23 @@ def run_job(
         if result is not None:
             return result
         why = _tail(errpath) or "no output"
-        return {"status": "failed",
-                "error": f"measurement process exited with code {rc} and no result: {why}",
-                "elapsed_s": time.time() - job.launched_at}
+        return {
+            "status": "failed",
+            "error": f"measurement process exited with code {rc} and no result: {why}",
+            "elapsed_s": time.time() - job.launched_at,
+        }
 
 
 def _record(
-    suite: Suite, entry: Entry, repeat: int, job: Job, fields: dict[str, Any], run_id: str,
-    topology: str, arm: str, setting: Setting | None = None,
+    suite: Suite,
+    entry: Entry,
+    repeat: int,
+    job: Job,
+    fields: dict[str, Any],
+    run_id: str,
+    topology: str,
+    arm: str,
+    setting: Setting | None = None,
 ) -> dict[str, Any]:
     params = {
         "image_size": entry.image_size,
@@ -197,13 +213,23 @@ def _record(
     params.update(fields.pop("params", None) or {})
     fingerprint = fields.pop("fingerprint", None) or {}
     rec: dict[str, Any] = {
-        "run_id": run_id, "suite": suite.name, "experiment": entry.experiment,
-        "model": entry.model, "scenario": entry.scenario, "data": entry.data,
-        "batch_size": entry.batch, "global_batch": entry.batch, "warmup": entry.warmup,
-        "steps": entry.steps, "repeat": repeat, "claims": list(entry.claims),
-        "topology": topology, "arm": arm,
+        "run_id": run_id,
+        "suite": suite.name,
+        "experiment": entry.experiment,
+        "model": entry.model,
+        "scenario": entry.scenario,
+        "data": entry.data,
+        "batch_size": entry.batch,
+        "global_batch": entry.batch,
+        "warmup": entry.warmup,
+        "steps": entry.steps,
+        "repeat": repeat,
+        "claims": list(entry.claims),
+        "topology": topology,
+        "arm": arm,
         "host": fingerprint.get("host") or socket.gethostname(),
-        "images_per_sec": None, "elapsed_s": None,
+        "images_per_sec": None,
+        "elapsed_s": None,
     }
     rec.update(fields)
     rec["params"] = params
@@ -257,26 +283,57 @@ def run_bench(
 
 
 def _run_plan(
-    suite: Suite, plan: list[tuple[Entry, int]], writer: RecordWriter, result: BenchResult,
-    topology: str, arm: str, backend: str, python: str, emit: ProgressHook,
+    suite: Suite,
+    plan: list[tuple[Entry, int]],
+    writer: RecordWriter,
+    result: BenchResult,
+    topology: str,
+    arm: str,
+    backend: str,
+    python: str,
+    emit: ProgressHook,
     setting: Setting | None = None,
 ) -> None:
     for index, (entry, repeat) in enumerate(plan):
         job = Job(
-            suite=suite.name, experiment=entry.experiment, model=entry.model,
-            scenario=entry.scenario, data=entry.data, batch=entry.batch, steps=entry.steps,
-            warmup=entry.warmup, repeat=repeat, image_size=entry.image_size,
-            claims=list(entry.claims), options=dict(entry.options), backend=backend,
+            suite=suite.name,
+            experiment=entry.experiment,
+            model=entry.model,
+            scenario=entry.scenario,
+            data=entry.data,
+            batch=entry.batch,
+            steps=entry.steps,
+            warmup=entry.warmup,
+            repeat=repeat,
+            image_size=entry.image_size,
+            claims=list(entry.claims),
+            options=dict(entry.options),
+            backend=backend,
             timeout_s=entry.timeout_s,
         )
         emit(Event("start", index, len(plan), entry, repeat))
         done = {"phase": None, "step": 0}
 
-        def on_progress(p: dict, index: int = index, entry: Entry = entry,
-                        repeat: int = repeat, done: dict = done) -> None:
+        def on_progress(
+            p: dict[str, Any],
+            index: int = index,
+            entry: Entry = entry,
+            repeat: int = repeat,
+            done: dict[str, Any] = done,
+        ) -> None:
             done.update(phase=p.get("phase"), step=p.get("step", 0))
-            emit(Event("step", index, len(plan), entry, repeat, p.get("phase"),
-                       int(p.get("step", 0)), int(p.get("total", 0))))
+            emit(
+                Event(
+                    "step",
+                    index,
+                    len(plan),
+                    entry,
+                    repeat,
+                    p.get("phase"),
+                    int(p.get("step", 0)),
+                    int(p.get("total", 0)),
+                )
+            )
 
         try:
             fields = run_job(job, python, on_progress)

@@ -6,6 +6,7 @@ keypair come from the shared OpenStack parts. The kubeconfig is exported as a se
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from urllib.parse import urlparse
 
 import pulumi
@@ -28,7 +29,7 @@ def _api_host(url: str | None) -> str | None:
     return urlparse(url if "://" in url else f"https://{url}").hostname
 
 
-def _nth(index: int):
+def _nth(index: int) -> Callable[[Sequence[str] | None], str | None]:
     return lambda items: items[index] if items and index < len(items) else None
 
 
@@ -74,7 +75,7 @@ class MagnumK8sLab(pulumi.ComponentResource):
             merge_labels=True,
             opts=child,
         )
-        self.kubeconfig: pulumi.Output[str] = pulumi.Output.secret(
+        self.kubeconfig: pulumi.Output[str | None] = pulumi.Output.secret(
             self.cluster.kubeconfig.apply(lambda k: (k or {}).get("raw_config"))
         )
         api = self.cluster.api_address

@@ -9,6 +9,7 @@ named ``<lab>-...`` and tagged with the lab where the API has tags.
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +34,7 @@ class OpenStackBase:
     rules: list[openstack.networking.SecGroupRule]
 
 
-def _first(items: list[str] | None) -> str | None:
+def _first(items: Sequence[str] | None) -> str | None:
     return items[0] if items else None
 
 
@@ -128,7 +129,15 @@ def build_base(cfg: LabConfig, parent: pulumi.Resource, *, secgroup: bool = True
                 )
             )
     return OpenStackBase(
-        provider, external, image, network, subnet, router, router_interface, keypair, group,
+        provider,
+        external,
+        image,
+        network,
+        subnet,
+        router,
+        router_interface,
+        keypair,
+        group,
         rules,
     )
 

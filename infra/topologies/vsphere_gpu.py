@@ -70,6 +70,8 @@ class VsphereGpuLab(pulumi.ComponentResource):
             if cfg.mode == "passthrough"
             else None
         )
+        domain = cfg.domain
+        assert domain is not None  # infra.config defaults it (gpulab.local)
         self.vms: list[vsphere.VirtualMachine] = []
         self.vgpus: list[Any] = []
         self.hosts = []
@@ -104,7 +106,7 @@ class VsphereGpuLab(pulumi.ComponentResource):
                     template_uuid=template.id,
                     customize=vsphere.VirtualMachineCloneCustomizeArgs(
                         linux_options=vsphere.VirtualMachineCloneCustomizeLinuxOptionsArgs(
-                            host_name=name, domain=cfg.domain
+                            host_name=name, domain=domain
                         ),
                         network_interfaces=[
                             vsphere.VirtualMachineCloneCustomizeNetworkInterfaceArgs()
@@ -171,6 +173,9 @@ class VsphereGpuLab(pulumi.ComponentResource):
     def _attach_vgpu(self, cfg: LabConfig, name: str, vm: vsphere.VirtualMachine) -> Any:
         from infra.dynamic.vgpu import VgpuProfile
 
+        # infra.config requires these for mode vgpu.
+        assert cfg.vgpu_profile is not None and cfg.vsphere_server is not None
+        assert cfg.vsphere_user is not None
         return VgpuProfile(
             f"{name}-vgpu",
             vm_uuid=vm.uuid,
