@@ -64,19 +64,36 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--image-size", type=int, dest="image_size", help="square input size in px")
     p.add_argument("--out", required=True, help="JSON Lines file the records are appended to")
     env = os.environ.get
-    p.add_argument("--topology", default=env("GPULAB_TOPOLOGY") or "local",
-                   help="topology label (default $GPULAB_TOPOLOGY, else local)")
-    p.add_argument("--arm", default=env("GPULAB_ARM") or "native",
-                   help="comparison-arm label (default $GPULAB_ARM, else native)")
-    p.add_argument("--gpu-path", dest="gpu_path", default=env("GPULAB_GPU_PATH") or None,
-                   help="the host's gpu_path, as the lab states it (default $GPULAB_GPU_PATH; "
-                   "none: records carry no setting)")
-    p.add_argument("--exec-env", dest="exec_env", default=env("GPULAB_EXEC_ENV") or None,
-                   help="execution environment: native, docker, apptainer (or singularity), "
-                   "k8s, bitfusion (default $GPULAB_EXEC_ENV, else native)")
-    p.add_argument("--sharing", default=env("GPULAB_SHARING") or None,
-                   help="GPU sharing: exclusive, vgpu, bitfusion, time-slicing, mps, mig "
-                   "[:DETAIL] (default $GPULAB_SHARING, else from gpu_path)")
+    p.add_argument(
+        "--topology",
+        default=env("GPULAB_TOPOLOGY") or "local",
+        help="topology label (default $GPULAB_TOPOLOGY, else local)",
+    )
+    p.add_argument(
+        "--arm",
+        default=env("GPULAB_ARM") or "native",
+        help="comparison-arm label (default $GPULAB_ARM, else native)",
+    )
+    p.add_argument(
+        "--gpu-path",
+        dest="gpu_path",
+        default=env("GPULAB_GPU_PATH") or None,
+        help="the host's gpu_path, as the lab states it (default $GPULAB_GPU_PATH; "
+        "none: records carry no setting)",
+    )
+    p.add_argument(
+        "--exec-env",
+        dest="exec_env",
+        default=env("GPULAB_EXEC_ENV") or None,
+        help="execution environment: native, docker, apptainer (or singularity), "
+        "k8s, bitfusion (default $GPULAB_EXEC_ENV, else native)",
+    )
+    p.add_argument(
+        "--sharing",
+        default=env("GPULAB_SHARING") or None,
+        help="GPU sharing: exclusive, vgpu, bitfusion, time-slicing, mps, mig "
+        "[:DETAIL] (default $GPULAB_SHARING, else from gpu_path)",
+    )
     p.add_argument("--backend", choices=("tensorflow", "jax", "torch"), help="Keras backend")
 
 
@@ -87,24 +104,39 @@ def _bench(args: argparse.Namespace) -> int:
     from workloads.suites import resolve_suite
 
     expected_device()  # a bad GPULAB_EXPECT_DEVICE fails here, before anything runs
-    suite = resolve_suite(args.suite, args.model, args.batch, args.steps, args.warmup,
-                          args.repeats, args.image_size)
+    suite = resolve_suite(
+        args.suite, args.model, args.batch, args.steps, args.warmup, args.repeats, args.image_size
+    )
 
     def progress(event: Any) -> None:
         if event.kind == "finish":
             rec = event.record
             ips = rec.get("images_per_sec")
             rate = f"{ips:.1f} images/sec" if ips else rec.get("error") or ""
-            print(f"[{event.index + 1}/{event.total}] {rec['experiment']} repeat "
-                  f"{rec['repeat']}: {rec['status']} {rate}", file=sys.stderr, flush=True)
+            print(
+                f"[{event.index + 1}/{event.total}] {rec['experiment']} repeat "
+                f"{rec['repeat']}: {rec['status']} {rate}",
+                file=sys.stderr,
+                flush=True,
+            )
 
     setting = setting_from_options(args.gpu_path, args.exec_env, args.sharing)
-    result = run_bench(suite, args.out, topology=args.topology, arm=args.arm,
-                       backend=args.backend, progress=progress, setting=setting)
+    result = run_bench(
+        suite,
+        args.out,
+        topology=args.topology,
+        arm=args.arm,
+        backend=args.backend,
+        progress=progress,
+        setting=setting,
+    )
     print(f"{len(result.records)} record(s) -> {result.out}", file=sys.stderr)
     if setting is None and result.records:
-        print("python -m workloads: warning: no --gpu-path (GPULAB_GPU_PATH): the records carry "
-              "no setting (reported as unknown setting)", file=sys.stderr)
+        print(
+            "python -m workloads: warning: no --gpu-path (GPULAB_GPU_PATH): the records carry "
+            "no setting (reported as unknown setting)",
+            file=sys.stderr,
+        )
     return result.exit_code
 
 
@@ -140,8 +172,9 @@ def _measure() -> int:
     job = Job.from_json(json.loads(sys.stdin.read()))
 
     def progress(phase: str, step: int, total: int) -> None:
-        proto.write(PREFIX + "progress " + json.dumps(
-            {"phase": phase, "step": step, "total": total}) + "\n")
+        proto.write(
+            PREFIX + "progress " + json.dumps({"phase": phase, "step": step, "total": total}) + "\n"
+        )
 
     job.progress = progress
     fields: dict[str, Any]
@@ -161,7 +194,8 @@ def _measure() -> int:
     fields["elapsed_s"] = time.time() - job.launched_at
     fields.setdefault("params", {})["pid"] = os.getpid()  # each repetition is its own process
     fields["started_at"] = datetime.fromtimestamp(job.launched_at, UTC).isoformat(
-        timespec="milliseconds")
+        timespec="milliseconds"
+    )
     fields["finished_at"] = datetime.now(UTC).isoformat(timespec="milliseconds")
     emit_result(proto, fields)
     return 0
@@ -172,8 +206,10 @@ def _list() -> int:
     from workloads.suites import list_suites
 
     for spec in MODELS.values():
-        print(f"model {spec.name}: batch {spec.default_batch}, input "
-              f"{spec.image_size}x{spec.image_size}x{spec.channels}, min {spec.min_image_size} px")
+        print(
+            f"model {spec.name}: batch {spec.default_batch}, input "
+            f"{spec.image_size}x{spec.image_size}x{spec.channels}, min {spec.min_image_size} px"
+        )
     for name in list_suites():
         print(f"suite {name}")
     return 0

@@ -30,8 +30,9 @@ def report_cmd(
     out: Annotated[Path, typer.Option("--out", help="Output directory.")] = Path("results/report"),
     published: Annotated[
         Path | None,
-        typer.Option(help="Published results YAML (default: workloads/reference/).",
-                     show_default=False),
+        typer.Option(
+            help="Published results YAML (default: workloads/reference/).", show_default=False
+        ),
     ] = None,
     link_figures: Annotated[
         bool,
@@ -64,8 +65,12 @@ def report_cmd(
 
         read_input_text(published, "published results")
     res = build_report(
-        inputs, out, baseline=baseline, published=published,
-        embed_figures=not link_figures, title=title,
+        inputs,
+        out,
+        baseline=baseline,
+        published=published,
+        embed_figures=not link_figures,
+        title=title,
     )
     console = Console()
     console.print(console_report(res))  # what ran, then the checkable claims

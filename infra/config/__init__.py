@@ -97,7 +97,7 @@ def from_pulumi_config() -> LabConfig:
     secret_keys = set(runtime_config.get_config_secret_keys_env())
     raw: dict[str, Any] = {}
     for full_key in sorted(k for k in keys if k.startswith(prefix)):
-        key = full_key[len(prefix):]
+        key = full_key[len(prefix) :]
         field = BY_KEY.get(key)
         is_secret = runtime_config.is_config_secret(full_key) or full_key in secret_keys
         if field is not None and field.secret and is_secret:

@@ -27,21 +27,40 @@ def test_catalogue_entries_run_through_python_m_workloads_bench(tmp_path: Path) 
         "name": "catalogue-e2e",
         "defaults": {"warmup": 1, "steps": 2, "timeout_s": 240},
         "experiments": [
-            {"experiment": "single_real", "model": "alexnet", "data": "real", "batch": 4,
-             "image_size": 67, "claims": ["closer2018/single_real"]},
+            {
+                "experiment": "single_real",
+                "model": "alexnet",
+                "data": "real",
+                "batch": 4,
+                "image_size": 67,
+                "claims": ["closer2018/single_real"],
+            },
             {"experiment": "deepbench_gemm", "model": "gemm", "scenario": "kernel"},
-            {"experiment": "mnist_epochs", "model": "mnist_cnn", "scenario": "mnist_epochs",
-             "data": "real", "batch": 64, "options": {"epochs": 1, "data_dir": str(idx)}},
+            {
+                "experiment": "mnist_epochs",
+                "model": "mnist_cnn",
+                "scenario": "mnist_epochs",
+                "data": "real",
+                "batch": 64,
+                "options": {"epochs": 1, "data_dir": str(idx)},
+            },
         ],
     }
     path = tmp_path / "suite.yaml"
     path.write_text(yaml.safe_dump(suite))
     out = tmp_path / "records.jsonl"
-    env = dict(os.environ, GPULAB_DATA_DIR=str(shards), TF_CPP_MIN_LOG_LEVEL="2",
-               PYTHONPATH=str(REPO))
-    proc = subprocess.run([sys.executable, "-m", "workloads", "bench", "--suite", str(path),
-                           "--out", str(out)], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
+    env = dict(
+        os.environ, GPULAB_DATA_DIR=str(shards), TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=str(REPO)
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "workloads", "bench", "--suite", str(path), "--out", str(out)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     recs = read_records(out)
     assert proc.returncode == 0, (proc.stderr[-2000:], [r.get("error") for r in recs])
     by_exp = {r["experiment"]: r for r in recs}

@@ -13,14 +13,23 @@ from workloads.scenarios.procs import pid_alive
 
 
 def _job(**options: object) -> Job:
-    return Job(suite="t", experiment="distributed_synthetic", model="mnist_cnn",
-               scenario="distributed", batch=16, steps=4, warmup=1, options=dict(options),
-               timeout_s=300)
+    return Job(
+        suite="t",
+        experiment="distributed_synthetic",
+        model="mnist_cnn",
+        scenario="distributed",
+        batch=16,
+        steps=4,
+        warmup=1,
+        options=dict(options),
+        timeout_s=300,
+    )
 
 
 def _record(fields: dict) -> dict:
-    return make_record(run_id="r", suite="t", experiment="d", model="mnist_cnn",
-                       scenario="distributed", **fields)
+    return make_record(
+        run_id="r", suite="t", experiment="d", model="mnist_cnn", scenario="distributed", **fields
+    )
 
 
 def test_parameter_server_one_ps_two_workers() -> None:
@@ -42,8 +51,9 @@ def test_parameter_server_one_ps_two_workers() -> None:
 def test_worker_whose_peer_never_comes_is_killed_at_the_deadline() -> None:
     # Only worker:0 of a 2-worker all-reduce job starts here (its peer would be another
     # host's task): it waits for the peer forever, so the deadline must SIGKILL it.
-    fields = distributed.run(_job(mode="allreduce", workers=2, launch="task", task="worker:0",
-                                  deadline_s=6))
+    fields = distributed.run(
+        _job(mode="allreduce", workers=2, launch="task", task="worker:0", deadline_s=6)
+    )
     rec = _record(fields)
     assert rec["status"] == "failed"
     assert "deadline 6 s passed" in rec["error"] and "SIGKILLed worker:0" in rec["error"]
@@ -54,16 +64,18 @@ def test_worker_whose_peer_never_comes_is_killed_at_the_deadline() -> None:
 
 def test_tf_config_from_the_template() -> None:
     cluster = distributed.cluster_spec("ps", ["10.0.0.1", "10.0.0.2", "10.0.0.3"], 2, 2222)
-    assert cluster == {"chief": ["10.0.0.1:2222"], "ps": ["10.0.0.1:2223"],
-                       "worker": ["10.0.0.2:2222", "10.0.0.3:2222"]}
+    assert cluster == {
+        "chief": ["10.0.0.1:2222"],
+        "ps": ["10.0.0.1:2223"],
+        "worker": ["10.0.0.2:2222", "10.0.0.3:2222"],
+    }
     cfg = json.loads(distributed.render_tf_config(cluster, "worker", 1))
     assert cfg == {"cluster": cluster, "task": {"type": "worker", "index": 1}}
     ar = distributed.cluster_spec("allreduce", ["a", "b"], 3, 5000)
     assert ar == {"worker": ["a:5000", "b:5000", "a:5001"]}
     # the built-in fallback (hosts that got workloads/ alone) is byte-identical
     for c, role, i in ((cluster, "chief", 0), (cluster, "ps", 0), (ar, "worker", 2)):
-        assert distributed.render_tf_config(c, role, i) == distributed.builtin_tf_config(
-            c, role, i)
+        assert distributed.render_tf_config(c, role, i) == distributed.builtin_tf_config(c, role, i)
 
 
 def test_hosts_and_task_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -76,9 +88,15 @@ def test_hosts_and_task_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
 
 @pytest.mark.parametrize(
     ("options", "match"),
-    [({"mode": "ring"}, "'mode'"), ({"workers": 0}, "'workers'"), ({"hosts": []}, "'hosts'"),
-     ({"hosts": ["10.0.0.9"]}, "'base_port'"), ({"launch": "task", "task": "boss:0"}, "'task'"),
-     ({"deadline_s": -1}, "'deadline_s'"), ({"gpus": 2}, "'gpus'")],
+    [
+        ({"mode": "ring"}, "'mode'"),
+        ({"workers": 0}, "'workers'"),
+        ({"hosts": []}, "'hosts'"),
+        ({"hosts": ["10.0.0.9"]}, "'base_port'"),
+        ({"launch": "task", "task": "boss:0"}, "'task'"),
+        ({"deadline_s": -1}, "'deadline_s'"),
+        ({"gpus": 2}, "'gpus'"),
+    ],
 )
 def test_distributed_option_errors(options: dict, match: str) -> None:
     with pytest.raises(InputError, match=match):
@@ -118,15 +136,26 @@ def test_one_task_per_host_launch_as_across_hosts() -> None:
     tasks = ["chief:0", "ps:0", "worker:0", "worker:1"]
 
     def one(task: str) -> dict:
-        return distributed.run(_job(mode="ps", workers=2, hosts=["127.0.0.1"], base_port=base,
-                                    launch="task", task=task, deadline_s=120))
+        return distributed.run(
+            _job(
+                mode="ps",
+                workers=2,
+                hosts=["127.0.0.1"],
+                base_port=base,
+                launch="task",
+                task=task,
+                deadline_s=120,
+            )
+        )
 
     with ThreadPoolExecutor(4) as pool:
         out = dict(zip(tasks, pool.map(one, tasks), strict=True))
     chief = _record(out["chief:0"])
     assert chief["status"] == "ok", chief.get("error")
-    assert chief["params"]["cluster"]["worker"] == [f"127.0.0.1:{base + 2}",
-                                                    f"127.0.0.1:{base + 3}"]
+    assert chief["params"]["cluster"]["worker"] == [
+        f"127.0.0.1:{base + 2}",
+        f"127.0.0.1:{base + 3}",
+    ]
     assert chief["images_per_sec"] > 0 and chief["global_batch"] == 32
     for task in tasks[1:]:  # servers stop once the chief has come and gone: ok, kind job
         rec = _record(out[task])
@@ -139,10 +168,19 @@ def test_multi_worker_all_reduce_on_real_tfrecord_shards(tmp_path) -> None:
     from workloads.data.imagenet_writer import write_imagenet_like
 
     write_imagenet_like(tmp_path, images=12, shards=2, image_size=80, classes=1000)
-    job = Job(suite="t", experiment="distributed_real", model="alexnet", data="real",
-              scenario="distributed", batch=2, steps=2, warmup=1, image_size=67,
-              options={"mode": "allreduce", "workers": 2, "data_dir": str(tmp_path)},
-              timeout_s=300)
+    job = Job(
+        suite="t",
+        experiment="distributed_real",
+        model="alexnet",
+        data="real",
+        scenario="distributed",
+        batch=2,
+        steps=2,
+        warmup=1,
+        image_size=67,
+        options={"mode": "allreduce", "workers": 2, "data_dir": str(tmp_path)},
+        timeout_s=300,
+    )
     rec = _record(distributed.run(job))
     assert rec["status"] == "ok", rec.get("error")
     assert rec["global_batch"] == 4 and rec["params"]["image_size"] == 67

@@ -14,11 +14,20 @@ from workloads.scenarios import Job
 
 @pytest.mark.parametrize("name", fathom.FATHOM_MODELS)
 def test_fathom_model_trains_and_is_timed(name: str) -> None:
-    job = Job(suite="t", experiment="fathom", model=name, scenario="fathom", batch=4, steps=3,
-              warmup=1, options={"size": "tiny"})
+    job = Job(
+        suite="t",
+        experiment="fathom",
+        model=name,
+        scenario="fathom",
+        batch=4,
+        steps=3,
+        warmup=1,
+        options={"size": "tiny"},
+    )
     fields = fathom.run(job)
-    rec = make_record(run_id="r", suite="t", experiment="fathom", model=name, scenario="fathom",
-                      **fields)
+    rec = make_record(
+        run_id="r", suite="t", experiment="fathom", model=name, scenario="fathom", **fields
+    )
     assert len(rec["step_times_s"]) == 3 and all(t > 0 for t in rec["step_times_s"])
     wall = rec["metrics"]["timed_wall_s"]
     assert math.isclose(wall, sum(rec["step_times_s"]), rel_tol=1e-6)
@@ -43,8 +52,9 @@ def test_fathom_losses_are_finite_and_fall() -> None:
 def test_full_size_parameter_counts() -> None:
     # DQN (Mnih et al. 2015) with 18 actions; ResNet-34 on ImageNet: 21.8 M
     assert fathom.build("deepq", 1, "full").model.count_params() == 1_693_362
-    assert fathom.build("residual", 1, "full").model.count_params() == pytest.approx(21.8e6,
-                                                                                   rel=0.01)
+    assert fathom.build("residual", 1, "full").model.count_params() == pytest.approx(
+        21.8e6, rel=0.01
+    )
 
 
 def test_fathom_bad_input() -> None:

@@ -14,15 +14,24 @@ from workloads.scenarios import Job
 
 
 def _job(kernel: str, **options: object) -> Job:
-    return Job(suite="t", experiment=f"k-{kernel}", model=kernel, scenario="kernel",
-               batch=1, steps=3, warmup=1, options=dict(options))
+    return Job(
+        suite="t",
+        experiment=f"k-{kernel}",
+        model=kernel,
+        scenario="kernel",
+        batch=1,
+        steps=3,
+        warmup=1,
+        options=dict(options),
+    )
 
 
 @pytest.mark.parametrize("kernel", ["gemm", "conv", "rnn"])
 def test_compute_kernel_records(kernel: str) -> None:
     fields = kernels.run(_job(kernel))
-    rec = make_record(run_id="r", suite="t", experiment="x", model=kernel, scenario="kernel",
-                      **fields)
+    rec = make_record(
+        run_id="r", suite="t", experiment="x", model=kernel, scenario="kernel", **fields
+    )
     assert rec["kind"] == "kernel"
     results = rec["params"]["results"]
     assert len(results) == len(shapes.select(kernel, "tiny")) >= 2
@@ -65,7 +74,8 @@ def test_bandwidth_pinned_to_the_node_and_unpinned() -> None:
     fields = kernels.run(_job("bandwidth", directions=["h2d"], affinities=["none", "local"]))
     res = fields["params"]["results"]
     assert {(r["shape"]["affinity"], r["shape"]["bytes"]) for r in res} == {
-        (a, b) for a in ("none", "local") for b in shapes.BANDWIDTH_TINY}
+        (a, b) for a in ("none", "local") for b in shapes.BANDWIDTH_TINY
+    }
     local = [r for r in res if r["shape"]["affinity"] == "local"]
     assert all(r["shape"]["cpus"] == sorted(comm.node_cpus(0)) for r in local)
     assert all(r["gbps"] > 0 for r in res)
@@ -81,8 +91,13 @@ def test_bandwidth_remote_needs_a_second_node() -> None:
 
 @pytest.mark.parametrize(
     ("options", "match"),
-    [({"sizes": "huge"}, "sizes"), ({"bogus": 1}, "bogus"), ({"mode": "backward"}, "mode"),
-     ({"devices": 0}, "devices"), ({"affinities": ["far"]}, "affinities")],
+    [
+        ({"sizes": "huge"}, "sizes"),
+        ({"bogus": 1}, "bogus"),
+        ({"mode": "backward"}, "mode"),
+        ({"devices": 0}, "devices"),
+        ({"affinities": ["far"]}, "affinities"),
+    ],
 )
 def test_kernel_option_errors_name_the_key(options: dict, match: str) -> None:
     with pytest.raises(InputError, match=match):

@@ -11,15 +11,30 @@ from workloads.scenarios import Job, mnist_epochs
 
 
 def _job(data: str, **options: object) -> Job:
-    return Job(suite="t", experiment="mnist_epochs", model="mnist_cnn", scenario="mnist_epochs",
-               data=data, batch=64, steps=1, warmup=0, options=dict(options))
+    return Job(
+        suite="t",
+        experiment="mnist_epochs",
+        model="mnist_cnn",
+        scenario="mnist_epochs",
+        data=data,
+        batch=64,
+        steps=1,
+        warmup=0,
+        options=dict(options),
+    )
 
 
 def test_epochs_on_real_idx_files(tmp_path) -> None:
     mnist.write_mnist_like(tmp_path, train=640, test=200, gz=True)
     fields = mnist_epochs.run(_job("real", epochs=3, data_dir=str(tmp_path), learning_rate=0.1))
-    rec = make_record(run_id="r", suite="t", experiment="mnist_epochs", model="mnist_cnn",
-                      scenario="mnist_epochs", **fields)
+    rec = make_record(
+        run_id="r",
+        suite="t",
+        experiment="mnist_epochs",
+        model="mnist_cnn",
+        scenario="mnist_epochs",
+        **fields,
+    )
     m = rec["metrics"]
     assert rec["kind"] == "job" and m["epochs"] == 3
     assert rec["params"]["steps_per_epoch"] == 10 and rec["params"]["train_images"] == 640
@@ -36,9 +51,10 @@ def test_real_data_needs_a_directory(monkeypatch: pytest.MonkeyPatch, tmp_path) 
         mnist_epochs.run(_job("real", epochs=1, data_dir=str(tmp_path)))
 
 
-@pytest.mark.parametrize(("options", "match"), [({"epochs": 0}, "'epochs'"),
-                                                ({"limit": -5}, "'limit'"),
-                                                ({"batches": 3}, "'batches'")])
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [({"epochs": 0}, "'epochs'"), ({"limit": -5}, "'limit'"), ({"batches": 3}, "'batches'")],
+)
 def test_option_errors(options: dict, match: str) -> None:
     with pytest.raises(InputError, match=match):
         mnist_epochs.check_options(options)

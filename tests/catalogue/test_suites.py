@@ -10,8 +10,9 @@ import yaml
 from workloads.errors import InputError
 from workloads.suites import load_suite, parse_suite
 
-REFERENCE = Path(__file__).resolve().parents[2] / "workloads" / "reference" / \
-    "published-results.yaml"
+REFERENCE = (
+    Path(__file__).resolve().parents[2] / "workloads" / "reference" / "published-results.yaml"
+)
 SUITES = ("closer2018", "vmware-mnist", "ibm-containers", "bitfusion-sharing")
 
 
@@ -44,16 +45,31 @@ def test_closer2018_is_the_papers_whole_matrix() -> None:
     dist = [e for e in suite.entries if e.scenario == "distributed"]
     assert all(e.options["mode"] == "ps" and e.options["workers"] == 2 for e in dist)
     shared = [e for e in suite.entries if e.scenario == "shared"]
-    assert all((e.options["background_model"], e.options["background_batch"]) ==
-               ("alexnet", 512) for e in shared)
+    assert all(
+        (e.options["background_model"], e.options["background_batch"]) == ("alexnet", 512)
+        for e in shared
+    )
 
 
 def test_ibm_and_bitfusion_cover_their_workloads() -> None:
     ibm = load_suite("ibm-containers")
     assert {e.model for e in ibm.entries if e.scenario == "kernel"} == {
-        "gemm", "conv", "rnn", "allreduce", "bandwidth"}
+        "gemm",
+        "conv",
+        "rnn",
+        "allreduce",
+        "bandwidth",
+    }
     assert {e.model for e in ibm.entries if e.scenario == "fathom"} == {
-        "seq2seq", "memnet", "speech", "autoenc", "residual", "vgg", "alexnet", "deepq"}
+        "seq2seq",
+        "memnet",
+        "speech",
+        "autoenc",
+        "residual",
+        "vgg",
+        "alexnet",
+        "deepq",
+    }
     bf = load_suite("bitfusion-sharing")
     assert all(e.scenario == "sharing" and e.options["jobs"] == 4 for e in bf.entries)
     assert all(e.repeats == 5 for e in bf.entries)
@@ -65,16 +81,20 @@ def _entry(**fields: object) -> dict:
 
 @pytest.mark.parametrize(
     ("entry", "match"),
-    [({"model": "gemm", "scenario": "kernel", "options": {"sizes": "huge"}}, "sizes"),
-     ({"model": "fft", "scenario": "kernel"}, "fft"),
-     ({"model": "bert", "scenario": "fathom"}, "bert"),
-     ({"model": "mnist_cnn", "scenario": "distributed", "options": {"mode": "ring"}}, "mode"),
-     ({"model": "alexnet", "scenario": "shared", "options": {"background_batch": -1}},
-      "background_batch"),
-     ({"model": "alexnet", "scenario": "sharing", "options": {"jobs": "four"}}, "jobs"),
-     ({"model": "mnist_cnn", "scenario": "mnist_epochs", "options": {"epochs": 0}}, "epochs"),
-     ({"model": "alexnet", "scenario": "mnist_epochs"}, "alexnet"),
-     ({"model": "alexnet", "data": "imagenet"}, "imagenet")],
+    [
+        ({"model": "gemm", "scenario": "kernel", "options": {"sizes": "huge"}}, "sizes"),
+        ({"model": "fft", "scenario": "kernel"}, "fft"),
+        ({"model": "bert", "scenario": "fathom"}, "bert"),
+        ({"model": "mnist_cnn", "scenario": "distributed", "options": {"mode": "ring"}}, "mode"),
+        (
+            {"model": "alexnet", "scenario": "shared", "options": {"background_batch": -1}},
+            "background_batch",
+        ),
+        ({"model": "alexnet", "scenario": "sharing", "options": {"jobs": "four"}}, "jobs"),
+        ({"model": "mnist_cnn", "scenario": "mnist_epochs", "options": {"epochs": 0}}, "epochs"),
+        ({"model": "alexnet", "scenario": "mnist_epochs"}, "alexnet"),
+        ({"model": "alexnet", "data": "imagenet"}, "imagenet"),
+    ],
 )
 def test_bad_catalogue_entries_are_one_clear_error(entry: dict, match: str) -> None:
     with pytest.raises(InputError, match=match):
@@ -82,8 +102,12 @@ def test_bad_catalogue_entries_are_one_clear_error(entry: dict, match: str) -> N
 
 
 def test_same_experiment_twice_with_the_same_model_is_rejected() -> None:
-    doc = {"experiments": [{"experiment": "shared", "model": "alexnet", "batch": 32},
-                           {"experiment": "shared", "model": "alexnet", "batch": 32}]}
+    doc = {
+        "experiments": [
+            {"experiment": "shared", "model": "alexnet", "batch": 32},
+            {"experiment": "shared", "model": "alexnet", "batch": 32},
+        ]
+    }
     with pytest.raises(InputError, match="appears twice"):
         parse_suite(doc, "dup")
     doc["experiments"][1]["batch"] = 512
@@ -96,4 +120,6 @@ def test_catalogue_smoke_covers_every_catalogue_scenario() -> None:
     suite = load_suite("catalogue-smoke")
     assert {e.scenario for e in suite.entries} == set(SCENARIOS) - {"single"}
     assert {e.options.get("mode") for e in suite.entries if e.scenario == "distributed"} == {
-        "ps", "allreduce"}
+        "ps",
+        "allreduce",
+    }

@@ -12,8 +12,14 @@ from typing import Any
 
 
 def res(**attrs: Any) -> SimpleNamespace:
-    base = {"id": f"{attrs.get('name') or 'x'}-id", "name": None, "tags": [], "metadata": {},
-            "labels": {}, "status": None}
+    base = {
+        "id": f"{attrs.get('name') or 'x'}-id",
+        "name": None,
+        "tags": [],
+        "metadata": {},
+        "labels": {},
+        "status": None,
+    }
     base.update(attrs)
     return SimpleNamespace(**base)
 
@@ -36,8 +42,9 @@ class _Image(_Service):
 
 
 class _Compute(_Service):
-    def find_flavor(self, name: str, ignore_missing: bool = True, *,
-                    get_extra_specs: bool = False) -> Any:
+    def find_flavor(
+        self, name: str, ignore_missing: bool = True, *, get_extra_specs: bool = False
+    ) -> Any:
         self._call("find_flavor")
         return next((f for f in self._owner.flavors if f.name == name), None)
 
@@ -127,8 +134,13 @@ class OpenStackDouble:
         self.flavors: list[Any] = []
         self.networks: list[Any] = []
         self.limits: dict[str, int] = {
-            "instances": 10, "instances_used": 0, "total_cores": 100, "total_cores_used": 0,
-            "total_ram": 1048576, "total_ram_used": 0}
+            "instances": 10,
+            "instances_used": 0,
+            "total_cores": 100,
+            "total_cores_used": 0,
+            "total_ram": 1048576,
+            "total_ram_used": 0,
+        }
         self.fip_quota: dict[str, int] = {"limit": 10, "used": 0, "reserved": 0}
         self.servers: list[Any] = []
         self.floating_ips: list[Any] = []

@@ -29,15 +29,18 @@ def lab_nodes(ironic: Any) -> Iterator[Any]:
       mix-nopower (available, power state never known): CUSTOM_GPU_MIX
     - audit-active: CUSTOM_GPU_AUDIT, deployed (active), as a lab leaves it before undeploy
     """
-    enroll(ironic.conn, {
-        "ready-a": {"rc": "gpu.ready", "traits": ["CUSTOM_NVLINK"]},
-        "ready-b": {"rc": "gpu.ready", "traits": ["CUSTOM_NVLINK"]},
-        "mix-ok": {"rc": "gpu.mix"},
-        "mix-maint": {"rc": "gpu.mix", "maintenance": "fan failure"},
-        "mix-manage": {"rc": "gpu.mix", "state": "manageable"},
-        "mix-nopower": {"rc": "gpu.mix", "power": False},
-        "audit-active": {"rc": "gpu.audit", "state": "active"},
-    })
+    enroll(
+        ironic.conn,
+        {
+            "ready-a": {"rc": "gpu.ready", "traits": ["CUSTOM_NVLINK"]},
+            "ready-b": {"rc": "gpu.ready", "traits": ["CUSTOM_NVLINK"]},
+            "mix-ok": {"rc": "gpu.mix"},
+            "mix-maint": {"rc": "gpu.mix", "maintenance": "fan failure"},
+            "mix-manage": {"rc": "gpu.mix", "state": "manageable"},
+            "mix-nopower": {"rc": "gpu.mix", "power": False},
+            "audit-active": {"rc": "gpu.audit", "state": "active"},
+        },
+    )
     yield ironic.conn
 
 
@@ -87,8 +90,7 @@ def test_audit_flags_deployed_node_until_undeployed(lab_nodes: Any) -> None:
     assert [(r.name, r.passed) for r in rows] == [("ironic node audit-active", False)]
     assert "provision state active" in rows[0].detail
     assert rows[0].fix == "openstack baremetal node undeploy audit-active"
-    lab_nodes.baremetal.set_node_provision_state("audit-active", "deleted", wait=True,
-                                                 timeout=60)
+    lab_nodes.baremetal.set_node_provision_state("audit-active", "deleted", wait=True, timeout=60)
     rows = ir.audit_nodes(lab_nodes, "gpu.audit")
     assert [r.passed for r in rows] == [True]
     assert "1 node(s) of class CUSTOM_GPU_AUDIT available" in rows[0].detail

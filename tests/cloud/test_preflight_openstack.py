@@ -35,31 +35,41 @@ def failing(rows: list[Check]) -> dict[str, Check]:
 def bm(ironic: Any) -> Iterator[Any]:
     """Nodes of the example stacks' resource class (baremetal.gpu-p100) and others."""
     t = ["CUSTOM_GPU_NVIDIA_P100"]
-    enroll(ironic.conn, {
-        "p100-0": {"rc": "baremetal.gpu-p100", "traits": t},
-        "p100-1": {"rc": "baremetal.gpu-p100", "traits": t},
-        "t4-0": {"rc": "baremetal.gpu-t4", "traits": []},
-        "t4-maint": {"rc": "baremetal.gpu-t4", "maintenance": "bad DIMM"},
-        "t4-manage": {"rc": "baremetal.gpu-t4", "state": "manageable"},
-        "k8s-0": {"rc": "baremetal.k8s", "state": "active"},
-    })
+    enroll(
+        ironic.conn,
+        {
+            "p100-0": {"rc": "baremetal.gpu-p100", "traits": t},
+            "p100-1": {"rc": "baremetal.gpu-p100", "traits": t},
+            "t4-0": {"rc": "baremetal.gpu-t4", "traits": []},
+            "t4-maint": {"rc": "baremetal.gpu-t4", "maintenance": "bad DIMM"},
+            "t4-manage": {"rc": "baremetal.gpu-t4", "state": "manageable"},
+            "k8s-0": {"rc": "baremetal.k8s", "state": "active"},
+        },
+    )
     yield ironic.conn
 
 
 def cloud_double() -> OpenStackDouble:
     d = OpenStackDouble()
-    d.images = [res(name="ubuntu-22.04-baremetal", status="active", os_distro="ubuntu"),
-                res(name="ubuntu-22.04", status="active", os_distro="ubuntu"),
-                res(name="fedora-coreos-38", status="active", os_distro="fedora-coreos")]
-    d.networks = [res(name="public", is_router_external=True, status="ACTIVE"),
-                  res(name="private", is_router_external=False, status="ACTIVE")]
+    d.images = [
+        res(name="ubuntu-22.04-baremetal", status="active", os_distro="ubuntu"),
+        res(name="ubuntu-22.04", status="active", os_distro="ubuntu"),
+        res(name="fedora-coreos-38", status="active", os_distro="fedora-coreos"),
+    ]
+    d.networks = [
+        res(name="public", is_router_external=True, status="ACTIVE"),
+        res(name="private", is_router_external=False, status="ACTIVE"),
+    ]
     d.flavors = [
         res(name="g1.p100", vcpus=8, ram=65536, extra_specs={"pci_passthrough:alias": "p100:1"}),
-        res(name="g2.p100", vcpus=16, ram=131072,
-            extra_specs={"pci_passthrough:alias": "p100:2"}),
+        res(name="g2.p100", vcpus=16, ram=131072, extra_specs={"pci_passthrough:alias": "p100:2"}),
         res(name="m1.large", vcpus=4, ram=8192, extra_specs={}),
-        res(name="bm.k8s", vcpus=40, ram=262144, extra_specs={
-            "resources:CUSTOM_BAREMETAL_K8S": "1", "resources:VCPU": "0"}),
+        res(
+            name="bm.k8s",
+            vcpus=40,
+            ram=262144,
+            extra_specs={"resources:CUSTOM_BAREMETAL_K8S": "1", "resources:VCPU": "0"},
+        ),
     ]
     d.magnum_services = [res(name=None, binary="magnum-conductor", state="up", host="ctl-1")]
     return d
@@ -71,25 +81,32 @@ def test_ironic_bm_preflight_passes_with_double_cloud_and_real_ironic(bm: Any) -
     text = show(rows, "preflight ironic-bm (passing)")
     assert failing(rows) == {}
     names = [r.name for r in rows]
-    assert names == ["image ubuntu-22.04-baremetal", "external network public",
-                     "ironic nodes CUSTOM_BAREMETAL_GPU_P100", "quota instances", "quota cores",
-                     "quota ram MB", "quota floating IPs"]
+    assert names == [
+        "image ubuntu-22.04-baremetal",
+        "external network public",
+        "ironic nodes CUSTOM_BAREMETAL_GPU_P100",
+        "quota instances",
+        "quota cores",
+        "quota ram MB",
+        "quota floating IPs",
+    ]
     assert "2 ready, 2 needed with traits CUSTOM_GPU_NVIDIA_P100" in text
     assert "needs 80, 100 free" in text  # 2 x 40 vCPUs
 
 
-def test_ironic_bm_preflight_fails_on_too_few_nodes_maintenance_and_quota_double(
-        bm: Any) -> None:
+def test_ironic_bm_preflight_fails_on_too_few_nodes_maintenance_and_quota_double(bm: Any) -> None:
     cloud = cloud_double()
     cloud.images = []
     cloud.limits.update(total_cores=100, total_cores_used=30)
-    cfg = stack("ironic-bm", resource_class="baremetal.gpu-t4", host_count=3,
-                required_traits=None)
+    cfg = stack("ironic-bm", resource_class="baremetal.gpu-t4", host_count=3, required_traits=None)
     rows = preflight(cfg, os_conn=cloud, bm_conn=bm)
     text = show(rows, "preflight ironic-bm (failing)")
     bad = failing(rows)
-    assert sorted(bad) == ["image ubuntu-22.04-baremetal", "ironic nodes CUSTOM_BAREMETAL_GPU_T4",
-                           "quota cores"]
+    assert sorted(bad) == [
+        "image ubuntu-22.04-baremetal",
+        "ironic nodes CUSTOM_BAREMETAL_GPU_T4",
+        "quota cores",
+    ]
     nodes = bad["ironic nodes CUSTOM_BAREMETAL_GPU_T4"]
     assert nodes.detail.startswith("1 ready, 3 needed")
     assert "t4-maint: in maintenance (bad DIMM)" in nodes.detail
@@ -114,8 +131,9 @@ def test_nova_pci_preflight_alias_network_quota_double() -> None:
     alias = next(r for r in rows if r.name == "pci alias p100")
     assert alias.detail == "used by g1.p100 (x1), g2.p100 (x2)"
 
-    rows = preflight(stack("nova-pci", pci_alias="a100:1", external_network="private"),
-                     os_conn=cloud)
+    rows = preflight(
+        stack("nova-pci", pci_alias="a100:1", external_network="private"), os_conn=cloud
+    )
     bad = failing(rows)
     assert sorted(bad) == ["external network private", "pci alias a100"]
     assert "nova.conf [pci] alias has name=a100" in bad["pci alias a100"].fix
@@ -137,7 +155,8 @@ def test_quota_unlimited_and_floating_ip_shortage_double() -> None:
 def test_forbidden_call_is_one_failing_row_double() -> None:
     cloud = cloud_double()
     cloud.errors["compute.get_limits"] = sdk_exc.ForbiddenException(
-        "Policy doesn't allow os_compute_api:limits to be performed.", http_status=403)
+        "Policy doesn't allow os_compute_api:limits to be performed.", http_status=403
+    )
     rows = preflight(stack("nova-pci"), os_conn=cloud)
     row = failing(rows)["quota compute"]
     assert row.detail.startswith("Nova limits: permission denied")
@@ -154,18 +173,23 @@ def test_magnum_preflight_probes_template_and_checks_flavor_and_image_double(bm:
     assert probe["name"].startswith("k8s-lab-preflight-")
     assert cloud.cluster_templates == []  # the probe was deleted
     assert next(r for r in rows if r.name == "flavor g1.p100").detail == (
-        "8 vCPU, 65536 MB; PCI alias p100 x1")
+        "8 vCPU, 65536 MB; PCI alias p100 x1"
+    )
     assert next(r for r in rows if r.name == "quota cores").detail.startswith("needs 20,")
 
     cloud = cloud_double()
     cloud.images[2].os_distro = "ubuntu"
     cloud.errors["magnum.create_cluster_template"] = sdk_exc.BadRequestException(
-        "Cluster type (vm, ubuntu, kubernetes) not supported.", http_status=400)
+        "Cluster type (vm, ubuntu, kubernetes) not supported.", http_status=400
+    )
     rows = preflight(stack("magnum-k8s", node_flavor="m1.large"), os_conn=cloud, bm_conn=bm)
     text = show(rows, "preflight magnum-k8s (failing)")
     bad = failing(rows)
-    assert sorted(bad) == ["flavor m1.large", "image fedora-coreos-38",
-                           "magnum COE kubernetes (vm)"]
+    assert sorted(bad) == [
+        "flavor m1.large",
+        "image fedora-coreos-38",
+        "magnum COE kubernetes (vm)",
+    ]
     assert "no pci_passthrough:alias extra spec" in bad["flavor m1.large"].detail
     assert "[pci])" in text  # printed as is, not eaten as rich markup
     assert "os_distro=fedora-coreos" in bad["image fedora-coreos-38"].fix
@@ -174,8 +198,11 @@ def test_magnum_preflight_probes_template_and_checks_flavor_and_image_double(bm:
 
 def test_magnum_bare_metal_checks_node_flavor_class_in_real_ironic_double(bm: Any) -> None:
     cloud = cloud_double()
-    rows = preflight(stack("magnum-k8s", server_type="bm", node_flavor="bm.k8s",
-                           docker_volume_size=None), os_conn=cloud, bm_conn=bm)
+    rows = preflight(
+        stack("magnum-k8s", server_type="bm", node_flavor="bm.k8s", docker_volume_size=None),
+        os_conn=cloud,
+        bm_conn=bm,
+    )
     bad = failing(rows)
     assert list(bad) == ["ironic nodes CUSTOM_BAREMETAL_K8S"]  # its one node is deployed
     assert "k8s-0: provision state active" in bad["ironic nodes CUSTOM_BAREMETAL_K8S"].detail
@@ -187,8 +214,7 @@ def test_magnum_bare_metal_checks_node_flavor_class_in_real_ironic_double(bm: An
 
 
 def test_provide_moves_manageable_nodes_before_counting(bm: Any) -> None:
-    cfg = stack("ironic-bm", resource_class="baremetal.gpu-t4", host_count=2,
-                required_traits=None)
+    cfg = stack("ironic-bm", resource_class="baremetal.gpu-t4", host_count=2, required_traits=None)
     rows = preflight(cfg, os_conn=cloud_double(), bm_conn=bm, provide=True)
     assert rows[2].name == "ironic provide" and rows[2].detail.endswith("t4-manage")
     assert failing(rows) == {}
@@ -198,10 +224,11 @@ def test_audit_lists_leftovers_by_name_tag_metadata_and_label_double(bm: Any) ->
     cloud = cloud_double()
     cfg = stack("magnum-k8s")  # lab k8s-lab
     assert [r.passed for r in audit(cfg, os_conn=cloud)] == [True]
-    cloud.servers = [res(name="k8s-lab-node-0", status="ACTIVE"),
-                     res(name="someone-else", tags=["other-lab"])]
-    cloud.floating_ips = [res(floating_ip_address="198.51.100.7", tags=["k8s-lab"],
-                              id="fip-1")]
+    cloud.servers = [
+        res(name="k8s-lab-node-0", status="ACTIVE"),
+        res(name="someone-else", tags=["other-lab"]),
+    ]
+    cloud.floating_ips = [res(floating_ip_address="198.51.100.7", tags=["k8s-lab"], id="fip-1")]
     cloud.volumes = [res(name="", metadata={"gpulab-lab": "k8s-lab"}, id="vol-1")]
     cloud.security_groups = [res(name="k8s-lab-sg"), res(name="default")]
     cloud.clusters = [res(name="renamed", labels={"gpulab_lab": "k8s-lab"}, id="c-1")]
@@ -221,6 +248,8 @@ def test_audit_ironic_bm_checks_nodes_back_to_available_double(bm: Any) -> None:
     cloud = cloud_double()
     rows = audit(stack("ironic-bm"), os_conn=cloud, bm_conn=bm)
     assert [(r.name, r.passed) for r in rows] == [
-        ("openstack lab bm-lab", True), ("ironic nodes", True)]
+        ("openstack lab bm-lab", True),
+        ("ironic nodes", True),
+    ]
     rows = audit(stack("ironic-bm", resource_class="baremetal.k8s"), os_conn=cloud, bm_conn=bm)
     assert failing(rows)["ironic node k8s-0"].fix == "openstack baremetal node undeploy k8s-0"

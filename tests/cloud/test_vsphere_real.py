@@ -64,7 +64,10 @@ def test_gpu_hosts_report_nvidia_devices_passthrough_and_profiles(si: Any) -> No
 
 def test_gpu_hosts_filtered_by_cluster(si: Any) -> None:
     assert [h.name for h in vs.gpu_hosts(si, cluster="DC0_C0")] == [
-        "DC0_C0_H0", "DC0_C0_H1", "DC0_C0_H2"]
+        "DC0_C0_H0",
+        "DC0_C0_H1",
+        "DC0_C0_H2",
+    ]
     assert vs.gpu_hosts(si, cluster="nope") == []
 
 
@@ -104,11 +107,17 @@ def test_audit_finds_lab_vms_by_prefix_and_annotation(si: Any) -> None:
     assert vs.audit_vms(si, prefix="vs-lab-")[0].passed
     _clone(si, "DC0_H0_VM0", "vs-lab-gpu-0")
     # the annotation infra/topologies/vsphere_gpu.py writes
-    _clone(si, "DC0_H0_VM0", "renamed-by-hand",
-           annotation="gpulab lab=vs-lab topology=vsphere-gpu mode=vgpu")
+    _clone(
+        si,
+        "DC0_H0_VM0",
+        "renamed-by-hand",
+        annotation="gpulab lab=vs-lab topology=vsphere-gpu mode=vgpu",
+    )
     rows = vs.audit_vms(si, prefix="vs-lab-", tag="vs-lab")
     assert [(r.name, r.passed) for r in rows] == [
-        ("vsphere VM renamed-by-hand", False), ("vsphere VM vs-lab-gpu-0", False)]
+        ("vsphere VM renamed-by-hand", False),
+        ("vsphere VM vs-lab-gpu-0", False),
+    ]
     assert "delete VM vs-lab-gpu-0" in rows[1].fix
     assert vs.lab_vms(si, prefix="vs-lab-") == ["vs-lab-gpu-0"]
     from pyVim.task import WaitForTask
@@ -154,11 +163,13 @@ def test_missing_permission_is_one_line() -> None:
     from pyVmomi import vim
 
     with pytest.raises(CloudError) as err, vs.guard("attach vGPU grid_p100-4q to VM x"):
-        raise vim.fault.NoPermission(privilegeId="VirtualMachine.Config.AddRemoveDevice",
-                                     object=vim.VirtualMachine("vm-42"))
+        raise vim.fault.NoPermission(
+            privilegeId="VirtualMachine.Config.AddRemoveDevice", object=vim.VirtualMachine("vm-42")
+        )
     assert str(err.value) == (
         "attach vGPU grid_p100-4q to VM x: permission denied: the user lacks "
-        "VirtualMachine.Config.AddRemoveDevice on vm-42; grant it in vCenter's roles")
+        "VirtualMachine.Config.AddRemoveDevice on vm-42; grant it in vCenter's roles"
+    )
 
 
 def test_split_server() -> None:

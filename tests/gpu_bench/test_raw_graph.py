@@ -71,21 +71,27 @@ def _full_fp32(framework: str) -> None:
         jax.config.update("jax_default_matmul_precision", "highest")
 
 
-FRAMEWORKS = {"tensorflow": ("benchmarks.gpu.raw_tf", "TfRaw"),
-              "torch": ("benchmarks.gpu.raw_torch", "TorchRaw"),
-              "jax": ("benchmarks.gpu.raw_jax", "JaxRaw")}
+FRAMEWORKS = {
+    "tensorflow": ("benchmarks.gpu.raw_tf", "TfRaw"),
+    "torch": ("benchmarks.gpu.raw_torch", "TorchRaw"),
+    "jax": ("benchmarks.gpu.raw_jax", "JaxRaw"),
+}
 
 
 @pytest.mark.parametrize("framework", list(FRAMEWORKS))
-@pytest.mark.parametrize("model, size, batch, training", [
-    ("mnist_cnn", None, 2, False),
-    # batch-norm statistics in training mode; 64 px keeps 2x2 at the end, since batch
-    # statistics over 2 values (1x1 x batch 2) amplify round-off between frameworks
-    ("resnet50", 64, 4, True),
-    ("inception_v3", 75, 2, False),  # average pooling 'same', concatenation, 1x3/3x1 convs
-])
-def test_raw_forward_equals_keras(framework: str, model: str, size: int | None, batch: int,
-                                  training: bool) -> None:
+@pytest.mark.parametrize(
+    "model, size, batch, training",
+    [
+        ("mnist_cnn", None, 2, False),
+        # batch-norm statistics in training mode; 64 px keeps 2x2 at the end, since batch
+        # statistics over 2 values (1x1 x batch 2) amplify round-off between frameworks
+        ("resnet50", 64, 4, True),
+        ("inception_v3", 75, 2, False),  # average pooling 'same', concatenation, 1x3/3x1 convs
+    ],
+)
+def test_raw_forward_equals_keras(
+    framework: str, model: str, size: int | None, batch: int, training: bool
+) -> None:
     if importlib.util.find_spec(framework) is None:
         pytest.skip(f"{framework} is not installed here (it is on the GPU machines)")
     from workloads.models import MODELS
@@ -112,15 +118,26 @@ def _rec(arm: str, ips: float, ratio: float | None = None) -> dict:
     m = {"mfu": ips / 1000}
     if ratio is not None:
         m["runner_over_raw_ratio"] = ratio
-    return {"experiment": "train-bf16-torch", "status": "ok", "model": "resnet50",
-            "batch_size": 256, "images_per_sec": ips, "metrics": m,
-            "params": {"precision": "bf16", "backend": "torch", "image_size": 224,
-                       "arm_kind": arm}}
+    return {
+        "experiment": "train-bf16-torch",
+        "status": "ok",
+        "model": "resnet50",
+        "batch_size": 256,
+        "images_per_sec": ips,
+        "metrics": m,
+        "params": {"precision": "bf16", "backend": "torch", "image_size": 224, "arm_kind": arm},
+    }
 
 
 def test_training_rows_medians_and_goal() -> None:
-    recs = [_rec("raw", 3000), _rec("runner", 2700, 0.90), _rec("raw", 3100),
-            _rec("runner", 2750, 0.887), _rec("raw", 2900), _rec("runner", 2600, 0.897)]
+    recs = [
+        _rec("raw", 3000),
+        _rec("runner", 2700, 0.90),
+        _rec("raw", 3100),
+        _rec("runner", 2750, 0.887),
+        _rec("raw", 2900),
+        _rec("runner", 2600, 0.897),
+    ]
     (row,) = training_rows(recs)
     assert row["runner_ips"] == 2700 and row["raw_ips"] == 3000
     assert row["ratio"] == pytest.approx(0.897)

@@ -23,17 +23,42 @@ SCRIPT = REPO / "benchmarks" / "gpu" / "h100_suite.py"
 
 
 def _run(*args: str, timeout: int = 240) -> subprocess.CompletedProcess[str]:
-    env = {"COLUMNS": "200", "PATH": "/usr/bin:/bin", "TF_CPP_MIN_LOG_LEVEL": "3",
-           "KERAS_BACKEND": "tensorflow", "HOME": str(Path.home())}
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=REPO, check=False)
+    env = {
+        "COLUMNS": "200",
+        "PATH": "/usr/bin:/bin",
+        "TF_CPP_MIN_LOG_LEVEL": "3",
+        "KERAS_BACKEND": "tensorflow",
+        "HOME": str(Path.home()),
+    }
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=REPO,
+        check=False,
+    )
 
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
     out = tmp_path_factory.mktemp("gpu-smoke")
-    proc = _run("--cpu-smoke", "--parts", "train,rnn", "--train", "mnist_cnn:4",
-                "--precisions", "fp32", "--steps", "3", "--warmup", "1", "--out", str(out))
+    proc = _run(
+        "--cpu-smoke",
+        "--parts",
+        "train,rnn",
+        "--train",
+        "mnist_cnn:4",
+        "--precisions",
+        "fp32",
+        "--steps",
+        "3",
+        "--warmup",
+        "1",
+        "--out",
+        str(out),
+    )
     return proc, out
 
 
@@ -46,9 +71,12 @@ def test_records_schema_and_fingerprint(smoke: tuple[subprocess.CompletedProcess
     _, out = smoke
     recs = list(iter_records(out / "records.jsonl", strict=True))
     by_exp = {(r["experiment"], r["scenario"]): r for r in recs}
-    assert set(by_exp) == {("peak-bf16-tensorflow", "kernel"), ("deepbench-rnn", "kernel"),
-                           ("train-fp32-tensorflow", "raw-loop"),
-                           ("train-fp32-tensorflow", "single")}
+    assert set(by_exp) == {
+        ("peak-bf16-tensorflow", "kernel"),
+        ("deepbench-rnn", "kernel"),
+        ("train-fp32-tensorflow", "raw-loop"),
+        ("train-fp32-tensorflow", "single"),
+    }
     assert len({r["run_id"] for r in recs}) == 1
     for r in recs:
         assert r["status"] == "ok", r.get("error")
@@ -75,10 +103,12 @@ def test_ratio_and_mfu_arithmetic(smoke: tuple[subprocess.CompletedProcess, Path
     assert raw["params"]["variant"] == "raw-tensorflow"
     assert len(run["step_times_s"]) == 3
     m = run["metrics"]
-    assert math.isclose(m["runner_over_raw_ratio"],
-                        run["images_per_sec"] / raw["images_per_sec"], rel_tol=1e-9)
-    assert math.isclose(m["mfu"], 6 * 11_992_448 * run["images_per_sec"] / (peak * 1e12),
-                        rel_tol=1e-9)
+    assert math.isclose(
+        m["runner_over_raw_ratio"], run["images_per_sec"] / raw["images_per_sec"], rel_tol=1e-9
+    )
+    assert math.isclose(
+        m["mfu"], 6 * 11_992_448 * run["images_per_sec"] / (peak * 1e12), rel_tol=1e-9
+    )
     # the runner's own images/sec definition: batch x T / wall-clock of the timed loop
     assert math.isclose(run["images_per_sec"], 4 * 3 / m["timed_wall_s"], rel_tol=1e-9)
 
@@ -90,7 +120,8 @@ def test_report_built(smoke: tuple[subprocess.CompletedProcess, Path]) -> None:
 
 
 def test_table_printed_last_with_record_numbers(
-        smoke: tuple[subprocess.CompletedProcess, Path]) -> None:
+    smoke: tuple[subprocess.CompletedProcess, Path],
+) -> None:
     proc, out = smoke
     recs = {(r["experiment"], r["scenario"]): r for r in iter_records(out / "records.jsonl")}
     run = recs[("train-fp32-tensorflow", "single")]
@@ -107,23 +138,25 @@ def test_table_printed_last_with_record_numbers(
     assert claims < start and any("GRU takes" in ln for ln in lines[claims:start])
 
 
-def test_from_records_rebuilds_the_table(smoke: tuple[subprocess.CompletedProcess, Path]
-                                         ) -> None:
+def test_from_records_rebuilds_the_table(smoke: tuple[subprocess.CompletedProcess, Path]) -> None:
     _, out = smoke
     proc = _run("--from-records", str(out / "records.jsonl"), "--no-report", timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "mnist_cnn" in proc.stdout.splitlines()[-2]
 
 
-@pytest.mark.parametrize("args, names", [
-    (["--cpu-smoke", "--parts", "train,warp"], "'warp'"),
-    (["--cpu-smoke", "--train", "vgg:32"], "'vgg:32'"),
-    (["--cpu-smoke", "--train", "resnet50:0"], "'resnet50:0'"),
-    (["--cpu-smoke", "--precisions", "fp8"], "'fp8'"),
-    (["--cpu-smoke", "--backends", "mxnet"], "'mxnet'"),
-    (["--cpu-smoke", "--repeats", "0"], "--repeats"),
-    (["--cpu-smoke", "--max-minutes", "-1"], "--max-minutes"),
-])
+@pytest.mark.parametrize(
+    "args, names",
+    [
+        (["--cpu-smoke", "--parts", "train,warp"], "'warp'"),
+        (["--cpu-smoke", "--train", "vgg:32"], "'vgg:32'"),
+        (["--cpu-smoke", "--train", "resnet50:0"], "'resnet50:0'"),
+        (["--cpu-smoke", "--precisions", "fp8"], "'fp8'"),
+        (["--cpu-smoke", "--backends", "mxnet"], "'mxnet'"),
+        (["--cpu-smoke", "--repeats", "0"], "--repeats"),
+        (["--cpu-smoke", "--max-minutes", "-1"], "--max-minutes"),
+    ],
+)
 def test_bad_input_one_line_exit_2(args: list[str], names: str, tmp_path: Path) -> None:
     proc = _run(*args, "--out", str(tmp_path / "o"), timeout=60)
     assert proc.returncode == 2
@@ -140,8 +173,17 @@ def test_records_file_is_jsonl(smoke: tuple[subprocess.CompletedProcess, Path]) 
 
 def test_max_minutes_guard_starts_nothing_late(tmp_path: Path) -> None:
     """--max-minutes 0: every measurement is past the deadline, listed as skipped, none run."""
-    proc = _run("--cpu-smoke", "--parts", "train,mnist", "--max-minutes", "0", "--no-report",
-                "--out", str(tmp_path), timeout=60)
+    proc = _run(
+        "--cpu-smoke",
+        "--parts",
+        "train,mnist",
+        "--max-minutes",
+        "0",
+        "--no-report",
+        "--out",
+        str(tmp_path),
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "--max-minutes reached: skipped kernels (tensorflow)" in proc.stdout
     assert "mnist" in proc.stdout.split("skipped", 1)[1]

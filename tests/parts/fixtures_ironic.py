@@ -107,8 +107,10 @@ def ironic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IronicPart]:
     """A running standalone Ironic; the connection speaks only the bare-metal API."""
     binary = IRONIC_VENV / "bin" / "ironic"
     dbsync = IRONIC_VENV / "bin" / "ironic-dbsync"
-    need(binary.exists() and dbsync.exists(),
-         f"Ironic venv {IRONIC_VENV} (scripts/parts/ironic.sh prepare)")
+    need(
+        binary.exists() and dbsync.exists(),
+        f"Ironic venv {IRONIC_VENV} (scripts/parts/ironic.sh prepare)",
+    )
     import openstack
 
     t0 = time.monotonic()
@@ -117,11 +119,19 @@ def ironic(tmp_path_factory: pytest.TempPathFactory) -> Iterator[IronicPart]:
     conf = d / "ironic.conf"
     conf.write_text(CONFIG.format(port=port, db=d / "ironic.sqlite", locks=d / "locks"))
     log = d / "ironic.log"
-    subprocess.run([str(dbsync), "--config-file", str(conf), "create_schema"], check=True,
-                   capture_output=True, timeout=120)
+    subprocess.run(
+        [str(dbsync), "--config-file", str(conf), "create_schema"],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     with log.open("wb") as out:
-        proc = subprocess.Popen([str(binary), "--config-file", str(conf)], stdout=out,
-                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [str(binary), "--config-file", str(conf)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
     try:
         url = f"http://127.0.0.1:{port}"
         _wait_http(url + "/v1", proc, log, timeout=60)

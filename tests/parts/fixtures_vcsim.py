@@ -49,7 +49,11 @@ def vcsim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VcsimPart]:
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [str(VCSIM), "-listen", "127.0.0.1:0", "-url-file", str(url_file), "-username", user],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            env=env,
+        )
     try:
         deadline = time.monotonic() + 30
         while not url_file.exists():
@@ -61,8 +65,14 @@ def vcsim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VcsimPart]:
         url = url_file.read_text().strip()
         u = urlparse(url)
         assert u.hostname and u.port
-        part = VcsimPart(url=url, host=u.hostname, port=u.port, user=user, password=password,
-                         setup_s=time.monotonic() - t0)
+        part = VcsimPart(
+            url=url,
+            host=u.hostname,
+            port=u.port,
+            user=user,
+            password=password,
+            setup_s=time.monotonic() - t0,
+        )
         print(f"\n[vcsim] start until URL: {part.setup_s:.2f} s at {url}")
         yield part
     finally:

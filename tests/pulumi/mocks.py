@@ -32,8 +32,13 @@ TEMPLATE_VM = {
     "firmware": "efi",
     "networkInterfaceTypes": ["vmxnet3"],
     "disks": [
-        {"label": "disk0", "size": 40, "thinProvisioned": True, "eagerlyScrub": False,
-         "unitNumber": 0}
+        {
+            "label": "disk0",
+            "size": 40,
+            "thinProvisioned": True,
+            "eagerlyScrub": False,
+            "unitNumber": 0,
+        }
     ],
 }
 
@@ -85,7 +90,9 @@ class LabMocks(pulumi.runtime.Mocks):
             "openstack:images/getImage:getImage": {"id": "image-id"},
             "vsphere:index/getDatacenter:getDatacenter": {"id": "datacenter-1"},
             "vsphere:index/getComputeCluster:getComputeCluster": {
-                "id": "domain-c1", "resourcePoolId": "resgroup-1"},
+                "id": "domain-c1",
+                "resourcePoolId": "resgroup-1",
+            },
             "vsphere:index/getDatastore:getDatastore": {"id": "datastore-1"},
             "vsphere:index/getNetwork:getNetwork": {"id": "network-1", "type": "Network"},
             "vsphere:index/getVirtualMachine:getVirtualMachine": TEMPLATE_VM,

@@ -29,8 +29,15 @@ TAGGED = {
 
 
 def _rules(mocks: LabMocks) -> list[dict[str, Any]]:
-    keys = ("direction", "ethertype", "protocol", "portRangeMin", "portRangeMax",
-            "remoteIpPrefix", "securityGroupId")
+    keys = (
+        "direction",
+        "ethertype",
+        "protocol",
+        "portRangeMin",
+        "portRangeMax",
+        "remoteIpPrefix",
+        "securityGroupId",
+    )
     return sorted(
         ({k: r.inputs.get(k) for k in keys} for r in mocks.of_type(RULE)),
         key=lambda r: str(r["remoteIpPrefix"]),
@@ -52,7 +59,10 @@ def test_ironic_bm_mock_flavor_extra_specs_exact(pulumi_mocks: LabMocks) -> Any:
             "trait:CUSTOM_GPU_NVIDIA_P100": "required",
         }
         assert (flavor.inputs["vcpus"], flavor.inputs["ram"], flavor.inputs["disk"]) == (
-            40, 262144, 400)
+            40,
+            262144,
+            400,
+        )
         servers = pulumi_mocks.of_type(INSTANCE)
         assert [s.name for s in servers] == ["bm-lab-gpu-0", "bm-lab-gpu-1"]
         for s in servers:
@@ -82,8 +92,11 @@ def test_resource_class_normalized_like_nova(resource_class: str, spec: str) -> 
     from infra.topologies.ironic_bm import baremetal_extra_specs
 
     assert baremetal_extra_specs(cfg) == {
-        f"resources:{spec}": "1", "resources:VCPU": "0", "resources:MEMORY_MB": "0",
-        "resources:DISK_GB": "0"}
+        f"resources:{spec}": "1",
+        "resources:VCPU": "0",
+        "resources:MEMORY_MB": "0",
+        "resources:DISK_GB": "0",
+    }
 
 
 @pulumi.runtime.test
@@ -113,8 +126,14 @@ def test_nova_pci_mock_flavor_and_anti_affinity(pulumi_mocks: LabMocks) -> Any:
 def test_nova_pci_mock_minimal_flavor_without_pinning_numa_or_group(
     pulumi_mocks: LabMocks,
 ) -> Any:
-    run_stack("nova-pci", pci_alias="a100:4", cpu_pinning=False, numa_nodes=None,
-              anti_affinity=False, host_count=3)
+    run_stack(
+        "nova-pci",
+        pci_alias="a100:4",
+        cpu_pinning=False,
+        numa_nodes=None,
+        anti_affinity=False,
+        host_count=3,
+    )
 
     async def go() -> None:
         await settle()
@@ -139,19 +158,29 @@ def test_security_group_rules_exact_mock(topology: str, pulumi_mocks: LabMocks) 
             [group] = pulumi_mocks.of_type(SECGROUP)
             gid = f"{group.name}-id"
             assert _rules(pulumi_mocks) == [
-                {"direction": "ingress", "ethertype": "IPv4", "protocol": None,
-                 "portRangeMin": None, "portRangeMax": None,
-                 "remoteIpPrefix": cfg.lab_cidr, "securityGroupId": gid},
-                {"direction": "ingress", "ethertype": "IPv4", "protocol": "tcp",
-                 "portRangeMin": 22, "portRangeMax": 22,
-                 "remoteIpPrefix": "203.0.113.0/24", "securityGroupId": gid},
+                {
+                    "direction": "ingress",
+                    "ethertype": "IPv4",
+                    "protocol": None,
+                    "portRangeMin": None,
+                    "portRangeMax": None,
+                    "remoteIpPrefix": cfg.lab_cidr,
+                    "securityGroupId": gid,
+                },
+                {
+                    "direction": "ingress",
+                    "ethertype": "IPv4",
+                    "protocol": "tcp",
+                    "portRangeMin": 22,
+                    "portRangeMax": 22,
+                    "remoteIpPrefix": "203.0.113.0/24",
+                    "securityGroupId": gid,
+                },
             ]
             # every server port carries the lab group and only it
             ports = pulumi_mocks.of_type("openstack:networking/port:Port")
             assert ports and all(p.inputs["securityGroupIds"] == [gid] for p in ports)
-            assert all(
-                p.inputs["networkId"] == f"{cfg.lab}-net-id" for p in ports
-            )
+            assert all(p.inputs["networkId"] == f"{cfg.lab}-net-id" for p in ports)
 
         return check(go())
 
@@ -176,9 +205,7 @@ def test_security_group_mock_has_no_open_world_rule_unless_configured(
 
 
 @pytest.mark.parametrize("topology", ["ironic-bm", "nova-pci", "magnum-k8s"])
-def test_every_openstack_resource_names_the_lab_mock(
-    topology: str, pulumi_mocks: LabMocks
-) -> None:
+def test_every_openstack_resource_names_the_lab_mock(topology: str, pulumi_mocks: LabMocks) -> None:
     @pulumi.runtime.test
     def body() -> Any:
         cfg, _, _ = run_stack(topology)
@@ -200,7 +227,9 @@ def test_every_openstack_resource_names_the_lab_mock(
             assert router.inputs["externalNetworkId"] == "ext-net-id"
             lookups = dict(pulumi_mocks.calls)
             assert lookups["openstack:networking/getNetwork:getNetwork"] == {
-                "name": "public", "external": True}
+                "name": "public",
+                "external": True,
+            }
 
         return check(go())
 
@@ -214,16 +243,24 @@ def test_magnum_mock_template_cluster_and_secret_kubeconfig(pulumi_mocks: LabMoc
 
     async def go() -> None:
         await settle()
-        [tpl] = pulumi_mocks.of_type(
-            "openstack:containerinfra/clusterTemplate:ClusterTemplate")
+        [tpl] = pulumi_mocks.of_type("openstack:containerinfra/clusterTemplate:ClusterTemplate")
         i = tpl.inputs
         assert (i["coe"], i["serverType"], i["flavor"], i["masterFlavor"], i["image"]) == (
-            "kubernetes", "vm", "g1.p100", "m1.large", "fedora-coreos-38")
+            "kubernetes",
+            "vm",
+            "g1.p100",
+            "m1.large",
+            "fedora-coreos-38",
+        )
         assert (i["networkDriver"], i["dockerVolumeSize"]) == ("calico", 50)
         assert (i["fixedNetwork"], i["fixedSubnet"]) == ("k8s-lab-net-id", "k8s-lab-subnet-id")
         assert i["externalNetworkId"] == "ext-net-id" and i["keypairId"] == "k8s-lab-key"
-        assert i["labels"] == {"gpulab_lab": "k8s-lab", "gpulab_topology": "magnum-k8s",
-                               "kube_tag": "v1.27.8-rancher2", "container_runtime": "containerd"}
+        assert i["labels"] == {
+            "gpulab_lab": "k8s-lab",
+            "gpulab_topology": "magnum-k8s",
+            "kube_tag": "v1.27.8-rancher2",
+            "container_runtime": "containerd",
+        }
         [cluster] = pulumi_mocks.of_type("openstack:containerinfra/cluster:Cluster")
         assert cluster.inputs["clusterTemplateId"] == "k8s-lab-k8s-template-id"
         assert (cluster.inputs["masterCount"], cluster.inputs["nodeCount"]) == (1, 2)
@@ -235,10 +272,18 @@ def test_magnum_mock_template_cluster_and_secret_kubeconfig(pulumi_mocks: LabMoc
         assert not hosts_secret
         assert [(h["name"], h["address"], h["gpu_path"], h["groups"]) for h in hosts] == [
             ("k8s-lab-k8s-api", "198.51.100.200", "none", ["k8s_control"]),
-            ("k8s-lab-k8s-node-0", "198.51.100.201", "container-vm",
-             ["gpu_hosts", "magnum_k8s", "k8s_nodes"]),
-            ("k8s-lab-k8s-node-1", "198.51.100.202", "container-vm",
-             ["gpu_hosts", "magnum_k8s", "k8s_nodes"]),
+            (
+                "k8s-lab-k8s-node-0",
+                "198.51.100.201",
+                "container-vm",
+                ["gpu_hosts", "magnum_k8s", "k8s_nodes"],
+            ),
+            (
+                "k8s-lab-k8s-node-1",
+                "198.51.100.202",
+                "container-vm",
+                ["gpu_hosts", "magnum_k8s", "k8s_nodes"],
+            ),
         ]
         assert hosts[0]["vars"]["api_url"] == "https://198.51.100.200:6443"
         assert all(h["ssh_user"] == "core" for h in hosts)
@@ -248,13 +293,11 @@ def test_magnum_mock_template_cluster_and_secret_kubeconfig(pulumi_mocks: LabMoc
 
 @pulumi.runtime.test
 def test_magnum_mock_bare_metal_nodes(pulumi_mocks: LabMocks) -> Any:
-    _, _, hosts = run_stack("magnum-k8s", server_type="bm", docker_volume_size=None,
-                            node_count=1)
+    _, _, hosts = run_stack("magnum-k8s", server_type="bm", docker_volume_size=None, node_count=1)
 
     async def go() -> None:
         await settle()
-        [tpl] = pulumi_mocks.of_type(
-            "openstack:containerinfra/clusterTemplate:ClusterTemplate")
+        [tpl] = pulumi_mocks.of_type("openstack:containerinfra/clusterTemplate:ClusterTemplate")
         assert tpl.inputs["serverType"] == "bm" and "dockerVolumeSize" not in tpl.inputs
         assert [h.gpu_path for h in hosts] == ["none", "container-bm"]
 

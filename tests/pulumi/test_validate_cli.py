@@ -32,14 +32,17 @@ def test_validate_bad_stack_is_one_line_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = tmp_path / "Pulumi.bad.yaml"
-    text = STACKS["nova-pci"].read_text().replace("gpulab:pci_alias: p100:1",
-                                                  "gpulab:pci_alias: p100")
+    text = (
+        STACKS["nova-pci"].read_text().replace("gpulab:pci_alias: p100:1", "gpulab:pci_alias: p100")
+    )
     bad.write_text(text.replace("gpulab:host_count: 2", "gpulab:host_count: 0"))
     assert main(["validate", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1
-    assert err.startswith("gpulab: error: gpulab:host_count must be an integer >= 1, got 0; "
-                          "gpulab:pci_alias must be <alias>:<count>")
+    assert err.startswith(
+        "gpulab: error: gpulab:host_count must be an integer >= 1, got 0; "
+        "gpulab:pci_alias must be <alias>:<count>"
+    )
 
 
 def test_validate_missing_file_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -50,11 +53,13 @@ def test_validate_missing_file_exit_2(tmp_path: Path, capsys: pytest.CaptureFixt
 def test_gpulab_console_script_validate_by_stack_name() -> None:
     gpulab = Path(sys.executable).with_name("gpulab")
     cmd = [str(gpulab)] if gpulab.exists() else [sys.executable, "-m", "infra.cli"]
-    ok = subprocess.run([*cmd, "validate", "local"], cwd=REPO, capture_output=True, text=True,
-                        timeout=120)
+    ok = subprocess.run(
+        [*cmd, "validate", "local"], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert ok.returncode == 0, ok.stderr
     assert "valid local stack" in ok.stdout
-    bad = subprocess.run([*cmd, "validate", "no-such-stack"], cwd=REPO, capture_output=True,
-                         text=True, timeout=120)
+    bad = subprocess.run(
+        [*cmd, "validate", "no-such-stack"], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert bad.returncode == 2
     assert bad.stderr.strip() == "gpulab: error: stack file 'no-such-stack' does not exist"

@@ -21,8 +21,16 @@ SECRET_SIG = "4dabf18193072939515e22adb298388d"  # pulumi.runtime.rpc._special_s
 
 @pytest.mark.parametrize(
     ("gpus", "bar", "size"),
-    [(1, 16, 32), (2, 16, 64), (3, 16, 64), (4, 16, 128), (1, 32, 64), (2, 64, 256),
-     (1, 12, 16), (8, 80, 1024)],
+    [
+        (1, 16, 32),
+        (2, 16, 64),
+        (3, 16, 64),
+        (4, 16, 128),
+        (1, 32, 64),
+        (2, 64, 256),
+        (1, 12, 16),
+        (8, 80, 1024),
+    ],
 )
 def test_mmio_size_is_next_power_of_two_over_total_bar(gpus: int, bar: int, size: int) -> None:
     assert mmio_size_gb(gpus, bar) == size
@@ -49,21 +57,26 @@ def test_vsphere_passthrough_mock_reservation_efi_mmio_devices(pulumi_mocks: Lab
             assert i["hostSystemId"] == "host-21"
             assert i["resourcePoolId"] == "resgroup-1" and i["datastoreId"] == "datastore-1"
             assert i["numCpus"] == 8 and i["guestId"] == "ubuntu64Guest"
-            assert i["networkInterfaces"] == [{"networkId": "network-1",
-                                               "adapterType": "vmxnet3"}]
+            assert i["networkInterfaces"] == [{"networkId": "network-1", "adapterType": "vmxnet3"}]
             assert i["disks"] == [{"label": "disk0", "size": 40, "thinProvisioned": True}]
             clone = i["clone"]
             assert clone["templateUuid"] == "4217d2f0-template-uuid"
-            assert clone["customize"]["linuxOptions"] == {"hostName": vm.name,
-                                                          "domain": "gpulab.local"}
+            assert clone["customize"]["linuxOptions"] == {
+                "hostName": vm.name,
+                "domain": "gpulab.local",
+            }
             assert clone["customize"]["networkInterfaces"] == [{}]
             assert "lab=vs-lab" in i["annotation"]
         assert pulumi_mocks.of_type(DYNAMIC) == []
         looked_up = {t.split(":")[-1]: a.get("name") for t, a in pulumi_mocks.calls}
-        assert looked_up == {"getDatacenter": "DC0", "getComputeCluster": "DC0_C0",
-                             "getDatastore": "LocalDS_0", "getNetwork": "VM Network",
-                             "getVirtualMachine": "ubuntu-22.04-template",
-                             "getHost": "DC0_C0_H0"}
+        assert looked_up == {
+            "getDatacenter": "DC0",
+            "getComputeCluster": "DC0_C0",
+            "getDatastore": "LocalDS_0",
+            "getNetwork": "VM Network",
+            "getVirtualMachine": "ubuntu-22.04-template",
+            "getHost": "DC0_C0_H0",
+        }
         assert [h.gpu_path for h in hosts] == ["pci-passthrough"] * 2
         [provider] = pulumi_mocks.of_type("pulumi:providers:vsphere")
         assert provider.inputs["vsphereServer"] == "vcenter.example.org"
@@ -89,8 +102,12 @@ def test_vsphere_passthrough_mock_two_gpus_per_vm_split_in_order(pulumi_mocks: L
 def test_vsphere_vgpu_mock_dynamic_profile_resource(pulumi_mocks: LabMocks) -> Any:
     over = {k: None for k in ("gpu_host", "pci_device_ids", "gpus_per_vm", "gpu_bar_gb")}
     _, comp, hosts = run_stack(
-        "vsphere-gpu", mode="vgpu", vgpu_profile="grid_p100-4q",
-        vgpu_license_token=SecretRef("vgpu_license_token"), **over)
+        "vsphere-gpu",
+        mode="vgpu",
+        vgpu_profile="grid_p100-4q",
+        vgpu_license_token=SecretRef("vgpu_license_token"),
+        **over,
+    )
 
     async def go() -> None:
         await settle()
@@ -104,7 +121,10 @@ def test_vsphere_vgpu_mock_dynamic_profile_resource(pulumi_mocks: LabMocks) -> A
         for v, vm in zip(vgpus, vms, strict=True):
             i = v.inputs
             assert (i["vm_name"], i["profile"], i["server"]) == (
-                vm.inputs["name"], "grid_p100-4q", "vcenter.example.org")
+                vm.inputs["name"],
+                "grid_p100-4q",
+                "vcenter.example.org",
+            )
             assert i["user"] == "administrator@vsphere.local" and i["insecure"] is False
             # the provider is pickled by reference: no state, no password inside
             serialized = i["__provider"]
@@ -115,8 +135,10 @@ def test_vsphere_vgpu_mock_dynamic_profile_resource(pulumi_mocks: LabMocks) -> A
             provider = dill.loads(blob)
             assert type(provider).__module__ == "infra.dynamic.vgpu" and vars(provider) == {}
             # the password reaches the vGPU resource as a secret (Pulumi's secret envelope)
-            assert i["password"] == {SECRET_SIG: "1b47061264138c4ac30d75fd1eb44270",
-                                     "value": SECRET_VALUES["vsphere_password"]}
+            assert i["password"] == {
+                SECRET_SIG: "1b47061264138c4ac30d75fd1eb44270",
+                "value": SECRET_VALUES["vsphere_password"],
+            }
         assert [h.gpu_path for h in hosts] == ["vgpu"] * 2
         assert all(h.vars["vgpu_profile"] == "grid_p100-4q" for h in hosts)
         assert await comp.vgpus[0].profile.future() == "grid_p100-4q"
@@ -127,8 +149,9 @@ def test_vsphere_vgpu_mock_dynamic_profile_resource(pulumi_mocks: LabMocks) -> A
 @pulumi.runtime.test
 def test_vsphere_bitfusion_mock_clients_and_server_record(pulumi_mocks: LabMocks) -> Any:
     over = {k: None for k in ("gpu_host", "pci_device_ids", "gpus_per_vm", "gpu_bar_gb")}
-    _, _, hosts = run_stack("vsphere-gpu", mode="bitfusion", bitfusion_server="10.0.0.50",
-                            host_count=3, **over)
+    _, _, hosts = run_stack(
+        "vsphere-gpu", mode="bitfusion", bitfusion_server="10.0.0.50", host_count=3, **over
+    )
 
     async def go() -> None:
         await settle()
@@ -138,8 +161,11 @@ def test_vsphere_bitfusion_mock_clients_and_server_record(pulumi_mocks: LabMocks
             assert not {"pciDeviceIds", "memoryReservation", "extraConfig"} & set(vm.inputs)
         assert pulumi_mocks.of_type(DYNAMIC) == []
         assert [(h.name, h.gpu_path) for h in hosts] == [
-            ("vs-lab-gpu-0", "bitfusion"), ("vs-lab-gpu-1", "bitfusion"),
-            ("vs-lab-gpu-2", "bitfusion"), ("vs-lab-bitfusion-server", "none")]
+            ("vs-lab-gpu-0", "bitfusion"),
+            ("vs-lab-gpu-1", "bitfusion"),
+            ("vs-lab-gpu-2", "bitfusion"),
+            ("vs-lab-bitfusion-server", "none"),
+        ]
         assert hosts[-1].address == "10.0.0.50" and hosts[-1].groups == ["bitfusion_server"]
         assert all(h.vars["bitfusion_server"] == "10.0.0.50" for h in hosts[:3])
 

@@ -83,7 +83,10 @@ def test_python_m_workloads_bad_input(args, needle, tmp_path, unwritable):
     argv = [a.format(tmp=tmp_path, unwritable=unwritable) for a in args]
     proc = subprocess.run(
         [sys.executable, "-m", "workloads", "bench", *argv],
-        cwd=REPO, capture_output=True, text=True, timeout=60,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and needle in proc.stderr, proc.stderr

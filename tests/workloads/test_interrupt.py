@@ -22,16 +22,25 @@ pytestmark = [pytest.mark.tf, pytest.mark.slow]
 def start_suite(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
     quick = {"model": "mnist_cnn", "batch": 16, "steps": 3, "warmup": 1}
     suite = tmp_path / "kill.yaml"
-    suite.write_text(yaml.safe_dump({"experiments": [
-        {"experiment": "quick-1", **quick},
-        {"experiment": "quick-2", **quick},
-        {"experiment": "long", **quick, "steps": 1_000_000, "timeout_s": 300},
-        {"experiment": "never", **quick},
-    ]}))
+    suite.write_text(
+        yaml.safe_dump(
+            {
+                "experiments": [
+                    {"experiment": "quick-1", **quick},
+                    {"experiment": "quick-2", **quick},
+                    {"experiment": "long", **quick, "steps": 1_000_000, "timeout_s": 300},
+                    {"experiment": "never", **quick},
+                ]
+            }
+        )
+    )
     out = tmp_path / "records.jsonl"
     proc = subprocess.Popen(
         [sys.executable, "-m", "workloads", "bench", "--suite", str(suite), "--out", str(out)],
-        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     return proc, out
 

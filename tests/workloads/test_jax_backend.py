@@ -17,8 +17,24 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.mark.parametrize(("model", "size"), [("mnist_cnn", None), ("alexnet", 67)])
 def test_models_run_on_the_jax_backend(tmp_path: Path, model: str, size: int | None) -> None:
     out = tmp_path / "r.jsonl"
-    args = [sys.executable, "-m", "workloads", "bench", "--model", model, "--batch", "4",
-            "--steps", "3", "--warmup", "1", "--backend", "jax", "--out", str(out)]
+    args = [
+        sys.executable,
+        "-m",
+        "workloads",
+        "bench",
+        "--model",
+        model,
+        "--batch",
+        "4",
+        "--steps",
+        "3",
+        "--warmup",
+        "1",
+        "--backend",
+        "jax",
+        "--out",
+        str(out),
+    ]
     if size:
         args += ["--image-size", str(size)]
     proc = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=300)

@@ -26,9 +26,28 @@ STEPS, WARMUP = 2, 1
 def smoke_run(tmp_path_factory) -> tuple[subprocess.CompletedProcess, list[dict]]:
     out = tmp_path_factory.mktemp("smoke") / "records.jsonl"
     proc = subprocess.run(
-        [sys.executable, "-m", "infra.cli", "bench", "--suite", "smoke", "--steps", str(STEPS),
-         "--warmup", str(WARMUP), "--out", str(out), "--topology", "local", "--arm", "test"],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "infra.cli",
+            "bench",
+            "--suite",
+            "smoke",
+            "--steps",
+            str(STEPS),
+            "--warmup",
+            str(WARMUP),
+            "--out",
+            str(out),
+            "--topology",
+            "local",
+            "--arm",
+            "test",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc, list(iter_records(out, strict=True))
@@ -59,7 +78,11 @@ def test_record_schema_and_tf_cnn_arithmetic(smoke_run):
         assert rec["schema_version"] == SCHEMA_VERSION
         assert all(k in rec for k in REQUIRED)
         assert (rec["suite"], rec["scenario"], rec["data"], rec["kind"]) == (
-            "smoke", "single", "synthetic", "training")
+            "smoke",
+            "single",
+            "synthetic",
+            "training",
+        )
         assert (rec["steps"], rec["warmup"], rec["repeat"]) == (STEPS, WARMUP, 0)
         assert (rec["topology"], rec["arm"]) == ("local", "test")
         wall = rec["metrics"]["timed_wall_s"]
@@ -79,14 +102,30 @@ def test_record_schema_and_tf_cnn_arithmetic(smoke_run):
 
 def test_timeout_is_a_failed_record_and_exit_1(tmp_path):
     suite = tmp_path / "slow.yaml"
-    suite.write_text(yaml.safe_dump({"experiments": [
-        {"experiment": "too-slow", "model": "resnet50", "image_size": 32, "batch": 2,
-         "steps": 1000, "warmup": 1, "timeout_s": 2},
-    ]}))
+    suite.write_text(
+        yaml.safe_dump(
+            {
+                "experiments": [
+                    {
+                        "experiment": "too-slow",
+                        "model": "resnet50",
+                        "image_size": 32,
+                        "batch": 2,
+                        "steps": 1000,
+                        "warmup": 1,
+                        "timeout_s": 2,
+                    },
+                ]
+            }
+        )
+    )
     out = tmp_path / "r.jsonl"
     proc = subprocess.run(
         [sys.executable, "-m", "workloads", "bench", "--suite", str(suite), "--out", str(out)],
-        cwd=REPO, capture_output=True, text=True, timeout=120,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 1, proc.stderr
     (rec,) = iter_records(out, strict=True)
@@ -95,8 +134,15 @@ def test_timeout_is_a_failed_record_and_exit_1(tmp_path):
 
 
 def test_exception_in_the_measurement_process_is_reported():
-    job = Job(suite="t", experiment="broken", model="no-such-model", batch=2, steps=1,
-              warmup=0, timeout_s=120)
+    job = Job(
+        suite="t",
+        experiment="broken",
+        model="no-such-model",
+        batch=2,
+        steps=1,
+        warmup=0,
+        timeout_s=120,
+    )
     fields = run_job(job)
     assert fields["status"] == "failed"
     assert "InputError: unknown model 'no-such-model'" in fields["error"]

@@ -32,8 +32,14 @@ def test_smoke_suite_loads_and_is_small():
 
 
 def test_defaults_merge_and_model_defaults():
-    s = parse_suite(suite(entry(), entry(experiment="e2", model="resnet50", batch=4),
-                          defaults={"steps": 7, "warmup": 0}), "t")
+    s = parse_suite(
+        suite(
+            entry(),
+            entry(experiment="e2", model="resnet50", batch=4),
+            defaults={"steps": 7, "warmup": 0},
+        ),
+        "t",
+    )
     a, b = s.entries
     assert (a.batch, a.steps, a.warmup, a.repeats) == (512, 7, 0, 1)  # alexnet's batch
     assert (b.batch, b.steps) == (4, 7)
@@ -108,5 +114,6 @@ def test_command_line_suites_name_the_option():
         resolve_suite("smoke", None, batch=4)
     over = resolve_suite("smoke", None, steps=2, warmup=1, repeats=3)
     assert all((e.steps, e.warmup, e.repeats) == (2, 1, 3) for e in over.entries)
-    assert [e.image_size for e in over.entries] == [e.image_size for e in
-                                                   load_suite("smoke").entries]
+    assert [e.image_size for e in over.entries] == [
+        e.image_size for e in load_suite("smoke").entries
+    ]

@@ -52,8 +52,13 @@ def test_bookkeeping_in_the_loop_is_charged_to_the_timed_wall():
         clock.advance(0.25)  # an expensive progress hook
 
     t = timed_loop(step, warmup=2, steps=3, clock=clock, on_step=on_step)
-    assert seen == [("warmup", 1, 2), ("warmup", 2, 2), ("timed", 1, 3), ("timed", 2, 3),
-                    ("timed", 3, 3)]
+    assert seen == [
+        ("warmup", 1, 2),
+        ("warmup", 2, 2),
+        ("timed", 1, 3),
+        ("timed", 2, 3),
+        ("timed", 3, 3),
+    ]
     # the hook after timed step k lands in step k+1; the last hook is after the final mark
     assert t.step_times_s == pytest.approx([1.0, 1.25, 1.25])
     assert t.wall_s == pytest.approx(3.5)

@@ -15,9 +15,15 @@ from typing import Any
 
 VIRT_MODES = {0: "none", 1: "passthrough", 2: "vgpu", 3: "host_vgpu", 4: "host_vsga"}
 THROTTLE_REASONS = {
-    0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap",
-    0x8: "hw_slowdown", 0x10: "sync_boost", 0x20: "sw_thermal_slowdown",
-    0x40: "hw_thermal_slowdown", 0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting",
+    0x1: "gpu_idle",
+    0x2: "applications_clocks_setting",
+    0x4: "sw_power_cap",
+    0x8: "hw_slowdown",
+    0x10: "sync_boost",
+    0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown",
+    0x80: "hw_power_brake_slowdown",
+    0x100: "display_clock_setting",
 }
 CLOCK_SM, CLOCK_MEM = 1, 2  # NVML_CLOCK_SM, NVML_CLOCK_MEM
 TEMPERATURE_GPU = 0
@@ -99,7 +105,8 @@ def device_info(mod: Any, index: int) -> dict[str, Any]:
         "uuid": call(mod, "nvmlDeviceGetUUID", h),
         "pci_bus_id": bus_id,
         "memory_total_mib": mem.total // (1024 * 1024) if mem is not None else None,
-        "virtualization_mode": VIRT_MODES.get(virt, f"unknown({virt})") if virt is not None
+        "virtualization_mode": VIRT_MODES.get(virt, f"unknown({virt})")
+        if virt is not None
         else None,
         "pcie": {
             "gen_current": call(mod, "nvmlDeviceGetCurrPcieLinkGeneration", h),
@@ -109,7 +116,8 @@ def device_info(mod: Any, index: int) -> dict[str, Any]:
         },
         "numa_node": numa if isinstance(numa, int) and numa >= 0 else _numa_from_sysfs(bus_id),
         "mig_mode": {"current": mig[0], "pending": mig[1]}
-        if isinstance(mig, list | tuple) and len(mig) == 2 else None,
+        if isinstance(mig, list | tuple) and len(mig) == 2
+        else None,
         "compute_capability": f"{cc[0]}.{cc[1]}" if isinstance(cc, list | tuple) else None,
         "power_limit_w": _mw(call(mod, "nvmlDeviceGetEnforcedPowerLimit", h)),
         "persistence_mode": call(mod, "nvmlDeviceGetPersistenceMode", h),
@@ -223,9 +231,14 @@ class Sampler:
         for g in gpus:
             rows = [s for s in self.samples if s["gpu"] == g]
             out[f"gpu{g}_samples"] = float(len(rows))
-            for key, agg in (("util_pct", "mean"), ("mem_util_pct", "mean"),
-                             ("mem_used_mib", "max"), ("power_w", "mean"),
-                             ("sm_clock_mhz", "mean"), ("temp_c", "max")):
+            for key, agg in (
+                ("util_pct", "mean"),
+                ("mem_util_pct", "mean"),
+                ("mem_used_mib", "max"),
+                ("power_w", "mean"),
+                ("sm_clock_mhz", "mean"),
+                ("temp_c", "max"),
+            ):
                 vals = [float(r[key]) for r in rows if isinstance(r.get(key), int | float)]
                 if vals:
                     value = max(vals) if agg == "max" else sum(vals) / len(vals)

@@ -11,8 +11,15 @@ from pathlib import Path
 from typing import Any
 
 PACKAGES = (
-    "tensorflow", "tensorflow-cpu", "keras", "jax", "jaxlib", "torch", "numpy",
-    "nvidia-ml-py", "pyyaml",
+    "tensorflow",
+    "tensorflow-cpu",
+    "keras",
+    "jax",
+    "jaxlib",
+    "torch",
+    "numpy",
+    "nvidia-ml-py",
+    "pyyaml",
 )
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,7 +43,8 @@ def backend_info() -> dict[str, Any]:
         if "tensorflow" in sys.modules:
             build = dict(sys.modules["tensorflow"].sysconfig.get_build_info())
             info["tensorflow_build"] = {
-                k: str(build[k]) for k in ("cuda_version", "cudnn_version", "is_cuda_build")
+                k: str(build[k])
+                for k in ("cuda_version", "cudnn_version", "is_cuda_build")
                 if k in build
             }
         if "torch" in sys.modules:
@@ -55,12 +63,18 @@ def git_revision(repo: Path = REPO) -> dict[str, Any]:
     try:
         rev = subprocess.run(
             ["git", "-C", str(repo), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=5, check=False,
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
         )
         if rev.returncode == 0:
             status = subprocess.run(
                 ["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
-                capture_output=True, text=True, timeout=5, check=False,
+                capture_output=True,
+                text=True,
+                timeout=5,
+                check=False,
             )
             return {"revision": rev.stdout.strip(), "dirty": bool(status.stdout.strip())}
     except (OSError, subprocess.SubprocessError):

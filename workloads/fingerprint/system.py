@@ -19,9 +19,21 @@ Run = Callable[[list[str]], "str | None"]
 
 # DMI vendor/product substrings that mean a virtual machine.
 VM_DMI_MARKERS = (
-    "vmware", "qemu", "kvm", "xen", "virtualbox", "innotek", "bochs", "parallels",
-    "openstack", "microsoft corporation virtual", "virtual machine", "amazon ec2",
-    "google compute engine", "firecracker", "cloud hypervisor",
+    "vmware",
+    "qemu",
+    "kvm",
+    "xen",
+    "virtualbox",
+    "innotek",
+    "bochs",
+    "parallels",
+    "openstack",
+    "microsoft corporation virtual",
+    "virtual machine",
+    "amazon ec2",
+    "google compute engine",
+    "firecracker",
+    "cloud hypervisor",
 )
 
 
