@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infra.cli.errors import UsageError
+from infra.errors import UsageError
 from infra.specs.execenv import Mount, container_name, render_launch
 from workloads.errors import InputError
 

@@ -17,9 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infra.cli.errors import UsageError
 from infra.config.fields import BY_KEY, FIELDS, TOPOLOGIES, SecretRef
 from infra.config.model import ConfigError, LabConfig, validate
+from infra.errors import UsageError
 
 NAMESPACE = "gpulab"
 
