@@ -16,12 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-TOPOLOGIES = ("ironic-bm", "nova-pci", "magnum-k8s", "vsphere-gpu", "local")
+from infra.specs import execenv as _execenv
+from infra.specs import topology as _topology
+
+TOPOLOGIES = _topology.names()  # one spec module per topology: infra/specs/topologies/
 OPENSTACK = frozenset({"ironic-bm", "nova-pci", "magnum-k8s"})
 VSPHERE_MODES = ("passthrough", "vgpu", "bitfusion")
 SERVER_TYPES = ("vm", "bm")
 NETWORK_DRIVERS = ("calico", "flannel")
-EXECUTION_ENVS = ("native", "docker", "singularity", "k8s", "bitfusion")
+EXECUTION_ENVS = _execenv.accepted()  # infra/specs/execenv.py: names, then aliases
 
 LAB_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -253,6 +256,20 @@ def p_labels(raw: Any) -> dict[str, str]:
     return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in raw.items()}
 
 
+def p_exec_env(raw: Any) -> str:
+    """An execution environment of infra/specs/execenv.py, an alias resolved (the table is read
+    on every call, so an entry added there is accepted here)."""
+    try:
+        return _execenv.canonical(raw) if isinstance(raw, str) else _execenv.canonical(repr(raw))
+    except _execenv.UnknownExecEnv:
+        raise BadValue("one of " + ", ".join(_execenv.accepted())) from None
+
+
+def by_topology(key: str) -> Callable[[str], Any]:
+    """A key's default from the topology's own defaults (its spec's ``defaults``), else None."""
+    return lambda topology: _topology.get(topology).defaults.get(key)
+
+
 def p_suite(raw: Any) -> str:
     """A suite shipped in workloads/suites/ (the runner reads suites by name on the hosts)."""
     from workloads.suites import list_suites
@@ -427,8 +444,9 @@ SSH_USER_BY_IMAGE: tuple[tuple[tuple[str, ...], str], ...] = (
 
 def default_ssh_user(topology: str, image: str | None) -> str:
     """``gpulab:ssh_user`` when absent: root for local, else the image family's user."""
-    if topology == "local":
-        return "root"
+    own = _topology.get(topology).defaults.get("ssh_user")
+    if own:
+        return str(own)
     name = (image or "").strip().lower()
     for prefixes, user in SSH_USER_BY_IMAGE:
         if name.startswith(prefixes):
@@ -451,7 +469,7 @@ FIELDS: tuple[Field, ...] = (
     _f("host_count", p_int(1, MAX_HOSTS), "number of GPU hosts", INSTANCES, default=1),
     # what the lab measures once its hosts are ready
     _f("suite", p_suite, "workload suite to run on the GPU hosts", ALL, default="smoke"),
-    _f("execution_envs", p_list(p_enum(*EXECUTION_ENVS), ", ".join(EXECUTION_ENVS)),
+    _f("execution_envs", p_list(p_exec_env, ", ".join(EXECUTION_ENVS)),
        "execution environments to measure in (default: native; k8s on magnum-k8s; "
        "bitfusion on vsphere-gpu mode bitfusion)", ALL, default=()),
     _f("workload_variables", p_variables, "extra workload_run role variables (e.g. "
@@ -479,11 +497,11 @@ FIELDS: tuple[Field, ...] = (
        default=()),
     # flavors (display-only sizes for bare metal)
     _f("flavor_vcpus", p_int(1, MAX_VCPUS), "flavor vCPUs", SERVERS, required=NOVA,
-       default=lambda t: 1 if t == "ironic-bm" else None),
+       default=by_topology("flavor_vcpus")),
     _f("flavor_ram_mb", p_int(1, MAX_MEMORY_MB), "flavor RAM in MiB", SERVERS, required=NOVA,
-       default=lambda t: 1024 if t == "ironic-bm" else None),
+       default=by_topology("flavor_ram_mb")),
     _f("flavor_disk_gb", p_int(0, MAX_DISK_GB), "flavor root disk in GB", SERVERS, required=NOVA,
-       default=lambda t: 10 if t == "ironic-bm" else None),
+       default=by_topology("flavor_disk_gb")),
     # nova-pci
     _f("pci_alias", p_alias_count, "GPU alias and count per VM", NOVA, required=True),
     _f("cpu_pinning", p_bool, "hw:cpu_policy=dedicated", NOVA, default=False),

@@ -11,13 +11,12 @@ from infra.cli.errors import UsageError
 from infra.config.fields import (
     BY_KEY,
     FIELDS,
-    MODE_REQUIRED,
-    OPENSTACK,
     TOPOLOGIES,
     BadValue,
     SecretRef,
     default_ssh_user,
 )
+from infra.specs.topology import get as topology_spec
 
 
 class ConfigError(UsageError):
@@ -141,10 +140,6 @@ class LabConfig:
     bitfusion_server: str | None = None
 
     @property
-    def is_openstack(self) -> bool:
-        return self.topology in OPENSTACK
-
-    @property
     def resource_class_spec(self) -> str:
         """Nova's normalized custom resource class: ``baremetal.gpu-p100`` ->
         ``CUSTOM_BAREMETAL_GPU_P100``."""
@@ -238,19 +233,13 @@ def validate(raw: dict[str, Any]) -> LabConfig:
         values["ssh_user"] = default_ssh_user(
             topology, values.get("image") or values.get("template")
         )
-    if topology == "vsphere-gpu":
-        _check_vsphere(raw, values, problems)
+    # the topology's own checks across keys (vsphere-gpu modes, magnum-k8s bare metal)
+    topology_spec(topology).check_config(raw, values, problems)
     cidr = values.get("admin_cidr")
     if isinstance(cidr, str) and cidr.endswith("/0") and not values.get("allow_world"):
         problems.append(
             f"gpulab:admin_cidr {cidr} opens SSH to the whole internet: name your network, "
             "or set gpulab:allow_world: true to mean it"
-        )
-    bare_metal_magnum = topology == "magnum-k8s" and values.get("server_type") == "bm"
-    if bare_metal_magnum and "docker_volume_size" in raw:
-        problems.append(
-            "gpulab:docker_volume_size is only allowed with gpulab:server_type vm "
-            "(bare-metal nodes have no Cinder docker volume)"
         )
     if problems:
         raise ConfigError(problems)
@@ -258,32 +247,3 @@ def validate(raw: dict[str, Any]) -> LabConfig:
         if key in values:
             values[key] = tuple(values[key])
     return LabConfig(**values)
-
-
-def _check_vsphere(raw: dict[str, Any], values: dict[str, Any], problems: list[str]) -> None:
-    mode = values.get("mode")
-    if mode is None:
-        return
-    for f in FIELDS:
-        if f.modes and mode not in f.modes:
-            if f.key in raw:
-                problems.append(
-                    f"gpulab:{f.key} is only used with gpulab:mode "
-                    + " or ".join(sorted(f.modes))
-                    + f", not {mode}"
-                )
-            values.pop(f.key, None)
-    for key in MODE_REQUIRED[mode]:
-        if key not in raw:
-            problems.append(f"gpulab:{key} is required for vsphere-gpu mode {mode}: "
-                            + BY_KEY[key].help)
-    ids = values.get("pci_device_ids")
-    if mode == "passthrough" and isinstance(ids, list):
-        want = values.get("host_count", 1) * values.get("gpus_per_vm", 1)
-        if len(set(ids)) != len(ids):
-            problems.append("gpulab:pci_device_ids must not repeat a device")
-        elif len(ids) != want:
-            problems.append(
-                f"gpulab:pci_device_ids must list host_count x gpus_per_vm = {want} "
-                f"devices, got {len(ids)}"
-            )

@@ -12,18 +12,15 @@ from __future__ import annotations
 
 from typing import Any
 
-# Execution environments a topology measures in unless the config names others.
-DEFAULT_ENVS = {"magnum-k8s": ("k8s",)}
 DEFAULT_SUITE = "smoke"
 
 
 def execution_envs(cfg: Any) -> list[str]:
-    envs = getattr(cfg, "execution_envs", None)
-    if envs:
-        return list(envs)
-    if cfg.topology == "vsphere-gpu" and getattr(cfg, "mode", None) == "bitfusion":
-        return ["bitfusion"]
-    return list(DEFAULT_ENVS.get(cfg.topology, ("native",)))
+    """The stack's ``gpulab:execution_envs``, else its topology's default (its spec's
+    ``default_envs``/``mode_envs``); aliases resolved (singularity -> apptainer)."""
+    from infra.specs.topology import get
+
+    return get(cfg.topology).envs(cfg)
 
 
 def site_variables(cfg: Any, envs: list[str]) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """WorkloadRun: a benchmark suite run on the lab's hosts as a Pulumi dynamic resource.
 
 Inputs: ``hosts`` (the ``hosts`` output entries), ``suite`` (a name under workloads/suites/),
-``execution_env`` (native, docker, singularity, k8s, bitfusion), ``arm`` (the records' label,
+``execution_env`` (an entry of infra/specs/execenv.py: native, docker, apptainer, k8s,
+bitfusion; ``singularity`` is apptainer), ``arm`` (the records' label,
 default the execution environment), ``topology``, ``lab``, ``variables`` (more extravars for
 ``playbooks/workloads.yml``, e.g. a container image) and ``triggers``. The suite file's digest
 is an input too: editing the suite re-runs it on the next ``up``; nothing else does.
@@ -39,9 +40,10 @@ from pulumi.dynamic import (
 )
 
 from infra.ansible.runner import PlaybookError, PlaybookResult
+from infra.specs.execenv import accepted as accepted_exec_envs
 
 REPO = Path(__file__).resolve().parents[2]
-EXEC_ENVS = ("native", "docker", "singularity", "k8s", "bitfusion")
+EXEC_ENVS = accepted_exec_envs()  # infra/specs/execenv.py: names, then aliases
 RUN_INPUTS = (
     "hosts",
     "suite",

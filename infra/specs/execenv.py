@@ -182,7 +182,7 @@ ENVS: dict[str, ExecEnv] = {
             image=Image(
                 source="a SIF file on the host, named by the lab variable below",
                 build="apptainer build workloads.sif docker-daemon://<the docker image>",
-                lab_var="workload_run_singularity_image",  # renamed with the role
+                lab_var="workload_run_apptainer_image",
             ),
             gpu_flags=("--nv",),
             mount_flag="--bind={src}:{dst}{ro}",

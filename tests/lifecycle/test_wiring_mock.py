@@ -111,10 +111,13 @@ def test_vgpu_license_token_reaches_ansible_only_as_a_secret_mock(mocks: LabMock
 def test_execution_envs_by_topology() -> None:
     from types import SimpleNamespace as NS
 
-    assert execution_envs(NS(topology="local")) == ["native"]
-    assert execution_envs(NS(topology="magnum-k8s")) == ["k8s"]
-    assert execution_envs(NS(topology="vsphere-gpu", mode="bitfusion")) == ["bitfusion"]
-    assert execution_envs(NS(topology="nova-pci", execution_envs=("native", "docker"))) == [
+    def cfg(topology: str, mode: str | None = None, envs: tuple[str, ...] = ()) -> NS:
+        return NS(topology=topology, mode=mode, execution_envs=envs)
+
+    assert execution_envs(cfg("local")) == ["native"]
+    assert execution_envs(cfg("magnum-k8s")) == ["k8s"]
+    assert execution_envs(cfg("vsphere-gpu", mode="bitfusion")) == ["bitfusion"]
+    assert execution_envs(cfg("nova-pci", envs=("native", "docker"))) == [
         "native",
         "docker",
     ]

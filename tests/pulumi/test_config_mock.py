@@ -172,7 +172,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "nova-pci",
         {"execution_envs": ["native", "lxc"]},
-        "gpulab:execution_envs must be a list of native, docker, singularity, k8s, bitfusion",
+        "gpulab:execution_envs must be a list of native, docker, apptainer, k8s, bitfusion, "
+        "singularity",
     ),
     (
         "local",

@@ -180,3 +180,35 @@ def test_missing_value_is_named() -> None:
     )  # fmt: skip
     with pytest.raises(ValueError, match=r"execution environment x: no value for \{nope\}"):
         render_launch(bare, inner=[])
+
+
+def test_the_ansible_files_are_generated_from_the_table() -> None:
+    """`python -m infra.specs.ansible_vars` wrote them; edit the table, not these files."""
+    for rel in ansible_vars.FILES:
+        assert (REPO / rel).read_text() == ansible_vars.render(rel), f"{rel}: rerun the generator"
+
+
+def test_config_validation_accepts_a_new_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """gpulab:execution_envs reads the table on every parse: an entry added there is accepted
+    (by name and alias, recorded by name) with no other change; an unknown one is one line."""
+    from infra.config import ConfigError, validate
+    from infra.dynamic import execution_envs
+
+    podman = dataclasses.replace(ENVS["docker"], name="podman", aliases=("pm",))
+    monkeypatch.setitem(ENVS, "podman", podman)
+    cfg = validate({"topology": "local", "lab": "lab1", "execution_envs": ["native", "pm"]})
+    assert cfg.execution_envs == ("native", "podman")
+    assert execution_envs(cfg) == ["native", "podman"]
+    old = validate({"topology": "local", "lab": "lab1", "execution_envs": ["singularity"]})
+    assert old.execution_envs == ("apptainer",)
+    with pytest.raises(ConfigError) as exc:
+        validate({"topology": "local", "lab": "lab1", "execution_envs": ["lxc"]})
+    assert str(exc.value).startswith("gpulab:execution_envs must be a list of native, docker")
+
+
+def test_workload_run_takes_every_name_the_table_accepts() -> None:
+    from infra.dynamic.workload_run import EXEC_ENVS
+
+    assert execenv.accepted() == EXEC_ENVS
+    specs = (ROLES / "workload_run" / "meta" / "argument_specs.yml").read_text()
+    assert "choices: [native" not in specs  # the role checks against the generated table
