@@ -140,10 +140,11 @@ def test_site_config_reaches_the_site_run_under_the_program_variables_mock(
             assert variables["nvidia_driver_cuda_repo_url"] == site["nvidia_driver_cuda_repo_url"]
             assert variables["workload_env_pip_extra_args"] == site["workload_env_pip_extra_args"]
             assert variables["gpulab_topology"] == "nova-pci"  # the program's own win
+            # singularity is accepted and runs as the one name, apptainer
             assert [r.inputs["execution_env"] for r in monitor.of_type(WORKLOAD)] == [
                 "native",
                 "docker",
-                "singularity",
+                "apptainer",
             ]
             assert all(
                 r.inputs["triggers"] == ["20260101T000000Z"] for r in monitor.of_type(WORKLOAD)
