@@ -10,12 +10,16 @@ waits for the previous one: the environments share the same GPUs), then the ``pr
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from infra.config import LabConfig
+    from infra.hosts import Host
 
 DEFAULT_SUITE = "smoke"
 
 
-def execution_envs(cfg: Any) -> list[str]:
+def execution_envs(cfg: LabConfig) -> list[str]:
     """The stack's ``gpulab:execution_envs``, else its topology's default (its spec's
     ``default_envs``/``mode_envs``); aliases resolved (singularity -> apptainer)."""
     from infra.specs.topology import get
@@ -23,10 +27,10 @@ def execution_envs(cfg: Any) -> list[str]:
     return get(cfg.topology).envs(cfg)
 
 
-def site_variables(cfg: Any, envs: list[str]) -> dict[str, Any]:
+def site_variables(cfg: LabConfig, envs: list[str]) -> dict[str, Any]:
     """The site run's extravars: ``gpulab:site`` role inputs under the program's own
     ``gpulab_*`` variables (the program's win)."""
-    variables = dict(getattr(cfg, "site", None) or {})
+    variables = dict(cfg.site)
     variables.update(
         {
             "gpulab_topology": cfg.topology,
@@ -38,7 +42,7 @@ def site_variables(cfg: Any, envs: list[str]) -> dict[str, Any]:
 
 
 def measure(
-    cfg: Any, component: Any, hosts: list[Any], results_dir: str | None = None
+    cfg: LabConfig, component: Any, hosts: list[Host], results_dir: str | None = None
 ) -> dict[str, Any]:
     """Configure the hosts, run the suite on them, export ``provision`` and ``results``.
 
@@ -58,7 +62,7 @@ def measure(
     gpu_hosts = [h.to_output() for h in hosts if h.gpu_path != "none"]
     envs = execution_envs(cfg)
     secrets: dict[str, Any] = {}
-    token = getattr(cfg, "vgpu_license_token", None)
+    token = cfg.vgpu_license_token
     if token is not None:
         secrets["nvidia_vgpu_guest_client_token"] = token
     # Depending on the (local) component resource means depending on every resource it
@@ -76,17 +80,17 @@ def measure(
     )
     runs: list[Any] = []
     previous: Any = site
-    measure_id = getattr(cfg, "measure_id", None) or ""
+    measure_id = cfg.measure_id
     for env in envs:
         # One after another: every environment measures the same GPUs.
         previous = WorkloadRun(
             f"{cfg.lab}-workloads-{env}",
             hosts=gpu_hosts,
-            suite=getattr(cfg, "suite", None) or DEFAULT_SUITE,
+            suite=cfg.suite or DEFAULT_SUITE,
             execution_env=env,
             topology=cfg.topology,
             lab=cfg.lab,
-            variables=dict(getattr(cfg, "workload_variables", None) or {}),
+            variables=dict(cfg.workload_variables),
             results_dir=results_dir,
             triggers=[measure_id],  # `gpulab measure` changes it: only these runs re-run
             opts=pulumi.ResourceOptions(depends_on=[previous]),
