@@ -7,7 +7,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra.cli.errors import UsageError
 from infra.config.fields import (
     BY_KEY,
     FIELDS,
@@ -16,6 +15,7 @@ from infra.config.fields import (
     SecretRef,
     default_ssh_user,
 )
+from infra.errors import UsageError
 from infra.specs.topology import get as topology_spec
 
 
