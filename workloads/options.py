@@ -30,3 +30,17 @@ def with_defaults(
             )
         out[key] = value
     return out
+
+
+def positive_number(out: Mapping[str, Any], key: str) -> None:
+    """``out[key]`` is a number > 0 (not a bool), else an InputError naming the key."""
+    value = out[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise InputError(f"option {key!r} must be a number > 0, got {value!r}")
+
+
+def fraction(out: Mapping[str, Any], key: str) -> None:
+    """``out[key]`` is a number from 0 to 1 (not a bool), else an InputError naming the key."""
+    value = out[key]
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise InputError(f"option {key!r} must be a number from 0 to 1, got {value!r}")

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from workloads.errors import InputError
-from workloads.options import with_defaults
+from workloads.options import positive_number, with_defaults
 
 TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "tf_config.json.j2"
 WORKER_MODULE = "workloads.scenarios.distributed_worker"
@@ -90,12 +90,8 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
         raise InputError(f"option 'launch' must be local or task, got {out['launch']!r}")
     if out["launch"] == "task":
         _parse_task(out.get("task"))
-    dl = out["deadline_s"]
-    if isinstance(dl, bool) or not isinstance(dl, int | float) or dl <= 0:
-        raise InputError(f"option 'deadline_s' must be a number > 0, got {dl!r}")
-    lr = out["learning_rate"]
-    if isinstance(lr, bool) or not isinstance(lr, int | float) or lr <= 0:
-        raise InputError(f"option 'learning_rate' must be a number > 0, got {lr!r}")
+    positive_number(out, "deadline_s")
+    positive_number(out, "learning_rate")
     return out
 
 

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from workloads.errors import InputError
-from workloads.options import with_defaults
+from workloads.options import positive_number, with_defaults
 
 DEFAULTS: dict[str, Any] = {"epochs": 12, "limit": None, "seed": 0, "learning_rate": 0.05}
 KNOWN = {*DEFAULTS, "data_dir"}
@@ -33,9 +33,7 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
             continue
         if isinstance(v, bool) or not isinstance(v, int) or v < low:
             raise InputError(f"option {key!r} must be an integer >= {low}, got {v!r}")
-    lr = out["learning_rate"]
-    if isinstance(lr, bool) or not isinstance(lr, int | float) or lr <= 0:
-        raise InputError(f"option 'learning_rate' must be a number > 0, got {lr!r}")
+    positive_number(out, "learning_rate")
     if "data_dir" in out and not isinstance(out["data_dir"], str):
         raise InputError(f"option 'data_dir' must be a path, got {out['data_dir']!r}")
     return out

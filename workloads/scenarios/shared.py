@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from workloads.errors import InputError
+from workloads.options import fraction, positive_number
 from workloads.scenarios import jobs
 
 DEFAULTS: dict[str, Any] = {
@@ -64,12 +65,8 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
         v = out[key]
         if not isinstance(v, dict) or not all(isinstance(x, str) for x in (*v, *v.values())):
             raise InputError(f"option {key!r} must map variable names to strings, got {v!r}")
-    dl = out["deadline_s"]
-    if isinstance(dl, bool) or not isinstance(dl, int | float) or dl <= 0:
-        raise InputError(f"option 'deadline_s' must be a number > 0, got {dl!r}")
-    mo = out["min_overlap"]
-    if isinstance(mo, bool) or not isinstance(mo, int | float) or not 0 <= mo <= 1:
-        raise InputError(f"option 'min_overlap' must be a number from 0 to 1, got {mo!r}")
+    positive_number(out, "deadline_s")
+    fraction(out, "min_overlap")
     return out
 
 
