@@ -314,12 +314,16 @@ def test_container_wrappers(first, nspawn_lab, nspawn_host, tmp_path, env) -> No
               "--topology", "t", "--arm", env]  # fmt: skip
     assert argv[-len(runner) :] == runner
     if env == "docker":
-        assert argv[3:12] == ["docker", "run", "--rm", "--env=GPULAB_DATA_DIR",
-                              "--env=GPULAB_GPU_PATH", "--env=GPULAB_EXEC_ENV",
-                              "--env=GPULAB_SHARING", "--gpus", "all"]  # fmt: skip
-        assert "/opt/gpulab/workloads:/opt/gpulab/workloads:ro" in argv
-        assert "gpulab/workloads:latest" in argv
-    else:
+        # The one docker launcher (infra/specs/execenv.py), the same as gpulab run local's.
+        assert argv[3:11] == [
+            "docker", "run", "--rm", f"--name=gpulab-w-{env}-{env}", "--gpus=all", "--ipc=host",
+            "--network=host", "--user=0:0",
+        ]  # fmt: skip
+        for name in ("GPULAB_DATA_DIR", "GPULAB_GPU_PATH", "GPULAB_EXEC_ENV", "GPULAB_SHARING"):
+            assert f"--env={name}" in argv
+        assert "--volume=/opt/gpulab/workloads:/opt/gpulab/workloads:ro" in argv
+        assert argv[argv.index("gpulab/workloads:latest") - 1] == "--entrypoint="
+    else:  # singularity: accepted as the alias of apptainer
         assert argv[3:6] == ["apptainer", "exec", "--nv"]
         assert "/opt/gpulab/workloads.sif" in argv
     assert [(f.host, f.task) for f in r.failures] == [
