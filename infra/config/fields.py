@@ -88,9 +88,7 @@ def p_name(raw: Any) -> str:
 
 def p_lab(raw: Any) -> str:
     if not isinstance(raw, str) or not LAB_RE.match(raw):
-        raise BadValue(
-            "2-32 characters: lowercase letters, digits and '-', starting with a letter"
-        )
+        raise BadValue("2-32 characters: lowercase letters, digits and '-', starting with a letter")
     return raw
 
 
@@ -205,7 +203,7 @@ def p_trait(raw: Any) -> str:
 
 def p_pci_address(raw: Any) -> str:
     if not isinstance(raw, str) or not PCI_ADDRESS_RE.match(raw.lower()):
-        raise BadValue("PCI addresses like \"0000:3b:00.0\" (quoted in YAML)")
+        raise BadValue('PCI addresses like "0000:3b:00.0" (quoted in YAML)')
     return raw.lower()
 
 
@@ -247,8 +245,9 @@ def p_labels(raw: Any) -> dict[str, str]:
         for k, v in raw.items()
     ):
         raise BadValue("a mapping of label names to string values")
-    if len(raw) > SITE_MAX_KEYS or any(len(k) > 255 or len(str(v)) > MAX_STR
-                                       for k, v in raw.items()):
+    if len(raw) > SITE_MAX_KEYS or any(
+        len(k) > 255 or len(str(v)) > MAX_STR for k, v in raw.items()
+    ):
         raise BadValue(
             f"a mapping of at most {SITE_MAX_KEYS} label names to string values "
             f"of up to {MAX_STR} characters"
@@ -327,6 +326,8 @@ def p_variables(raw: Any) -> dict[str, Any]:
     if len(json.dumps(raw, default=str)) > SITE_MAX_CHARS:
         raise BadValue(f"{what}; at most {SITE_MAX_CHARS} characters as JSON")
     return dict(raw)
+
+
 ANSIBLE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SITE_MAX_KEYS = 64
 SITE_MAX_CHARS = 16384
@@ -462,46 +463,116 @@ def _f(key: str, parse: Callable[[Any], Any], help: str, where: frozenset[str], 
 FIELDS: tuple[Field, ...] = (
     _f("topology", p_enum(*TOPOLOGIES), "which lab to build", ALL, required=True),
     _f("lab", p_lab, "lab name; prefixes and tags every resource", ALL, required=True),
-    _f("ssh_user", p_name, "login user on the lab hosts (default: the image family's, see "
-       "docs/topologies.md; root for local)", ALL, default=lambda t: default_ssh_user(t, None)),
-    _f("ssh_public_key", p_ssh_key, "public key installed on OpenStack hosts", OPENSTACK,
-       required=True),
+    _f(
+        "ssh_user",
+        p_name,
+        "login user on the lab hosts (default: the image family's, see "
+        "docs/topologies.md; root for local)",
+        ALL,
+        default=lambda t: default_ssh_user(t, None),
+    ),
+    _f(
+        "ssh_public_key",
+        p_ssh_key,
+        "public key installed on OpenStack hosts",
+        OPENSTACK,
+        required=True,
+    ),
     _f("host_count", p_int(1, MAX_HOSTS), "number of GPU hosts", INSTANCES, default=1),
     # what the lab measures once its hosts are ready
     _f("suite", p_suite, "workload suite to run on the GPU hosts", ALL, default="smoke"),
-    _f("execution_envs", p_list(p_exec_env, ", ".join(EXECUTION_ENVS)),
-       "execution environments to measure in (default: native; k8s on magnum-k8s; "
-       "bitfusion on vsphere-gpu mode bitfusion)", ALL, default=()),
-    _f("workload_variables", p_variables, "extra workload_run role variables (e.g. "
-       "workload_run_docker_image)", ALL, default={}),
-    _f("site", p_site, "role inputs of the site Ansible run (<role>_* or gpulab_* variables, "
-       "e.g. nvidia_driver_cuda_repo_url, workload_env_pip_index_url)", ALL, default={}),
-    _f("measure_id", p_measure_id, "a change re-runs only the workload runs (gpulab measure "
-       "sets it)", ALL, default=""),
+    _f(
+        "execution_envs",
+        p_list(p_exec_env, ", ".join(EXECUTION_ENVS)),
+        "execution environments to measure in (default: native; k8s on magnum-k8s; "
+        "bitfusion on vsphere-gpu mode bitfusion)",
+        ALL,
+        default=(),
+    ),
+    _f(
+        "workload_variables",
+        p_variables,
+        "extra workload_run role variables (e.g. workload_run_docker_image)",
+        ALL,
+        default={},
+    ),
+    _f(
+        "site",
+        p_site,
+        "role inputs of the site Ansible run (<role>_* or gpulab_* variables, "
+        "e.g. nvidia_driver_cuda_repo_url, workload_env_pip_index_url)",
+        ALL,
+        default={},
+    ),
+    _f(
+        "measure_id",
+        p_measure_id,
+        "a change re-runs only the workload runs (gpulab measure sets it)",
+        ALL,
+        default="",
+    ),
     # OpenStack, shared
     _f("os_cloud", p_name, "clouds.yaml entry; empty: OS_* environment", OPENSTACK),
     _f("os_password", p_secret, "overrides the clouds.yaml password", OPENSTACK, secret=True),
-    _f("external_network", p_name, "provider network the lab router uplinks to", OPENSTACK,
-       required=True),
+    _f(
+        "external_network",
+        p_name,
+        "provider network the lab router uplinks to",
+        OPENSTACK,
+        required=True,
+    ),
     _f("admin_cidr", p_cidr, "only source allowed to SSH into the lab", OPENSTACK, required=True),
-    _f("allow_world", p_bool, "let admin_cidr be the whole internet (0.0.0.0/0 or ::/0)",
-       OPENSTACK, default=False),
+    _f(
+        "allow_world",
+        p_bool,
+        "let admin_cidr be the whole internet (0.0.0.0/0 or ::/0)",
+        OPENSTACK,
+        default=False,
+    ),
     _f("lab_cidr", p_cidr, "lab subnet", OPENSTACK, default="10.42.0.0/24"),
-    _f("dns_nameservers", p_list(p_ip, "IP addresses"), "lab subnet DNS servers", OPENSTACK,
-       default=()),
+    _f(
+        "dns_nameservers",
+        p_list(p_ip, "IP addresses"),
+        "lab subnet DNS servers",
+        OPENSTACK,
+        default=(),
+    ),
     _f("image", p_name, "Glance image name", OPENSTACK, required=True),
     _f("availability_zone", p_name, "Nova availability zone", SERVERS),
     # ironic-bm
     _f("resource_class", p_resource_class, "Ironic nodes' resource_class", IRONIC, required=True),
-    _f("required_traits", p_list(p_trait, "trait names"), "traits the node must have", IRONIC,
-       default=()),
+    _f(
+        "required_traits",
+        p_list(p_trait, "trait names"),
+        "traits the node must have",
+        IRONIC,
+        default=(),
+    ),
     # flavors (display-only sizes for bare metal)
-    _f("flavor_vcpus", p_int(1, MAX_VCPUS), "flavor vCPUs", SERVERS, required=NOVA,
-       default=by_topology("flavor_vcpus")),
-    _f("flavor_ram_mb", p_int(1, MAX_MEMORY_MB), "flavor RAM in MiB", SERVERS, required=NOVA,
-       default=by_topology("flavor_ram_mb")),
-    _f("flavor_disk_gb", p_int(0, MAX_DISK_GB), "flavor root disk in GB", SERVERS, required=NOVA,
-       default=by_topology("flavor_disk_gb")),
+    _f(
+        "flavor_vcpus",
+        p_int(1, MAX_VCPUS),
+        "flavor vCPUs",
+        SERVERS,
+        required=NOVA,
+        default=by_topology("flavor_vcpus"),
+    ),
+    _f(
+        "flavor_ram_mb",
+        p_int(1, MAX_MEMORY_MB),
+        "flavor RAM in MiB",
+        SERVERS,
+        required=NOVA,
+        default=by_topology("flavor_ram_mb"),
+    ),
+    _f(
+        "flavor_disk_gb",
+        p_int(0, MAX_DISK_GB),
+        "flavor root disk in GB",
+        SERVERS,
+        required=NOVA,
+        default=by_topology("flavor_disk_gb"),
+    ),
     # nova-pci
     _f("pci_alias", p_alias_count, "GPU alias and count per VM", NOVA, required=True),
     _f("cpu_pinning", p_bool, "hw:cpu_policy=dedicated", NOVA, default=False),
@@ -514,8 +585,12 @@ FIELDS: tuple[Field, ...] = (
     _f("master_count", p_int(1, MAX_MASTERS), "control-plane nodes", MAGNUM, default=1),
     _f("node_count", p_int(1, MAX_HOSTS), "GPU worker nodes", MAGNUM, default=1),
     _f("network_driver", p_enum(*NETWORK_DRIVERS), "Kubernetes CNI", MAGNUM, default="calico"),
-    _f("docker_volume_size", p_int(1, MAX_DISK_GB),
-       "per-node Cinder volume for images (GB, vm only)", MAGNUM),
+    _f(
+        "docker_volume_size",
+        p_int(1, MAX_DISK_GB),
+        "per-node Cinder volume for images (GB, vm only)",
+        MAGNUM,
+    ),
     _f("labels", p_labels, "Magnum cluster labels", MAGNUM, default={}),
     # vsphere-gpu
     _f("vsphere_server", p_str, "vCenter address", VSPHERE, required=True),
@@ -532,21 +607,51 @@ FIELDS: tuple[Field, ...] = (
     _f("mode", p_enum(*VSPHERE_MODES), "how VMs reach GPUs", VSPHERE, required=True),
     _f("vm_cpus", p_int(1, MAX_VCPUS), "vCPUs per VM", VSPHERE, default=8),
     _f("vm_memory_mb", p_int(1, MAX_MEMORY_MB), "memory per VM in MiB", VSPHERE, default=32768),
-    _f("gpu_host", p_str, "ESXi host holding the passthrough GPUs", VSPHERE,
-       modes=frozenset({"passthrough"})),
-    _f("pci_device_ids", p_list(p_pci_address, "PCI addresses like 0000:3b:00.0"),
-       "GPU PCI addresses on gpu_host, gpus_per_vm per VM in order", VSPHERE,
-       modes=frozenset({"passthrough"})),
-    _f("gpus_per_vm", p_int(1, MAX_GPUS), "passthrough GPUs per VM", VSPHERE, default=1,
-       modes=frozenset({"passthrough"})),
-    _f("gpu_bar_gb", p_int(1, MAX_BAR_GB),
-       "BAR1 size of one GPU in GB (e.g. 16 for P100/V100-16GB)", VSPHERE,
-       modes=frozenset({"passthrough"})),
+    _f(
+        "gpu_host",
+        p_str,
+        "ESXi host holding the passthrough GPUs",
+        VSPHERE,
+        modes=frozenset({"passthrough"}),
+    ),
+    _f(
+        "pci_device_ids",
+        p_list(p_pci_address, "PCI addresses like 0000:3b:00.0"),
+        "GPU PCI addresses on gpu_host, gpus_per_vm per VM in order",
+        VSPHERE,
+        modes=frozenset({"passthrough"}),
+    ),
+    _f(
+        "gpus_per_vm",
+        p_int(1, MAX_GPUS),
+        "passthrough GPUs per VM",
+        VSPHERE,
+        default=1,
+        modes=frozenset({"passthrough"}),
+    ),
+    _f(
+        "gpu_bar_gb",
+        p_int(1, MAX_BAR_GB),
+        "BAR1 size of one GPU in GB (e.g. 16 for P100/V100-16GB)",
+        VSPHERE,
+        modes=frozenset({"passthrough"}),
+    ),
     _f("vgpu_profile", p_vgpu_profile, "vGPU profile", VSPHERE, modes=frozenset({"vgpu"})),
-    _f("vgpu_license_token", p_secret, "NVIDIA license client token (Ansible gridd)", VSPHERE,
-       modes=frozenset({"vgpu"}), secret=True),
-    _f("bitfusion_server", p_str, "Bitfusion server address", VSPHERE,
-       modes=frozenset({"bitfusion"})),
+    _f(
+        "vgpu_license_token",
+        p_secret,
+        "NVIDIA license client token (Ansible gridd)",
+        VSPHERE,
+        modes=frozenset({"vgpu"}),
+        secret=True,
+    ),
+    _f(
+        "bitfusion_server",
+        p_str,
+        "Bitfusion server address",
+        VSPHERE,
+        modes=frozenset({"bitfusion"}),
+    ),
 )
 
 BY_KEY = {f.key: f for f in FIELDS}
