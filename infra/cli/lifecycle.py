@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from infra.automation import Lab
+
+T = TypeVar("T")
 
 run_app = typer.Typer(help="Run a lab's workloads without the Pulumi engine.", no_args_is_help=True)
 
@@ -114,7 +122,7 @@ def _report_local(run: Any, console: Any) -> None:
     console.print(f"report:  {rep.html} ({len(rep.figures)} figures)")
 
 
-def _lab(stack: str, backend: str | None):
+def _lab(stack: str, backend: str | None) -> tuple[Lab, Console]:
     from rich.console import Console
 
     from infra.automation import Lab
@@ -138,7 +146,7 @@ RefreshOpt = Annotated[
 ]
 
 
-def _run(fn):
+def _run(fn: Callable[[], T]) -> T:
     from infra.automation import LabError
     from infra.cli.errors import fail
 
@@ -149,7 +157,7 @@ def _run(fn):
         raise typer.Exit(1) from None
 
 
-def _print_json(console, data) -> None:
+def _print_json(console: Console, data: Any) -> None:
     console.print_json(json.dumps(data, default=str, sort_keys=True))
 
 
