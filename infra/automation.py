@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from infra.cli.errors import UsageError
+from infra.errors import UsageError
 from infra.paths import RESULTS_ENV, results_root
 
 REPO = Path(__file__).resolve().parents[1]
