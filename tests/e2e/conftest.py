@@ -107,7 +107,8 @@ class Lab:
         return raw_from_stack_file(path)
 
 
-@pytest.fixture(scope="session")
+# Module scope: its environment (GPULAB_RESULTS, the SSH key) must not leak into later tests.
+@pytest.fixture(scope="module")
 def e2e_lab(nspawn_lab: NspawnLab, wheelhouse: Path, tmp_path_factory) -> Iterator[Lab]:  # type: ignore[no-untyped-def]
     workdir = tmp_path_factory.mktemp("e2e")
     results = workdir / "results"

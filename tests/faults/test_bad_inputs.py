@@ -74,13 +74,20 @@ def _tree(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")}
 
 
-@pytest.mark.parametrize("case", CASES)
-@pytest.mark.parametrize("command", COMMANDS)
+# `data --out` makes a missing directory and writes into an existing one: those two cases are
+# not bad input for it, so they are not generated (rather than skipped).
+TABLE = [
+    (command, case)
+    for command in COMMANDS
+    for case in CASES
+    if not (command.startswith("data") and case in ("missing", "directory"))
+]
+
+
+@pytest.mark.parametrize(("command", "case"), TABLE)
 def test_bad_input_is_one_line_exit_2_and_leaves_nothing(
     tmp_path: Path, command: str, case: str
 ) -> None:
-    if command.startswith("data") and case in ("missing", "directory"):
-        pytest.skip("n/a: data --out makes a missing directory and writes into an existing one")
     work = tmp_path / "work"
     work.mkdir()
     argv = commands(tmp_path / "bad.yaml", work)[command]

@@ -136,6 +136,7 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path: Path, capsys, monkeypatch) -
     assert err.startswith("gpulab: error: baseline 'nova-pci' has no ok records")
     assert len(err.splitlines()) == 1
     monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GPULAB_RESULTS", raising=False)  # the default root: ./results
     assert not os.path.exists("results")
     assert main(["report", "--out", "o"]) == 2
     assert "./results does not exist" in capsys.readouterr().err
