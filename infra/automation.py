@@ -22,12 +22,22 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from infra.errors import UsageError
+from infra.lab_faults import (
+    Diagnostic,
+    InterruptGuard,
+    RunOnDisk,
+    failure_line,
+    newest_partial,
+    provider_message,
+    runs_since,
+)
 from infra.paths import RESULTS_ENV, results_root
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,7 +52,24 @@ class PulumiMissingError(UsageError):
 
 
 class LabError(RuntimeError):
-    """An engine operation failed; the message is one line naming the stack and the cause."""
+    """An engine operation failed; the message is one line naming the stack and the cause.
+
+    ``partial``: after a failed ``up``/``measure``, the workload run that failed part-way
+    (its ``summary.json`` on disk: the finished hosts' records), if any.
+    """
+
+    def __init__(self, message: str, partial: RunOnDisk | None = None) -> None:
+        super().__init__(message)
+        self.partial = partial
+
+
+class LabInterrupted(LabError):
+    """SIGINT/SIGTERM during ``up``/``measure``: the engine cancelled gracefully; the lab stays.
+    ``runs``: the workload runs written during the operation (their records stay on disk)."""
+
+    def __init__(self, message: str, runs: list[RunOnDisk]) -> None:
+        super().__init__(message)
+        self.runs = runs
 
 
 def find_pulumi() -> str | None:
@@ -55,6 +82,11 @@ def find_pulumi() -> str | None:
 
 
 def _last_line(text: str) -> str:
+    """The provider's exception line if the text carries a traceback, else the last line
+    with ``error:`` in it, else the last line."""
+    found = provider_message(text)
+    if found:
+        return " ".join(found.split())
     lines = []
     for ln in (text or "").splitlines():
         ln = ln.strip()
@@ -154,7 +186,9 @@ class Lab:
         except auto.CommandError as exc:
             raise LabError(f"stack {self.stack_name}: {_last_line(str(exc))}") from None
 
-    def _engine(self, what: str, fn: Callable[[], Any]) -> Any:
+    def _engine(
+        self, what: str, fn: Callable[[], Any], diags: list[Diagnostic] | None = None
+    ) -> Any:
         auto = self._auto
         try:
             return fn()
@@ -164,7 +198,8 @@ class Lab:
                 f"(wait, or `pulumi cancel --stack {self.stack_name}`)"
             ) from None
         except auto.CommandError as exc:
-            raise LabError(f"{what} {self.stack_name} failed: {_last_line(str(exc))}") from None
+            line = failure_line(diags or [], _last_line(str(exc)))
+            raise LabError(f"{what} {self.stack_name} failed: {line}") from None
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -179,13 +214,42 @@ class Lab:
 
     def _up(self, stack: Any, refresh: bool, when: str) -> dict[str, Any]:
         self.on_output(f"==> {when} {self.stack_name}" + (" (refresh first)" if refresh else ""))
-        kw: dict[str, Any] = {"on_output": self.on_output, "color": "never"}
+        guard = InterruptGuard(self.on_output)
+        diags: list[Diagnostic] = []
+
+        def on_output(line: str) -> None:
+            guard.watch(line)
+            self.on_output(line)
+
+        def on_event(event: Any) -> None:
+            # the provider's exception arrives as an `error` diagnostic of its resource
+            d = getattr(event, "diagnostic_event", None)
+            if d is not None and getattr(d, "severity", None) == "error":
+                diags.append(Diagnostic(str(d.message or ""), getattr(d, "urn", None)))
+
+        kw: dict[str, Any] = {"on_output": on_output, "on_event": on_event, "color": "never"}
         if refresh:
             kw["refresh"] = True
-        result = self._engine(when, lambda: stack.up(**kw))
+        started = time.time() - 1.0  # file times have a coarser clock on some file systems
+        try:
+            with guard:
+                result = self._engine(when, lambda: stack.up(**kw), diags)
+        except LabError as exc:
+            if guard.signals:
+                raise self._interrupted(when, started) from None
+            exc.partial = newest_partial(self.results_dir, since=started)
+            raise
         outputs = plain_outputs(getattr(result, "outputs", None) or {})
         self._save_outputs(outputs, when)
         return outputs
+
+    def _interrupted(self, when: str, started: float) -> LabInterrupted:
+        return LabInterrupted(
+            f"{when} {self.stack_name} interrupted: the engine stopped after the steps in "
+            f"flight; the lab stays as it is (`gpulab up {self.stack_name}` carries on, "
+            f"`gpulab down {self.stack_name}` removes it)",
+            runs_since(self.results_dir, since=started),
+        )
 
     def measure(self, refresh: bool = False) -> dict[str, Any]:
         """Measure a built lab again without rebuilding it: set ``gpulab:measure_id`` to a
@@ -232,8 +296,34 @@ class Lab:
         return self.up()
 
     def outputs(self) -> dict[str, Any]:
+        """The stack outputs (secrets masked); when the last update failed in a workload run,
+        also ``results_partial``: that run as found on disk (a failed create records no
+        outputs, so the finished hosts' records are only there)."""
         stack = self._stack(create=False)
-        return plain_outputs(self._engine("outputs", stack.outputs))
+        out = plain_outputs(self._engine("outputs", stack.outputs))
+        partial = self.partial_of_last_update(stack)
+        if partial is not None:
+            out["results_partial"] = partial.to_json()
+        return out
+
+    def partial_of_last_update(self, stack: Any) -> RunOnDisk | None:
+        """The run that failed part-way during the last update, if that update failed."""
+        try:
+            info = stack.info(show_secrets=False)
+        except self._auto.CommandError:
+            return None
+        if info is None or info.result != "failed" or info.kind != "update":
+            return None
+
+        def stamp(value: Any) -> float | None:
+            return value.timestamp() if isinstance(value, datetime) else None
+
+        since, until = stamp(info.start_time), stamp(info.end_time)
+        return newest_partial(
+            self.results_dir,
+            since=None if since is None else since - 1.0,
+            until=None if until is None else until + 1.0,
+        )
 
     def status(self) -> dict[str, Any]:
         """The last update (kind, result, times, resource changes) and the output names."""

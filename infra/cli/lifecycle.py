@@ -146,15 +146,35 @@ RefreshOpt = Annotated[
 ]
 
 
-def _run(fn: Callable[[], T]) -> T:
-    from infra.automation import LabError
-    from infra.cli.errors import fail
+def _run(fn: Callable[[], T], console: Any = None) -> T:
+    """Run a lifecycle call; an engine failure is one line on stderr and exit 1 (then, after
+    a failed up/measure, the partial run found on disk); an interrupt exits 130 after saying
+    where the finished records are. See docs/lifecycle.md, exit codes."""
+    from infra.automation import LabError, LabInterrupted
+    from infra.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, fail
 
     try:
         return fn()
+    except LabInterrupted as exc:
+        fail(str(exc))
+        _show_runs(console, [line for run in exc.runs for line in run.lines()], "kept on disk")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     except LabError as exc:
         fail(str(exc))
-        raise typer.Exit(1) from None
+        if exc.partial is not None:
+            _show_runs(console, exc.partial.lines(), "partial results on disk")
+        raise typer.Exit(EXIT_FAILED) from None
+
+
+def _show_runs(console: Any, lines: list[str], title: str) -> None:
+    if console is None:
+        return
+    if not lines:
+        console.print(f"{title}: no workload run wrote records", markup=False, highlight=False)
+        return
+    console.print(f"{title}:", markup=False, highlight=False)
+    for line in lines:
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _print_json(console: Console, data: Any) -> None:
@@ -166,9 +186,12 @@ def up(stack: StackArg, backend: BackendOpt = None, refresh: RefreshOpt = False)
     the site Ansible run (playbooks/site.yml) on every host, then one workload run per
     execution environment, one after another on the same GPUs; records are fetched to
     results/<stack>/ ($GPULAB_RESULTS, else ./results). Prints the outputs: hosts, provision,
-    results. Unchanged parts are not re-run; `gpulab measure` re-runs only the workloads."""
+    results. Unchanged parts are not re-run; `gpulab measure` re-runs only the workloads.
+    Exit 1 on a failed step (one line naming the host and the step, then the finished hosts'
+    records on disk; what was made stays for `gpulab down`), 2 on bad input, 130 on Ctrl-C
+    (the engine stops after the steps in flight; the lab and the records stay)."""
     lab, console = _lab(stack, backend)
-    _print_json(console, _run(lambda: lab.up(refresh=refresh)))
+    _print_json(console, _run(lambda: lab.up(refresh=refresh), console))
 
 
 def measure(stack: StackArg, backend: BackendOpt = None, refresh: RefreshOpt = False) -> None:
@@ -176,7 +199,7 @@ def measure(stack: StackArg, backend: BackendOpt = None, refresh: RefreshOpt = F
     time id in Pulumi.<stack>.yaml and runs up; only the workload runs re-run, their records go
     to results/<stack>/. Prints the outputs."""
     lab, console = _lab(stack, backend)
-    _print_json(console, _run(lambda: lab.measure(refresh=refresh)))
+    _print_json(console, _run(lambda: lab.measure(refresh=refresh), console))
 
 
 def down(stack: StackArg, backend: BackendOpt = None) -> None:
@@ -189,7 +212,7 @@ def down(stack: StackArg, backend: BackendOpt = None) -> None:
 def rebuild(stack: StackArg, backend: BackendOpt = None) -> None:
     """Destroy, then up again with the same stack config."""
     lab, console = _lab(stack, backend)
-    _print_json(console, _run(lab.rebuild))
+    _print_json(console, _run(lab.rebuild, console))
 
 
 def status(stack: StackArg, backend: BackendOpt = None) -> None:
@@ -199,7 +222,8 @@ def status(stack: StackArg, backend: BackendOpt = None) -> None:
 
 
 def outputs(stack: StackArg, backend: BackendOpt = None) -> None:
-    """The stack outputs as JSON (secrets masked)."""
+    """The stack outputs as JSON (secrets masked); when the last up failed in a workload
+    run, also results_partial: that run's finished records as found in results/<stack>/."""
     lab, console = _lab(stack, backend)
     _print_json(console, _run(lab.outputs))
 

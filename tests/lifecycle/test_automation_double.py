@@ -39,10 +39,12 @@ class StackDouble:
     def __init__(self, auto: AutoDouble, name: str) -> None:
         self.auto, self.name = auto, name
 
-    def up(self, on_output=None, color=None, **kw: Any) -> Any:
+    def up(self, on_output=None, on_event=None, color=None, **kw: Any) -> Any:
         self.auto.calls.append(("up", self.name, *sorted(kw.items())))
         on_output("Updating (local):")
         on_output("  + gpulab:AnsibleRun site created")
+        if self.auto.during_up is not None:  # what the engine does next (a test's script)
+            self.auto.during_up(on_output, on_event)
         if self.auto.fail.get("up"):
             raise self.auto.fail["up"]
         self.auto.deployed = True
@@ -70,6 +72,8 @@ class StackDouble:
 
     def info(self, show_secrets: bool = True) -> Any:
         self.auto.calls.append(("info", self.name, show_secrets))
+        if self.auto.last_update is not None:
+            return self.auto.last_update
         return SimpleNamespace(
             kind="update",
             result="succeeded",
@@ -94,6 +98,8 @@ class AutoDouble:
         self.fail: dict[str, Exception] = {}
         self.opts: list[dict] = []
         self.work_dir = Path(".")
+        self.during_up: Any = None  # called inside up(on_output, on_event), before a failure
+        self.last_update: Any = None  # what info() answers, when set
 
     @staticmethod
     def LocalWorkspaceOptions(**kw: Any) -> dict:  # the SDK class name
@@ -233,6 +239,21 @@ def test_engine_failure_is_one_line(project: Path) -> None:
         str(err.value) == "up local failed: error: update failed: AnsibleRun site: host 'h0' failed"
     )
     assert "\n" not in str(err.value)
+
+
+def test_failed_up_keeps_state_and_down_destroys_it(project: Path) -> None:
+    """A failing step leaves the resources made so far in the state (the engine's behaviour,
+    here the DOUBLE's): the stack is not removed and `down` runs the destroy."""
+    auto = AutoDouble()
+    lab = make_lab(project, auto)
+    lab.up()
+    auto.fail["up"] = engine_error(CommandError, "error: update failed\n")
+    with pytest.raises(LabError):
+        lab.up()
+    assert auto.deployed and "local" in auto.stacks  # nothing destroyed behind the user's back
+    assert [c[0] for c in auto.calls].count("destroy") == 0
+    lab.down()
+    assert auto.calls[-1] == ("destroy", "local") and not auto.deployed
 
 
 def test_concurrent_update_is_named(project: Path) -> None:
