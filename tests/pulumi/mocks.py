@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,8 @@ class LabMocks(pulumi.runtime.Mocks):
         elif typ == "vsphere:index/virtualMachine:VirtualMachine":
             outs["defaultIpAddress"] = f"192.0.2.{n}"
             outs["moid"] = f"vm-{n}"
+            # the BIOS UUID pulumi-vsphere reports; stable per VM name (VgpuProfile's vm_uuid)
+            outs["uuid"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"gpulab-mock-vm/{args.name}"))
         return f"{args.name}-id", outs
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict:
