@@ -100,6 +100,14 @@ def from_pulumi_config() -> LabConfig:
         key = full_key[len(prefix) :]
         field = BY_KEY.get(key)
         is_secret = runtime_config.is_config_secret(full_key) or full_key in secret_keys
+        if is_secret and (field is None or not field.secret):
+            # the engine decrypted it; a plain key must not carry a secret (outputs, logs)
+            raise ConfigError(
+                [
+                    f"{full_key} is stored as a secret but is not a secret key: set it in "
+                    f"plain text (secrets: " + ", ".join(f.key for f in FIELDS if f.secret) + ")"
+                ]
+            )
         if field is not None and field.secret and is_secret:
             raw[key] = cfg.require_secret(key)
         else:
