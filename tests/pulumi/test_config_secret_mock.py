@@ -1,4 +1,6 @@
-import pulumi, pytest
+import pulumi
+import pytest
+
 from infra.config import ConfigError, from_pulumi_config
 from tests.pulumi.mocks import engine_config, stack_raw
 
