@@ -114,7 +114,11 @@ class VsphereGpuLab(pulumi.ComponentResource):
                     ),
                 ),
                 **self._gpu_args(cfg, i, template, gpu_host),
-                opts=pulumi.ResourceOptions(parent=self, provider=self.provider),
+                # A VM's name is fixed (<lab>-gpu-<i>) and unique in its folder: a replacement
+                # must delete the old VM before it clones the new one.
+                opts=pulumi.ResourceOptions(
+                    parent=self, provider=self.provider, delete_before_replace=True
+                ),
             )
             self.vms.append(vm)
             host_vars: dict[str, Any] = {"lab": cfg.lab, "vsphere_mode": cfg.mode}

@@ -26,6 +26,7 @@ class Reg:
     parent: str
     deps: set[str]
     inputs: dict[str, Any] = field(default_factory=dict)
+    delete_before_replace: bool = False
 
 
 class RecordingMonitor(MockMonitor):
@@ -49,6 +50,7 @@ class RecordingMonitor(MockMonitor):
                     request.parent,
                     set(request.dependencies),
                     dict(inputs),
+                    bool(request.deleteBeforeReplace),
                 )
             )
         return resp

@@ -257,3 +257,27 @@ def test_nothing_at_the_root_shadows_an_installed_module() -> None:
         if spec is not None:
             shadowing.append(name)
     assert shadowing == []
+
+
+def test_vsphere_vms_are_deleted_before_they_are_replaced_mock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A vSphere VM's name is fixed and unique in its folder, so its replacement must delete
+    the old VM first (deleteBeforeReplace in the request the engine would get); the vGPU attach
+    too. Other resources keep Pulumi's create-before-delete."""
+    raw = stack_config(REPO / "Pulumi.vsphere-gpu.yaml", VGPU_MODE)
+
+    @pulumi.runtime.test
+    def body() -> Any:
+        monitor, _ = run_entry_point("vsphere-gpu-vgpu", raw, monkeypatch)
+
+        async def go() -> None:
+            await settle()
+            vms = monitor.of_type("vsphere:index/virtualMachine:VirtualMachine")
+            assert vms and all(vm.delete_before_replace for vm in vms)
+            others = [r for r in monitor.regs if r.custom and r not in vms]
+            assert others and not all(r.delete_before_replace for r in others)
+
+        return check(go())
+
+    body()
