@@ -38,6 +38,9 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ),
     # wrong types
     ("nova-pci", {"host_count": "two"}, "gpulab:host_count must be an integer >= 1, got 'two'"),
+    # YAML `true` is a bool (a subclass of int in Python): never the count 1
+    ("nova-pci", {"host_count": True}, "gpulab:host_count must be an integer >= 1, got 'true'"),
+    ("vsphere-gpu", {"vm_cpus": True}, "gpulab:vm_cpus must be"),
     ("nova-pci", {"cpu_pinning": "yes"}, "gpulab:cpu_pinning must be true or false, got 'yes'"),
     (
         "ironic-bm",
