@@ -195,25 +195,66 @@ def play_in_fresh_process(
         return pool.submit(_play, playbook, hosts, extravars, secrets).result()
 
 
-def changed_inputs(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
+def input_changes(
+    olds: dict[str, Any],
+    news: dict[str, Any],
+    run_inputs: tuple[str, ...],
+    outputs: tuple[str, ...],
+) -> list[str]:
     """Every input whose value differs between the stored outputs and the new inputs: the
-    known ones and any other key of the new inputs (``secrets`` by digest; outputs and the
-    serialized provider are not inputs)."""
-    keys = set(RUN_INPUTS) | {k for k in news if k not in OUTPUTS and not k.startswith("__")}
-    keys.discard("secrets")
-    changed = sorted(k for k in keys if olds.get(k) != news.get(k))
-    old_digest = olds.get("secrets_digest")
-    if bool(old_digest) != bool(news.get("secrets")) or (
-        old_digest and old_digest != secrets_digest(news.get("secrets"), olds.get("secrets_salt"))
-    ):
-        changed.append("secrets")  # a digest of an older release (no salt) counts as changed
-    return changed
+    known ones and any other key of the new inputs (outputs and the serialized provider are
+    not inputs)."""
+    keys = set(run_inputs) | {k for k in news if k not in outputs and not k.startswith("__")}
+    return sorted(k for k in keys if olds.get(k) != news.get(k))
 
 
-class AnsibleRunProvider(ResourceProvider):
-    """create/update run the playbook; diff says whether the inputs changed; delete is a no-op."""
+class PlayRunProvider(ResourceProvider):
+    """What AnsibleRun and WorkloadRun share: diff compares every input, read returns the stored
+    outputs, update runs again, delete runs nothing. Subclasses give ``RUN_INPUTS``,
+    ``OUTPUTS``, ``check``, ``create`` and ``_run``."""
 
     serialize_as_secret_always = False
+    RUN_INPUTS: tuple[str, ...] = ()
+    OUTPUTS: tuple[str, ...] = ()
+
+    def changed_inputs(self, olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
+        return input_changes(olds, news, self.RUN_INPUTS, self.OUTPUTS)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        return DiffResult(
+            changes=bool(self.changed_inputs(olds, news)), replaces=[], delete_before_replace=False
+        )
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        return ReadResult(id_, dict(props))
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(self._run(news))
+
+    def delete(self, _id: str, _props: dict[str, Any]) -> None:
+        return None
+
+    def _run(self, props: dict[str, Any]) -> dict[str, Any]:
+        raise NotImplementedError
+
+
+class AnsibleRunProvider(PlayRunProvider):
+    """create/update run the playbook; diff says whether the inputs changed; delete is a no-op."""
+
+    RUN_INPUTS = RUN_INPUTS
+    OUTPUTS = OUTPUTS
+
+    def changed_inputs(self, olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
+        """As for every run, with ``secrets`` compared by digest (a digest of an older
+        release, without salt, counts as changed)."""
+        changed = [k for k in super().changed_inputs(olds, news) if k != "secrets"]
+        old_digest = olds.get("secrets_digest")
+        if bool(old_digest) != bool(news.get("secrets")) or (
+            old_digest
+            and old_digest != secrets_digest(news.get("secrets"), olds.get("secrets_salt"))
+        ):
+            changed.append("secrets")
+        return changed
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         failures = []
@@ -227,24 +268,10 @@ class AnsibleRunProvider(ResourceProvider):
             failures.append(CheckFailure("variables", "variables must be a mapping"))
         return CheckResult(news, failures)
 
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        return DiffResult(
-            changes=bool(changed_inputs(olds, news)), replaces=[], delete_before_replace=False
-        )
-
-    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        return ReadResult(id_, dict(props))
-
     def create(self, props: dict[str, Any]) -> CreateResult:
         import uuid
 
         return CreateResult(f"ansible-{uuid.uuid4().hex[:12]}", self._run(props))
-
-    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult(self._run(news))
-
-    def delete(self, _id: str, _props: dict[str, Any]) -> None:
-        return None
 
     def _run(self, props: dict[str, Any]) -> dict[str, Any]:
         import time

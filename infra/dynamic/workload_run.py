@@ -33,13 +33,10 @@ from pulumi.dynamic import (
     CheckFailure,
     CheckResult,
     CreateResult,
-    DiffResult,
-    ReadResult,
-    ResourceProvider,
-    UpdateResult,
 )
 
 from infra.ansible.runner import PlaybookError, PlaybookResult
+from infra.dynamic.ansible_run import PlayRunProvider
 from infra.specs.execenv import accepted as accepted_exec_envs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,13 +71,6 @@ class WorkloadRunError(PlaybookError):
         self.args = (line,)
 
 
-def changed_inputs(olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
-    """Every input that differs between the stored outputs and the new inputs (the known ones
-    and any other key of the new inputs; outputs and the serialized provider are not inputs)."""
-    keys = set(RUN_INPUTS) | {k for k in news if k not in OUTPUTS and not k.startswith("__")}
-    return sorted(k for k in keys if olds.get(k) != news.get(k))
-
-
 def results_dir_of(props: dict[str, Any]) -> Path:
     """The ``results_dir`` input, else ``infra.paths.stack_results_dir(lab)``."""
     from infra.paths import stack_results_dir
@@ -112,10 +102,12 @@ def play_vars(props: dict[str, Any], run_id: str, fetch_dir: Path) -> dict[str, 
     return extravars
 
 
-class WorkloadRunProvider(ResourceProvider):
-    """create/update run the suite and fetch its records; delete keeps them."""
+class WorkloadRunProvider(PlayRunProvider):
+    """create/update run the suite and fetch its records; delete keeps them (the records on
+    disk are the measurement, the stored outputs describe them: `gpulab down` keeps results)."""
 
-    serialize_as_secret_always = False
+    RUN_INPUTS = RUN_INPUTS
+    OUTPUTS = OUTPUTS
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         failures = []
@@ -132,24 +124,9 @@ class WorkloadRunProvider(ResourceProvider):
             )
         return CheckResult(news, failures)
 
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        return DiffResult(
-            changes=bool(changed_inputs(olds, news)), replaces=[], delete_before_replace=False
-        )
-
-    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        # The records on disk are the measurement; the stored outputs describe them.
-        return ReadResult(id_, dict(props))
-
     def create(self, props: dict[str, Any]) -> CreateResult:
         outs = self._run(props)
         return CreateResult(f"workloads-{outs['run_id']}", outs)
-
-    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult(self._run(news))
-
-    def delete(self, _id: str, _props: dict[str, Any]) -> None:
-        return None  # the records stay: `gpulab down` keeps results
 
     def _run(self, props: dict[str, Any]) -> dict[str, Any]:
         import json
