@@ -202,7 +202,7 @@ ENVS: dict[str, ExecEnv] = {
                 network="the pod network",
                 user="the image's",
                 mounts="none: records come back in the Job's log between markers",
-                env="env: in the Job from workload_run_environment",
+                env="the Job's env: workload_run_environment, the setting, the expected device",
             ),
             image=Image(
                 source="workload_run_k8s_image (default the docker image), pulled by the kubelet",
