@@ -88,5 +88,11 @@ def write(root: Path = REPO) -> list[Path]:
 
 
 if __name__ == "__main__":
-    for p in write(Path(sys.argv[1]) if len(sys.argv) > 1 else REPO):
+    args = sys.argv[1:]
+    if len(args) > 1 or (args and (args[0].startswith("-") or not Path(args[0]).is_dir())):
+        sys.exit(
+            "usage: python -m infra.specs.ansible_vars [REPO_DIR]  (writes the generated "
+            "Ansible vars under REPO_DIR, default this checkout)"
+        )
+    for p in write(Path(args[0]) if args else REPO):
         print(p)
