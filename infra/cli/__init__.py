@@ -24,6 +24,10 @@ COMMAND_MODULES = (
     "infra.cli.validate",  # validate
     "infra.cli.cloud",  # preflight, audit
     "infra.cli.report",  # report
+    "infra.cli.compare",  # compare
+    "infra.cli.export",  # export
+    "infra.cli.inventory",  # inventory
+    "infra.cli.study",  # study run|status|report
 )
 
 app = typer.Typer(
