@@ -26,7 +26,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from workloads.records import RecordWriter, make_record, new_run_id
 from workloads.scenarios import Job
 from workloads.setting import Setting, setting_record_fields
 from workloads.step import check_backend, default_backend
-from workloads.suites import Entry, Suite
+from workloads.suites import MAX_MEASUREMENTS, Entry, Suite
 
 PREFIX = "@gpulab "
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -62,14 +62,26 @@ ProgressHook = Callable[[Event], None]
 
 @dataclass
 class BenchResult:
+    """What a run wrote. ``records`` keeps the first MAX_MEASUREMENTS records (the documented
+    cap of a plan; every record is in the file), ``written``/``failed`` count them all, so
+    memory stays flat however long the plan is."""
+
     out: Path
     run_id: str
     records: list[dict[str, Any]] = field(default_factory=list)
     interrupted: bool = False
+    written: int = 0
+    failed_count: int = 0
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.written += 1
+        self.failed_count += record.get("status") == "failed"
+        if len(self.records) < MAX_MEASUREMENTS:
+            self.records.append(record)
 
     @property
     def failed(self) -> int:
-        return sum(1 for r in self.records if r["status"] == "failed")
+        return self.failed_count
 
     @property
     def exit_code(self) -> int:
@@ -145,8 +157,10 @@ def run_job(
             )
         try:
             assert proc.stdin is not None and proc.stdout is not None
-            proc.stdin.write(json.dumps(job.to_json()))
-            proc.stdin.close()
+            with contextlib.suppress(BrokenPipeError):  # a child gone at once: no result below
+                proc.stdin.write(json.dumps(job.to_json()))
+            with contextlib.suppress(BrokenPipeError):
+                proc.stdin.close()
             lines: queue.Queue[str | None] = queue.Queue()
             stdout = proc.stdout
 
@@ -265,7 +279,7 @@ def run_bench(
     backend = check_backend(backend or default_backend())
     writer = RecordWriter(out)  # an unwritable path fails here, before anything runs
     result = BenchResult(Path(out), run_id or new_run_id())
-    plan = [(e, r) for e in suite.entries for r in range(e.repeats)]
+    plan = iter_plan(suite)
     emit = progress or (lambda event: None)
     old_term = signal.getsignal(signal.SIGTERM)
     in_main = threading.current_thread() is threading.main_thread()
@@ -282,9 +296,16 @@ def run_bench(
     return result
 
 
+def iter_plan(suite: Suite) -> Iterator[tuple[Entry, int]]:
+    """The measurements of ``suite`` in order, (entry, repeat), produced one at a time: the
+    plan is never held as a list (memory stays flat whatever the repeat counts)."""
+    for entry in suite.entries:
+        yield from ((entry, r) for r in range(entry.repeats))
+
+
 def _run_plan(
     suite: Suite,
-    plan: list[tuple[Entry, int]],
+    plan: Iterator[tuple[Entry, int]],
     writer: RecordWriter,
     result: BenchResult,
     topology: str,
@@ -294,6 +315,7 @@ def _run_plan(
     emit: ProgressHook,
     setting: Setting | None = None,
 ) -> None:
+    total = suite.measurements
     for index, (entry, repeat) in enumerate(plan):
         job = Job(
             suite=suite.name,
@@ -311,7 +333,7 @@ def _run_plan(
             backend=backend,
             timeout_s=entry.timeout_s,
         )
-        emit(Event("start", index, len(plan), entry, repeat))
+        emit(Event("start", index, total, entry, repeat))
         done = {"phase": None, "step": 0}
 
         def on_progress(
@@ -326,7 +348,7 @@ def _run_plan(
                 Event(
                     "step",
                     index,
-                    len(plan),
+                    total,
                     entry,
                     repeat,
                     p.get("phase"),
@@ -348,7 +370,7 @@ def _run_plan(
             result.interrupted = True
         rec = _record(suite, entry, repeat, job, fields, result.run_id, topology, arm, setting)
         writer.write(rec)
-        result.records.append(rec)
-        emit(Event("finish", index, len(plan), entry, repeat, record=rec))
+        result.add(rec)
+        emit(Event("finish", index, total, entry, repeat, record=rec))
         if result.interrupted:
             break

@@ -41,10 +41,10 @@ def test_defaults_merge_and_model_defaults():
         "t",
     )
     a, b = s.entries
-    assert (a.batch, a.steps, a.warmup, a.repeats) == (512, 7, 0, 1)  # alexnet's batch
+    assert (a.batch, a.steps, a.warmup, a.repeats) == (512, 7, 0, 3)  # alexnet's batch, 3 repeats
     assert (b.batch, b.steps) == (4, 7)
     assert a.image_size is None and a.options == {} and a.claims == ()
-    assert s.measurements == 2
+    assert s.measurements == 6
 
 
 @pytest.mark.parametrize(
