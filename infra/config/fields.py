@@ -661,3 +661,44 @@ MODE_REQUIRED = {
     "vgpu": ("vgpu_profile",),
     "bitfusion": ("bitfusion_server",),
 }
+
+# vsphere-gpu study factors (the VMware vGPU paper): the vGPU scheduling policy set on the ESXi
+# hosts, the VMs each GPU holds with the arm's profile, and CPU-only knowledge-worker VMs.
+VGPU_POLICIES = ("best-effort", "equal-share", "fixed-share")
+MAX_KW_VMS = 512  # knowledge-worker VMs of one arm (the paper went to 96)
+_VGPU_ONLY = frozenset({"vgpu"})
+_STUDY_FIELDS = (
+    _f(
+        "vgpu_policy",
+        p_enum(*VGPU_POLICIES),
+        "vGPU scheduling policy on the ESXi hosts (RmPVMRL; see docs/topologies.md)",
+        VSPHERE,
+        modes=_VGPU_ONLY,
+    ),
+    _f(
+        "vgpu_policy_apply",
+        p_bool,
+        "set vgpu_policy on the hosts' nvidia module (else only record the esxcli command)",
+        VSPHERE,
+        default=False,
+        modes=_VGPU_ONLY,
+    ),
+    _f(
+        "vgpu_vms_per_gpu",
+        p_int(1, 32),
+        "VMs one GPU holds with vgpu_profile (checked against the hosts' profiles)",
+        VSPHERE,
+        modes=_VGPU_ONLY,
+    ),
+    _f("kw_vm_count", p_int(0, MAX_KW_VMS), "CPU-only knowledge-worker VMs", VSPHERE, default=0),
+    _f("kw_vm_cpus", p_int(1, MAX_VCPUS), "vCPUs per knowledge-worker VM", VSPHERE, default=2),
+    _f(
+        "kw_vm_memory_mb",
+        p_int(256, MAX_MEMORY_MB),
+        "memory per knowledge-worker VM in MiB",
+        VSPHERE,
+        default=4096,
+    ),
+)
+FIELDS = FIELDS + _STUDY_FIELDS
+BY_KEY.update({f.key: f for f in _STUDY_FIELDS})

@@ -138,6 +138,12 @@ class LabConfig:
     vgpu_profile: str | None = None
     vgpu_license_token: Any = None
     bitfusion_server: str | None = None
+    vgpu_policy: str | None = None
+    vgpu_policy_apply: bool = False
+    vgpu_vms_per_gpu: int | None = None
+    kw_vm_count: int = 0
+    kw_vm_cpus: int | None = None
+    kw_vm_memory_mb: int | None = None
 
     @property
     def resource_class_spec(self) -> str:
