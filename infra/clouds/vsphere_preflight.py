@@ -108,6 +108,44 @@ def check_vgpu(si: ServiceInstance, *, cluster: str, profile: str, vms: int) -> 
     return [ok(row, f"{detail} ({vms} needed)")]
 
 
+def check_vms_per_gpu(
+    si: ServiceInstance, *, cluster: str, profile: str, per_gpu: int
+) -> list[Check]:
+    """The arm's ``vgpu_vms_per_gpu`` is what ``profile`` gives on the cluster's GPUs (the
+    family's whole framebuffer over the profile's): the profile sweep's factor as stated."""
+    row = f"vgpu VMs per GPU {profile}"
+    try:
+        hosts = [h for h in gpu_hosts(si, cluster=cluster) if profile in h.vgpu_profiles]
+    except CloudError as exc:
+        return [fail(row, str(exc), "grant the user read access to the hosts")]
+    if not hosts:
+        return [fail(row, f"no host of cluster {cluster} supports it", "see the profile row")]
+    got = sorted({vgpu_capacity(h, profile) // max(1, len(h.gpus)) for h in hosts})
+    if got != [per_gpu]:
+        return [
+            fail(
+                row,
+                f"{profile} puts {', '.join(map(str, got))} VM(s) on a GPU here, "
+                f"gpulab:vgpu_vms_per_gpu says {per_gpu}",
+                "pick the profile whose framebuffer is the GPU's divided by "
+                "gpulab:vgpu_vms_per_gpu, or fix gpulab:vgpu_vms_per_gpu",
+            )
+        ]
+    return [ok(row, f"{per_gpu} VM(s) per GPU")]
+
+
+def check_policy(si: ServiceInstance, *, cluster: str, profile: str, policy: str) -> list[Check]:
+    """The hosts the vGPU scheduling policy is for, and the command that sets it."""
+    from infra.clouds.vgpu_policy import plan_policy
+
+    row = f"vgpu policy {policy}"
+    try:
+        plan = plan_policy(si, cluster, policy, profile)
+    except CloudError as exc:
+        return [fail(row, str(exc), "install the NVIDIA vGPU manager on the cluster's hosts")]
+    return [ok(row, f"on {', '.join(plan.hosts)}: {plan.command}, then reboot the host")]
+
+
 def check_passthrough(
     si: ServiceInstance, *, cluster: str, gpu_host: str, pci_device_ids: list[str] | tuple[str, ...]
 ) -> list[Check]:
@@ -172,4 +210,11 @@ def check_passthrough(
     return rows
 
 
-__all__: list[Any] = ["check_inventory", "check_passthrough", "check_vgpu", "vgpu_capacity"]
+__all__: list[Any] = [
+    "check_inventory",
+    "check_passthrough",
+    "check_policy",
+    "check_vgpu",
+    "check_vms_per_gpu",
+    "vgpu_capacity",
+]

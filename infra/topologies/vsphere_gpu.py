@@ -40,6 +40,109 @@ def passthrough_extra_config(cfg: LabConfig) -> dict[str, str]:
     }
 
 
+KW_GROUP = "knowledge_workers"
+
+
+def sharing_detail(cfg: LabConfig) -> str:
+    """The records' sharing of a vGPU arm: ``vgpu:<profile>[.<policy>][.kw<N>]``
+    (workloads/setting.py allows letters, digits, '.', '_' and '-' in the detail)."""
+    parts = [str(cfg.vgpu_profile)]
+    if cfg.vgpu_policy:
+        parts.append(cfg.vgpu_policy)
+    if cfg.kw_vm_count:
+        parts.append(f"kw{cfg.kw_vm_count}")
+    return "vgpu:" + ".".join(parts)
+
+
+def vgpu_factors(cfg: LabConfig) -> dict[str, Any]:
+    """Host vars of a vGPU VM: the arm's factors, as the hosts output and the records carry
+    them (``workload_run_sharing`` becomes the records' sharing)."""
+    from infra.clouds.vgpu_policy import esxcli_command
+
+    out: dict[str, Any] = {
+        "vgpu_profile": cfg.vgpu_profile,
+        "vgpu_vms_per_gpu": cfg.vgpu_vms_per_gpu,
+        "vgpu_policy": cfg.vgpu_policy,
+        "vgpu_policy_command": esxcli_command(cfg.vgpu_policy) if cfg.vgpu_policy else None,
+        "kw_vms": cfg.kw_vm_count,
+        "workload_run_sharing": sharing_detail(cfg),
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+class _Cloner:
+    """Clones of the template with Linux guest customization, named ``name``."""
+
+    def __init__(
+        self,
+        cfg: LabConfig,
+        parent: pulumi.ComponentResource,
+        cluster: Any,
+        datastore: Any,
+        network: Any,
+        template: Any,
+    ) -> None:
+        self.cfg, self.parent, self.provider = cfg, parent, getattr(parent, "provider", None)
+        self.cluster, self.datastore, self.network, self.template = (
+            cluster,
+            datastore,
+            network,
+            template,
+        )
+
+    def vm(
+        self,
+        name: str,
+        cpus: int | None,
+        memory_mb: int | None,
+        annotation: str,
+        extra: dict[str, Any],
+    ) -> vsphere.VirtualMachine:
+        cfg, template = self.cfg, self.template
+        domain = cfg.domain
+        assert domain is not None  # infra.config defaults it (gpulab.local)
+        return vsphere.VirtualMachine(
+            name,
+            name=name,
+            resource_pool_id=self.cluster.resource_pool_id,
+            datastore_id=self.datastore.id,
+            folder=cfg.folder,
+            num_cpus=cpus,
+            memory=memory_mb,
+            guest_id=template.guest_id,
+            scsi_type=template.scsi_type,
+            annotation=annotation,
+            network_interfaces=[
+                vsphere.VirtualMachineNetworkInterfaceArgs(
+                    network_id=self.network.id,
+                    adapter_type=template.network_interface_types[0],
+                )
+            ],
+            disks=[
+                vsphere.VirtualMachineDiskArgs(
+                    label="disk0",
+                    size=template.disks[0].size,
+                    thin_provisioned=template.disks[0].thin_provisioned,
+                )
+            ],
+            clone=vsphere.VirtualMachineCloneArgs(
+                template_uuid=template.id,
+                customize=vsphere.VirtualMachineCloneCustomizeArgs(
+                    linux_options=vsphere.VirtualMachineCloneCustomizeLinuxOptionsArgs(
+                        host_name=name, domain=domain
+                    ),
+                    network_interfaces=[vsphere.VirtualMachineCloneCustomizeNetworkInterfaceArgs()],
+                ),
+            ),
+            **extra,
+            # A VM's name is fixed (<lab>-gpu-<i>, <lab>-kw-<i>) and unique in its folder: a
+            # replacement must delete the old VM before it clones the new one.
+            opts=pulumi.ResourceOptions(
+                parent=self.parent, provider=self.provider, delete_before_replace=True
+            ),
+        )
+
+
 class VsphereGpuLab(pulumi.ComponentResource):
     hosts: list[Host]
 
@@ -70,61 +173,25 @@ class VsphereGpuLab(pulumi.ComponentResource):
             if cfg.mode == "passthrough"
             else None
         )
-        domain = cfg.domain
-        assert domain is not None  # infra.config defaults it (gpulab.local)
         self.vms: list[vsphere.VirtualMachine] = []
         self.vgpus: list[Any] = []
         self.hosts = []
         vm_gpu_path = gpu_path(cfg)
+        clone = _Cloner(cfg, self, cluster, datastore, network, template)
         for i in range(cfg.host_count or 1):
             name = f"{cfg.lab}-gpu-{i}"
-            vm = vsphere.VirtualMachine(
+            vm = clone.vm(
                 name,
-                name=name,
-                resource_pool_id=cluster.resource_pool_id,
-                datastore_id=datastore.id,
-                folder=cfg.folder,
-                num_cpus=cfg.vm_cpus,
-                memory=cfg.vm_memory_mb,
-                guest_id=template.guest_id,
-                scsi_type=template.scsi_type,
-                annotation=f"gpulab lab={cfg.lab} topology={cfg.topology} mode={cfg.mode}",
-                network_interfaces=[
-                    vsphere.VirtualMachineNetworkInterfaceArgs(
-                        network_id=network.id,
-                        adapter_type=template.network_interface_types[0],
-                    )
-                ],
-                disks=[
-                    vsphere.VirtualMachineDiskArgs(
-                        label="disk0",
-                        size=template.disks[0].size,
-                        thin_provisioned=template.disks[0].thin_provisioned,
-                    )
-                ],
-                clone=vsphere.VirtualMachineCloneArgs(
-                    template_uuid=template.id,
-                    customize=vsphere.VirtualMachineCloneCustomizeArgs(
-                        linux_options=vsphere.VirtualMachineCloneCustomizeLinuxOptionsArgs(
-                            host_name=name, domain=domain
-                        ),
-                        network_interfaces=[
-                            vsphere.VirtualMachineCloneCustomizeNetworkInterfaceArgs()
-                        ],
-                    ),
-                ),
-                **self._gpu_args(cfg, i, template, gpu_host),
-                # A VM's name is fixed (<lab>-gpu-<i>) and unique in its folder: a replacement
-                # must delete the old VM before it clones the new one.
-                opts=pulumi.ResourceOptions(
-                    parent=self, provider=self.provider, delete_before_replace=True
-                ),
+                cfg.vm_cpus,
+                cfg.vm_memory_mb,
+                f"gpulab lab={cfg.lab} topology={cfg.topology} mode={cfg.mode}",
+                self._gpu_args(cfg, i, template, gpu_host),
             )
             self.vms.append(vm)
             host_vars: dict[str, Any] = {"lab": cfg.lab, "vsphere_mode": cfg.mode}
             if cfg.mode == "vgpu":
                 self.vgpus.append(self._attach_vgpu(cfg, name, vm))
-                host_vars["vgpu_profile"] = cfg.vgpu_profile
+                host_vars.update(vgpu_factors(cfg))
             if cfg.mode == "bitfusion":
                 host_vars["bitfusion_server"] = cfg.bitfusion_server
             if cfg.mode == "passthrough":
@@ -137,6 +204,29 @@ class VsphereGpuLab(pulumi.ComponentResource):
                     groups=host_groups(cfg, f"vsphere_{cfg.mode}"),
                     gpu_path=vm_gpu_path,
                     vars=host_vars,
+                )
+            )
+        self.policy = self._vgpu_policy(cfg) if cfg.mode == "vgpu" and cfg.vgpu_policy else None
+        self.kw_vms = []
+        for i in range(cfg.kw_vm_count):
+            name = f"{cfg.lab}-kw-{i}"
+            vm = clone.vm(
+                name,
+                cfg.kw_vm_cpus,
+                cfg.kw_vm_memory_mb,
+                f"gpulab lab={cfg.lab} topology={cfg.topology} role=knowledge-worker",
+                {"firmware": template.firmware},
+            )
+            self.kw_vms.append(vm)
+            # CPU-only: no GPU group, gpu_path none; site.yml's knowledge_workers play loads it.
+            self.hosts.append(
+                Host(
+                    name=name,
+                    address=vm.default_ip_address,
+                    ssh_user=cfg.ssh_user,
+                    groups=[KW_GROUP],
+                    gpu_path="none",
+                    vars={"lab": cfg.lab, "kw_vms": cfg.kw_vm_count},
                 )
             )
         if cfg.mode == "bitfusion":
@@ -173,6 +263,23 @@ class VsphereGpuLab(pulumi.ComponentResource):
                 "firmware": template.firmware,
             }
         return {"firmware": template.firmware}
+
+    def _vgpu_policy(self, cfg: LabConfig) -> Any:
+        from infra.dynamic.vgpu import VgpuPolicy
+
+        assert cfg.cluster and cfg.vsphere_server and cfg.vsphere_user and cfg.vgpu_policy
+        return VgpuPolicy(
+            f"{cfg.lab}-vgpu-policy",
+            cluster=cfg.cluster,
+            policy=cfg.vgpu_policy,
+            profile=cfg.vgpu_profile,
+            apply=cfg.vgpu_policy_apply,
+            server=cfg.vsphere_server,
+            user=cfg.vsphere_user,
+            password=cfg.vsphere_password,
+            insecure=cfg.vsphere_insecure,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(self.vgpus)),
+        )
 
     def _attach_vgpu(self, cfg: LabConfig, name: str, vm: vsphere.VirtualMachine) -> Any:
         from infra.dynamic.vgpu import VgpuProfile

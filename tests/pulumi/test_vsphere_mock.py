@@ -170,3 +170,83 @@ def test_vsphere_bitfusion_mock_clients_and_server_record(pulumi_mocks: LabMocks
         assert all(h.vars["bitfusion_server"] == "10.0.0.50" for h in hosts[:3])
 
     return check(go())
+
+
+@pulumi.runtime.test
+def test_vsphere_vgpu_mock_study_factors_policy_profile_and_knowledge_workers(
+    pulumi_mocks: LabMocks,
+) -> Any:
+    """A vGPU arm of the mixed-workload study: 4 ML VMs of grid_p100-4q (4 per GPU), the
+    equal-share policy recorded (VgpuPolicy resource, host vars, records' sharing) and 3
+    CPU-only knowledge-worker VMs outside the GPU groups."""
+    over = {k: None for k in ("gpu_host", "pci_device_ids", "gpus_per_vm", "gpu_bar_gb")}
+    cfg, comp, hosts = run_stack(
+        "vsphere-gpu",
+        mode="vgpu",
+        vgpu_profile="grid_p100-4q",
+        vgpu_vms_per_gpu=4,
+        vgpu_policy="equal-share",
+        host_count=4,
+        kw_vm_count=3,
+        kw_vm_cpus=4,
+        kw_vm_memory_mb=8192,
+        **over,
+    )
+    command = 'esxcli system module parameters set -m nvidia -p "NVreg_RegistryDwords=RmPVMRL=0x01"'
+
+    async def go() -> None:
+        await settle()
+        vms = {v.name: v.inputs for v in pulumi_mocks.of_type(VM)}
+        kw = [f"vs-lab-kw-{i}" for i in range(3)]
+        assert sorted(vms) == sorted([f"vs-lab-gpu-{i}" for i in range(4)] + kw)
+        for name in kw:
+            i = vms[name]
+            assert (i["numCpus"], i["memory"]) == (4, 8192)
+            assert not {"memoryReservation", "pciDeviceIds", "extraConfig"} & set(i)
+            assert i["annotation"] == "gpulab lab=vs-lab topology=vsphere-gpu role=knowledge-worker"
+        dynamic = {d.name: d.inputs for d in pulumi_mocks.of_type(DYNAMIC)}
+        assert sorted(dynamic) == sorted(
+            [f"vs-lab-gpu-{i}-vgpu" for i in range(4)] + ["vs-lab-vgpu-policy"]
+        )
+        pol = dynamic["vs-lab-vgpu-policy"]
+        assert (pol["policy"], pol["cluster"], pol["profile"], pol["apply"]) == (
+            "equal-share",
+            cfg.cluster,
+            "grid_p100-4q",
+            False,
+        )
+        ml = [h for h in hosts if h.gpu_path == "vgpu"]
+        workers = [h for h in hosts if h.name in kw]
+        assert len(ml) == 4 and len(workers) == 3
+        for h in ml:
+            assert h.vars["vgpu_policy"] == "equal-share"
+            assert h.vars["vgpu_policy_command"] == command
+            assert h.vars["vgpu_vms_per_gpu"] == 4 and h.vars["kw_vms"] == 3
+            assert h.vars["workload_run_sharing"] == "vgpu:grid_p100-4q.equal-share.kw3"
+        for h in workers:
+            assert h.gpu_path == "none" and h.groups == ["knowledge_workers"]
+            assert not any("gpu" in g for g in h.groups)
+        assert comp.policy is not None
+
+    return check(go())
+
+
+def test_vgpu_sharing_detail_is_a_valid_records_sharing() -> None:
+    """The records' sharing the builder hands the runner passes workloads/setting.py."""
+    from dataclasses import replace
+
+    from infra.config import LabConfig
+    from infra.topologies.vsphere_gpu import sharing_detail
+    from workloads.setting import _SHARING
+
+    cfg = LabConfig(topology="vsphere-gpu", lab="x1", vgpu_profile="grid_p40-24q")
+    for c, want in (
+        (cfg, "vgpu:grid_p40-24q"),
+        (replace(cfg, vgpu_policy="fixed-share"), "vgpu:grid_p40-24q.fixed-share"),
+        (
+            replace(cfg, vgpu_policy="best-effort", kw_vm_count=96),
+            "vgpu:grid_p40-24q.best-effort.kw96",
+        ),
+    ):
+        got = sharing_detail(c)
+        assert got == want and _SHARING.match(got)

@@ -32,6 +32,14 @@ def preflight(cfg: Any, conns: Conns) -> list[Any]:
     if cfg.mode == "vgpu":
         assert cfg.vgpu_profile
         rows += vp.check_vgpu(si, cluster=cfg.cluster, profile=cfg.vgpu_profile, vms=vms)
+        if cfg.vgpu_vms_per_gpu:
+            rows += vp.check_vms_per_gpu(
+                si, cluster=cfg.cluster, profile=cfg.vgpu_profile, per_gpu=cfg.vgpu_vms_per_gpu
+            )
+        if cfg.vgpu_policy:
+            rows += vp.check_policy(
+                si, cluster=cfg.cluster, profile=cfg.vgpu_profile, policy=cfg.vgpu_policy
+            )
     elif cfg.mode == "passthrough":
         assert cfg.gpu_host
         rows += vp.check_passthrough(
@@ -42,17 +50,13 @@ def preflight(cfg: Any, conns: Conns) -> list[Any]:
 
 def audit(cfg: Any, conns: Conns) -> list[Any]:
     from infra import preflight as pf
-    from infra.clouds import CloudError, fail
-    from infra.clouds.vsphere import audit_vms
+    from infra.clouds.vsphere_audit import audit_vsphere
 
     si, rows = pf.vcenter(cfg, conns)
     if si is None:
         return rows
-    try:
-        found: list[Any] = audit_vms(si, prefix=f"{cfg.lab}-", tag=cfg.lab)
-        return found
-    except CloudError as exc:
-        return [fail("vsphere VMs", str(exc), "fix access, then audit again")]
+    found: list[Any] = audit_vsphere(si, cfg.lab)
+    return found
 
 
 def check_config(raw: dict[str, Any], values: dict[str, Any], problems: list[str]) -> None:
