@@ -4,10 +4,10 @@ Used by Ansible's ``workload_run`` role and by ``gpulab run local``; keep it sta
 
     python -m workloads bench --suite NAME --out FILE
                               [--steps T] [--warmup W] [--repeats R]     (override every entry)
-                              [--topology T] [--arm LABEL] [--backend tensorflow|jax|torch]
+                              [--topology T] [--arm LABEL] [--keras-backend tensorflow|jax|torch]
     python -m workloads bench --model M [--batch N] [--steps T] [--warmup W] [--repeats R]
                               [--image-size PX] --out FILE
-                              [--topology T] [--arm LABEL] [--backend tensorflow|jax|torch]
+                              [--topology T] [--arm LABEL] [--keras-backend tensorflow|jax|torch]
          (both) [--gpu-path P] [--exec-env E] [--sharing S]   (the setting, as the lab states it)
     python -m workloads fingerprint        # this machine's environment fingerprint as JSON
     python -m workloads list               # models (default batch, input size) and suites
@@ -16,12 +16,14 @@ Used by Ansible's ``workload_run`` role and by ``gpulab run local``; keep it sta
 is a JSON Lines file that records are appended to, one per measurement as it finishes.
 Defaults: the model's batch and full image size, 100 timed steps, 10 warm-up steps, 1 repeat,
 topology ``local``, arm ``native``, backend TensorFlow (JAX or PyTorch only when named with
---backend or KERAS_BACKEND, or with GPULAB_BACKEND_FALLBACK=1 where TensorFlow is absent).
+--keras-backend or KERAS_BACKEND, or with GPULAB_BACKEND_FALLBACK=1 where TensorFlow is absent).
 ``--topology``, ``--arm``, ``--gpu-path``, ``--exec-env`` and ``--sharing`` default to
 ``GPULAB_TOPOLOGY``, ``GPULAB_ARM``, ``GPULAB_GPU_PATH``, ``GPULAB_EXEC_ENV`` and
 ``GPULAB_SHARING`` (workloads/setting.py): every record carries that setting, cross-checked
 against the fingerprint (``setting_flags``). Without a gpu_path the records carry no setting
 (a warning; the report says "unknown setting"); exec_env defaults to ``native``.
+The options are defined once, in ``workloads/bench_options.py`` (``gpulab bench`` has the same);
+``--backend`` is the deprecated name of ``--keras-backend``.
 Each repetition runs in its own process (``python -m workloads _measure``, internal).
 
 ``GPULAB_EXPECT_DEVICE`` (gpu|cpu|auto, default auto): with ``gpu``, a measurement whose
@@ -54,58 +56,29 @@ class _Parser(argparse.ArgumentParser):
 
 
 def add_bench_arguments(p: argparse.ArgumentParser) -> None:
-    what = p.add_mutually_exclusive_group(required=True)
-    what.add_argument("--suite", help="suite name under workloads/suites/ or a .yaml path")
-    what.add_argument("--model", help="one model: alexnet, inception_v3, resnet50, mnist_cnn")
-    p.add_argument("--batch", type=int, help="per-device batch (default: the model's)")
-    p.add_argument("--steps", type=int, help="timed steps T (default 100)")
-    p.add_argument("--warmup", type=int, help="warm-up steps W, not timed (default 10)")
-    p.add_argument("--repeats", type=int, help="repetitions R, each its own process (default 1)")
-    p.add_argument("--image-size", type=int, dest="image_size", help="square input size in px")
-    p.add_argument("--out", required=True, help="JSON Lines file the records are appended to")
-    env = os.environ.get
-    p.add_argument(
-        "--topology",
-        default=env("GPULAB_TOPOLOGY") or "local",
-        help="topology label (default $GPULAB_TOPOLOGY, else local)",
-    )
-    p.add_argument(
-        "--arm",
-        default=env("GPULAB_ARM") or "native",
-        help="comparison-arm label (default $GPULAB_ARM, else native)",
-    )
-    p.add_argument(
-        "--gpu-path",
-        dest="gpu_path",
-        default=env("GPULAB_GPU_PATH") or None,
-        help="the host's gpu_path, as the lab states it (default $GPULAB_GPU_PATH; "
-        "none: records carry no setting)",
-    )
-    p.add_argument(
-        "--exec-env",
-        dest="exec_env",
-        default=env("GPULAB_EXEC_ENV") or None,
-        help="execution environment: native, docker, apptainer (or singularity), "
-        "k8s, bitfusion (default $GPULAB_EXEC_ENV, else native)",
-    )
-    p.add_argument(
-        "--sharing",
-        default=env("GPULAB_SHARING") or None,
-        help="GPU sharing: exclusive, vgpu, bitfusion, time-slicing, mps, mig "
-        "[:DETAIL] (default $GPULAB_SHARING, else from gpu_path)",
-    )
-    p.add_argument("--backend", choices=("tensorflow", "jax", "torch"), help="Keras backend")
+    """The bench options of :mod:`workloads.bench_options` (defined once, also for gpulab)."""
+    from workloads.bench_options import add_arguments
+
+    add_arguments(p)
 
 
 def _bench(args: argparse.Namespace) -> int:
     from workloads.bench import run_bench
+    from workloads.bench_options import finish
     from workloads.expect_device import expected_device
     from workloads.setting import setting_from_options
     from workloads.suites import resolve_suite
 
+    opts = finish(vars(args))
     expected_device()  # a bad GPULAB_EXPECT_DEVICE fails here, before anything runs
     suite = resolve_suite(
-        args.suite, args.model, args.batch, args.steps, args.warmup, args.repeats, args.image_size
+        opts["suite"],
+        opts["model"],
+        opts["batch"],
+        opts["steps"],
+        opts["warmup"],
+        opts["repeats"],
+        opts["image_size"],
     )
 
     def progress(event: Any) -> None:
@@ -120,13 +93,13 @@ def _bench(args: argparse.Namespace) -> int:
                 flush=True,
             )
 
-    setting = setting_from_options(args.gpu_path, args.exec_env, args.sharing)
+    setting = setting_from_options(opts["gpu_path"], opts["exec_env"], opts["sharing"])
     result = run_bench(
         suite,
-        args.out,
-        topology=args.topology,
-        arm=args.arm,
-        backend=args.backend,
+        opts["out"],
+        topology=opts["topology"],
+        arm=opts["arm"],
+        backend=opts["keras_backend"],
         progress=progress,
         setting=setting,
     )

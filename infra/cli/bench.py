@@ -1,104 +1,100 @@
 """``gpulab bench``: run a suite or one model on this machine, with progress and a results table.
 
-Same options as ``python -m workloads bench`` (see workloads/__main__.py); the runner does the
-work, each repetition in its own process. Heavy imports stay inside the command.
+Same options as ``python -m workloads bench``, generated from ``workloads/bench_options.py``;
+the runner does the work, each repetition in its own process. Heavy imports stay inside the
+command.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import typer
 
 from infra.cli.errors import UsageError
+from infra.cli.options import add_examples, bench_parameters, print_json, with_parameters
 
-BACKENDS = ("tensorflow", "jax", "torch")
+EXAMPLES = [
+    "gpulab bench --model resnet50 --steps 20 --warmup 2",
+    "gpulab bench --suite smoke --out results/smoke.jsonl --json > smoke.json",
+    "gpulab bench --model mnist_cnn --keras-backend jax",
+]
 
 
-def _int_option(name: str, value: str | None) -> int | None:
-    """Parse an integer option here, so a bad value is one line naming it (not a click error).
+def bench(ctx: typer.Context, **given: Any) -> None:
+    """Measure training throughput (tf_cnn_benchmarks method) and write result records.
 
-    The ranges (workloads.suites.MAX_*) are checked with the suite, naming the option."""
-    from infra.cli.options import int_option
+    The options are the runner's (python -m workloads bench), defined once in
+    workloads/bench_options.py. Exit 0 when every measurement is ok, 1 when one failed (its
+    record says why), 2 on bad input, 130 on Ctrl-C (finished records kept)."""
+    if ctx.args:
+        raise UsageError(f"unknown option or argument {ctx.args[0]!r} for gpulab bench")
+    from workloads.bench_options import OPTIONS, deprecation, finish
 
-    return int_option(name, value, -(10**18), 10**18)
+    json_out = bool(given.pop("json_out", False))
+    for opt in OPTIONS:  # a deprecated flag: its value, and a one-line warning
+        for old in opt.deprecated:
+            value = given.pop(f"{opt.dest}__{old.strip('-').replace('-', '_')}", None)
+            if value is not None:
+                typer.echo(f"gpulab: {deprecation(old)}", err=True)
+                given[opt.dest] = given.get(opt.dest) or value
+    opts = finish({k: getattr(v, "value", v) for k, v in given.items()})  # Enum -> its value
+    from workloads.bench import run_bench
+    from workloads.records import RecordWriter, new_run_id
+    from workloads.setting import LOCAL_NATIVE, make_setting, setting_from_options
+    from workloads.suites import resolve_suite
+
+    chosen = resolve_suite(
+        opts["suite"], opts["model"], opts["batch"], opts["steps"], opts["warmup"],
+        opts["repeats"], opts["image_size"],
+    )  # fmt: skip
+    setting = setting_from_options(opts["gpu_path"], opts["exec_env"], opts["sharing"])
+    run_id = new_run_id()
+    out_path = opts["out"] or f"results/bench-{run_id}.jsonl"
+    RecordWriter(out_path).close()  # an unwritable --out fails before the progress display
+    with _ProgressView(chosen.measurements) as view:
+        result = run_bench(
+            chosen,
+            out_path,
+            topology=opts["topology"],
+            arm=opts["arm"],
+            backend=opts["keras_backend"],
+            progress=view.update,
+            run_id=run_id,
+            setting=setting or make_setting(*LOCAL_NATIVE),
+        )
+    if json_out:
+        print_json(
+            {
+                "run_id": result.run_id,
+                "out": str(result.out),
+                "exit_code": result.exit_code,
+                "interrupted": result.interrupted,
+                "records": result.records,
+            }
+        )
+    else:
+        print_table(result.records, f"{chosen.name} ({result.run_id})")
+    typer.echo(f"{len(result.records)} record(s) -> {result.out}", err=True)
+    if result.interrupted:
+        typer.echo("interrupted: finished records kept", err=True)
+    if result.exit_code:
+        raise typer.Exit(result.exit_code)
 
 
 def register(app: typer.Typer) -> None:
-    @app.command(
+    from infra.cli.options import JsonOpt
+
+    json_param = inspect.Parameter(
+        "json_out", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=JsonOpt
+    )
+    fn = with_parameters(bench, [json_param, *bench_parameters()])
+    add_examples(fn, EXAMPLES)
+    app.command(
         "bench",
         context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
-    )
-    def bench(
-        ctx: typer.Context,
-        suite: str | None = typer.Option(None, "--suite", help="suite name or .yaml path"),
-        model: str | None = typer.Option(None, "--model", help="one model instead of a suite"),
-        batch: str | None = typer.Option(
-            None, "--batch", metavar="N", help="per-device batch (at most 65536)"
-        ),
-        steps: str | None = typer.Option(
-            None, "--steps", metavar="T", help="timed steps (100; at most 1000000)"
-        ),
-        warmup: str | None = typer.Option(
-            None, "--warmup", metavar="W", help="warm-up steps (10; at most 100000)"
-        ),
-        repeats: str | None = typer.Option(
-            None,
-            "--repeats",
-            metavar="R",
-            help="repetitions (1; at most 1000, and 10000 measurements in all)",
-        ),
-        image_size: str | None = typer.Option(
-            None, "--image-size", metavar="PX", help="input px (at most 4096)"
-        ),
-        out: str | None = typer.Option(
-            None, "--out", help="JSON Lines file to append to (default results/bench-<run>.jsonl)"
-        ),
-        topology: str = typer.Option("local", "--topology", help="topology label"),
-        arm: str = typer.Option("native", "--arm", help="comparison-arm label"),
-        backend: str | None = typer.Option(None, "--backend", help="tensorflow, jax or torch"),
-    ) -> None:
-        """Measure training throughput (tf_cnn_benchmarks method) and write result records."""
-        if ctx.args:
-            raise UsageError(f"unknown option or argument {ctx.args[0]!r} for gpulab bench")
-        if (suite is None) == (model is None):
-            raise UsageError("give exactly one of --suite NAME or --model M")
-        if backend is not None and backend not in BACKENDS:
-            raise UsageError(f"unknown --backend {backend!r} (known: {', '.join(BACKENDS)})")
-        from workloads.bench import run_bench
-        from workloads.records import RecordWriter, new_run_id
-        from workloads.setting import LOCAL_NATIVE, make_setting
-        from workloads.suites import resolve_suite
-
-        chosen = resolve_suite(
-            suite,
-            model,
-            _int_option("--batch", batch),
-            _int_option("--steps", steps),
-            _int_option("--warmup", warmup),
-            _int_option("--repeats", repeats),
-            _int_option("--image-size", image_size),
-        )
-        run_id = new_run_id()
-        out_path = out or f"results/bench-{run_id}.jsonl"
-        RecordWriter(out_path).close()  # an unwritable --out fails before the progress display
-        with _ProgressView(chosen.measurements) as view:
-            result = run_bench(
-                chosen,
-                out_path,
-                topology=topology,
-                arm=arm,
-                backend=backend,
-                progress=view.update,
-                run_id=run_id,
-                setting=make_setting(*LOCAL_NATIVE),
-            )
-        print_table(result.records, f"{chosen.name} ({result.run_id})")
-        typer.echo(f"{len(result.records)} record(s) -> {result.out}", err=True)
-        if result.interrupted:
-            typer.echo("interrupted: finished records kept", err=True)
-        if result.exit_code:
-            raise typer.Exit(result.exit_code)
+    )(fn)
 
 
 class _ProgressView:

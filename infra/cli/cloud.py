@@ -6,12 +6,12 @@ Exit codes: 0 every check passed, 1 at least one failed (the table says what to 
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import typer
 
-STACK_FILE = typer.Argument(..., help="Pulumi.<stack>.yaml of the lab", show_default=False)
+from infra.cli.options import JsonOpt, add_examples, print_json
+from infra.cli.stack_ref import StackArg, StackOpt, resolve
 
 
 def render_checks(rows: list[Any], title: str, console: Any = None) -> int:
@@ -36,39 +36,64 @@ def render_checks(rows: list[Any], title: str, console: Any = None) -> int:
     return failed
 
 
-def _load(stack_file: Path) -> Any:
+def _checks(kind: str, stack: str | None, stack_opt: str | None, as_json: bool, **kw: Any) -> None:
+    """Run preflight or audit on the stack; print the table (or JSON); exit 1 on a failure."""
+    from infra import preflight as checks
     from infra.config import load_stack_file
 
-    return load_stack_file(stack_file)
+    ref = resolve(stack, stack_opt)
+    cfg = load_stack_file(ref.file)
+    rows = getattr(checks, kind)(cfg, **kw)
+    if as_json:
+        failed = sum(1 for r in rows if not r.passed)
+        print_json(
+            {
+                "stack": ref.name,
+                "topology": cfg.topology,
+                "lab": cfg.lab,
+                "checks": [
+                    {"name": r.name, "passed": r.passed, "detail": r.detail, "fix": r.fix}
+                    for r in rows
+                ],
+                "failed": failed,
+            }
+        )
+    else:
+        failed = render_checks(rows, f"{kind} {ref.file.name} ({cfg.topology}, lab {cfg.lab})")
+    if failed:
+        raise typer.Exit(1)
 
 
 def preflight_cmd(
-    stack_file: Path = STACK_FILE,
+    stack: StackArg = None,
+    stack_opt: StackOpt = None,
     provide: bool = typer.Option(
         False,
         "--provide",
         help="first move manageable Ironic nodes of the lab's resource class to available",
     ),
+    json_out: JsonOpt = False,
 ) -> None:
-    """Check that the cloud can hold the stack's topology before `pulumi up`."""
-    from infra.preflight import preflight
+    """Check that the cloud can hold the stack's topology before `gpulab up`.
 
-    cfg = _load(stack_file)
-    rows = preflight(cfg, provide=provide)
-    if render_checks(rows, f"preflight {stack_file.name} ({cfg.topology}, lab {cfg.lab})"):
-        raise SystemExit(1)  # infra.cli.main drops typer.Exit codes (reported to the lead)
+    Exit 0 when every check passed, 1 when one failed (the table says what to fix), 2 on bad
+    input."""
+    _checks("preflight", stack, stack_opt, json_out, provide=provide)
 
 
-def audit_cmd(stack_file: Path = STACK_FILE) -> None:
-    """List what of the lab is left in the cloud after `pulumi destroy`."""
-    from infra.preflight import audit
+def audit_cmd(
+    stack: StackArg = None, stack_opt: StackOpt = None, json_out: JsonOpt = False
+) -> None:
+    """List what of the lab is left in the cloud after `gpulab down`.
 
-    cfg = _load(stack_file)
-    rows = audit(cfg)
-    if render_checks(rows, f"audit {stack_file.name} ({cfg.topology}, lab {cfg.lab})"):
-        raise SystemExit(1)  # infra.cli.main drops typer.Exit codes (reported to the lead)
+    Exit 0 when nothing is left, 1 when something is (the table names it), 2 on bad input."""
+    _checks("audit", stack, stack_opt, json_out)
 
 
 def register(app: typer.Typer) -> None:
-    app.command("preflight")(preflight_cmd)
-    app.command("audit")(audit_cmd)
+    app.command("preflight")(
+        add_examples(
+            preflight_cmd, ["gpulab preflight local", "gpulab preflight -s nova-pci --json"]
+        )
+    )
+    app.command("audit")(add_examples(audit_cmd, ["gpulab audit nova-pci --json"]))

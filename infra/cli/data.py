@@ -1,21 +1,29 @@
 """``gpulab data``: write input data for the real-data experiments.
 
-- ``gpulab data imagenet-like --images N --out DIR``: ImageNet-format TFRecord shards
+- ``gpulab data imagenet-like --images N --out-dir DIR``: ImageNet-format TFRecord shards
   (``train-NNNNN-of-MMMMM``: JPEG + label + bounding box) from generated images, so a lab
   without ImageNet still exercises file reads, JPEG decode and tf_cnn's preprocessing. Point
   ``$GPULAB_DATA_DIR`` at DIR.
-- ``gpulab data mnist-like --out DIR``: MNIST IDX files (LeCun's names, ``.gz`` by default)
+- ``gpulab data mnist-like --out-dir DIR``: MNIST IDX files (LeCun's names, ``.gz`` by default)
   of generated digit-like images. Point ``$GPULAB_MNIST_DIR`` at DIR.
 """
 
 from __future__ import annotations
 
+import enum
 import time
+from typing import Annotated
 
 import typer
 
 from infra.cli.errors import UsageError
-from infra.cli.options import int_option
+from infra.cli.options import add_examples, bounded
+
+
+class Split(enum.StrEnum):
+    train = "train"
+    validation = "validation"
+
 
 # Upper bounds of the options (a typo is refused before anything is written).
 MAX_IMAGES = 2_000_000  # ImageNet's training set is 1,281,167 images
@@ -27,15 +35,31 @@ MAX_SEED = 2**32 - 1
 
 
 def _check_out(out: str) -> None:
-    """--out must be a directory or not exist yet (nothing is made before the checks pass)."""
+    """--out-dir must be a directory or not exist yet (nothing is made before the checks pass)."""
     from pathlib import Path
 
     path = Path(out)
     if path.exists() and not path.is_dir():
-        raise UsageError(f"--out {out!r} exists and is not a directory")
+        raise UsageError(f"--out-dir {out!r} exists and is not a directory")
     parent = next((p for p in path.absolute().parents if p.exists()), None)
     if parent is not None and not parent.is_dir():
-        raise UsageError(f"--out {out!r}: {str(parent)!r} is not a directory")
+        raise UsageError(f"--out-dir {out!r}: {str(parent)!r} is not a directory")
+
+
+def _out_dir(out_dir: str | None, out_old: str | None) -> str:
+    out = out_dir or out_old  # --out: the old name of --out-dir, still accepted
+    if not out:
+        raise UsageError("missing option --out-dir DIR")
+    _check_out(out)
+    return out
+
+
+OutDirOpt = Annotated[
+    str | None,
+    typer.Option("--out-dir", metavar="DIR", help="directory to write to (made if missing)"),
+]
+OutOldOpt = Annotated[str | None, typer.Option("--out", hidden=True, metavar="DIR")]
+SeedOpt = Annotated[int, bounded("--seed", 0, MAX_SEED, "random seed", metavar="SEED")]
 
 
 def register(app: typer.Typer) -> None:
@@ -44,40 +68,30 @@ def register(app: typer.Typer) -> None:
     )
     app.add_typer(data_app, name="data")
 
-    @data_app.command("imagenet-like")
     def imagenet_like(
-        images_opt: str = typer.Option(
-            ..., "--images", metavar="N", help=f"number of images to write (1..{MAX_IMAGES})"
-        ),
-        out: str = typer.Option(..., "--out", help="directory for the shards"),
-        shards_opt: str | None = typer.Option(
-            None, "--shards", metavar="S", help=f"shard files (default N/256, at most {MAX_SHARDS})"
-        ),
-        size_opt: str = typer.Option(
-            "320",
-            "--image-size",
-            metavar="PX",
-            help=f"typical image side in px (8..{MAX_IMAGE_SIDE})",
-        ),
-        classes_opt: str = typer.Option(
-            "1000", "--classes", metavar="C", help=f"label range 1..classes (at most {MAX_CLASSES})"
-        ),
-        split: str = typer.Option("train", "--split", help="train or validation"),
-        seed_opt: str = typer.Option("0", "--seed", metavar="SEED", help="random seed"),
+        images: Annotated[int, bounded("--images", 1, MAX_IMAGES, "number of images to write")],
+        out_dir: OutDirOpt = None,
+        out_old: OutOldOpt = None,
+        shards: Annotated[
+            int | None,
+            bounded("--shards", 1, MAX_SHARDS, "shard files (default N/256)", metavar="S"),
+        ] = None,
+        image_size: Annotated[
+            int,
+            bounded("--image-size", 8, MAX_IMAGE_SIDE, "typical image side in px", metavar="PX"),
+        ] = 320,
+        classes: Annotated[
+            int, bounded("--classes", 1, MAX_CLASSES, "label range 1..classes", metavar="C")
+        ] = 1000,
+        split: Annotated[
+            Split, typer.Option("--split", help="which split's file names")
+        ] = Split.train,
+        seed: SeedOpt = 0,
     ) -> None:
         """Write ImageNet-format TFRecord shards from generated JPEG images."""
-        images = int_option("--images", images_opt, 1, MAX_IMAGES)
-        shards = int_option("--shards", shards_opt, 1, MAX_SHARDS)
-        image_size = int_option("--image-size", size_opt, 8, MAX_IMAGE_SIDE)
-        classes = int_option("--classes", classes_opt, 1, MAX_CLASSES)
-        seed = int_option("--seed", seed_opt, 0, MAX_SEED)
-        assert images is not None and image_size is not None
-        assert classes is not None and seed is not None
         if shards is not None and shards > images:
             raise UsageError(f"--shards must be at most --images ({images}), got {shards}")
-        if split not in ("train", "validation"):
-            raise UsageError(f"--split must be train or validation, got {split[:40]!r}")
-        _check_out(out)
+        out = _out_dir(out_dir, out_old)
         from rich.console import Console
 
         from workloads.data.imagenet_writer import write_imagenet_like
@@ -85,34 +99,39 @@ def register(app: typer.Typer) -> None:
         console = Console(stderr=True)
         start = time.perf_counter()
         with console.status(f"writing {images} images to {out} ..."):
-            summary = write_imagenet_like(out, images, shards, image_size, classes, split, seed)
+            summary = write_imagenet_like(
+                out, images, shards, image_size, classes, split.value, seed
+            )
         secs = time.perf_counter() - start
         typer.echo(
             f"wrote {summary.images} images in {len(summary.files)} shards "
             f"({summary.bytes / 1e6:.1f} MB) to {summary.out_dir} in {secs:.1f} s"
         )
 
-    @data_app.command("mnist-like")
     def mnist_like(
-        out: str = typer.Option(..., "--out", help="directory for the IDX files"),
-        train_opt: str = typer.Option(
-            "60000", "--train", metavar="N", help=f"training images (1..{MAX_MNIST})"
-        ),
-        test_opt: str = typer.Option(
-            "10000", "--test", metavar="N", help=f"test images (1..{MAX_MNIST})"
-        ),
-        plain: bool = typer.Option(False, "--plain", help="write uncompressed IDX (no .gz)"),
-        seed_opt: str = typer.Option("0", "--seed", metavar="SEED", help="random seed"),
+        out_dir: OutDirOpt = None,
+        out_old: OutOldOpt = None,
+        train: Annotated[int, bounded("--train", 1, MAX_MNIST, "training images")] = 60000,
+        test: Annotated[int, bounded("--test", 1, MAX_MNIST, "test images")] = 10000,
+        plain: Annotated[
+            bool, typer.Option("--plain", help="write uncompressed IDX (no .gz)")
+        ] = False,
+        seed: SeedOpt = 0,
     ) -> None:
         """Write MNIST-format IDX files of generated digit-like images."""
+        out = _out_dir(out_dir, out_old)
         from workloads.data.mnist import write_mnist_like
 
-        train = int_option("--train", train_opt, 1, MAX_MNIST)
-        test = int_option("--test", test_opt, 1, MAX_MNIST)
-        seed = int_option("--seed", seed_opt, 0, MAX_SEED)
-        assert train is not None and test is not None and seed is not None
-        _check_out(out)
-
-        paths = write_mnist_like(out, train, test, gz=not plain, seed=seed)
-        for p in paths:
+        for p in write_mnist_like(out, train, test, gz=not plain, seed=seed):
             typer.echo(str(p))
+
+    data_app.command("imagenet-like")(
+        add_examples(
+            imagenet_like,
+            ["gpulab data imagenet-like --images 512 --out-dir /data/imagenet-like",
+             "GPULAB_DATA_DIR=/data/imagenet-like gpulab bench --suite closer2018"],
+        )
+    )  # fmt: skip
+    data_app.command("mnist-like")(
+        add_examples(mnist_like, ["gpulab data mnist-like --out-dir /data/mnist --train 6000"])
+    )

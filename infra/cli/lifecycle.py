@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-import json
+import enum
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
+
+from infra.cli.options import JsonOpt, StateUrlOpt, add_examples, print_json
+from infra.cli.stack_ref import StackArg, StackOpt, resolve
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -17,14 +20,21 @@ T = TypeVar("T")
 
 run_app = typer.Typer(help="Run a lab's workloads without the Pulumi engine.", no_args_is_help=True)
 
-StackArg = Annotated[str, typer.Argument(help="Stack name: Pulumi.<stack>.yaml in the project.")]
-BackendOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--backend",
-        help="Pulumi state backend URL (PULUMI_BACKEND_URL), e.g. file://~/.pulumi-state.",
-    ),
-]
+
+class PythonMode(enum.StrEnum):
+    image = "image"
+    host = "host"
+
+
+EXAMPLES = {
+    "up": ["gpulab up local", "gpulab up -s nova-pci --state-url file://~/.pulumi-state",
+           "gpulab up ./Pulumi.local.yaml --refresh > outputs.json"],
+    "measure": ["gpulab measure local", "gpulab measure -s nova-pci"],
+    "down": ["gpulab down local"],
+    "rebuild": ["gpulab rebuild local"],
+    "status": ["gpulab status local"],
+    "outputs": ["gpulab outputs local --json | jq .hosts"],
+}  # fmt: skip
 
 
 @run_app.command("local")
@@ -32,33 +42,41 @@ def run_local_cmd(
     suite: Annotated[
         str, typer.Option(help="Suite name under workloads/suites/ or a .yaml path.")
     ] = "smoke",
-    stack: Annotated[str, typer.Option(help="Results go to <results-dir>/<stack>/.")] = "local",
+    stack: Annotated[
+        str,
+        typer.Option("-s", "--stack", metavar="NAME", help="Results go to <results-dir>/<NAME>/."),
+    ] = "local",
     results_dir: Annotated[
         str | None,
-        typer.Option(help="Results root (default: $GPULAB_RESULTS, else ./results)."),
+        typer.Option(
+            metavar="DIR", help="Results root (default: $GPULAB_RESULTS, else ./results)."
+        ),
     ] = None,
     docker: Annotated[
         bool, typer.Option("--docker/--no-docker", help="Also run the docker arm if reachable.")
     ] = True,
     docker_host: Annotated[
         str | None,
-        typer.Option(help="Docker engine address (default: DOCKER_HOST or the local socket)."),
+        typer.Option(
+            metavar="URL", help="Docker engine address (default: DOCKER_HOST or the local socket)."
+        ),
     ] = None,
     base_image: Annotated[
         str | None,
         typer.Option(
             envvar="GPULAB_DOCKER_BASE",
+            metavar="IMAGE",
             help="Base image of the docker arm (default tensorflow/tensorflow:<TF version>"
             "[-gpu]); it needs Python 3 and, unless --docker-python host, TensorFlow.",
         ),
     ] = None,
     docker_python: Annotated[
-        str,
+        PythonMode,
         typer.Option(
             help="'image': the base image's Python packages; 'host': bind-mount this venv's "
             "site-packages read-only (the image needs the same Python minor version).",
         ),
-    ] = "image",
+    ] = PythonMode.image,
     report: Annotated[
         bool,
         typer.Option(
@@ -67,7 +85,16 @@ def run_local_cmd(
         ),
     ] = True,
 ) -> None:
-    """Run a suite natively and, when a Docker engine is reachable, in a container too."""
+    """Run a suite natively and, when a Docker engine is reachable, in a container too.
+
+    Exit 0 when every measurement is ok, 1 when one failed, 2 on bad input, 130 on Ctrl-C.
+
+    Examples:
+
+        gpulab run local
+
+        gpulab run local --suite catalogue-smoke --no-docker --results-dir /tmp/res
+    """
 
     from rich.console import Console
 
@@ -82,7 +109,7 @@ def run_local_cmd(
         docker=docker,
         docker_host=docker_host,
         base_image=base_image,
-        python_mode=docker_python,
+        python_mode=docker_python.value,
         results_root=results_root(results_dir),
         console=console,
     )
@@ -122,18 +149,21 @@ def _report_local(run: Any, console: Any) -> None:
     console.print(f"report:  {rep.html} ({len(rep.figures)} figures)")
 
 
-def _lab(stack: str, backend: str | None) -> tuple[Lab, Console]:
+def _lab(positional: str | None, option: str | None, state_url: str | None) -> tuple[Lab, Console]:
+    """The stack's Lab; engine and progress lines go to stderr, so stdout holds only the
+    command's result (JSON)."""
     from rich.console import Console
 
     from infra.automation import Lab
 
-    console = Console()
-    env = {"PULUMI_BACKEND_URL": backend} if backend else {}
+    ref = resolve(positional, option)
+    console = Console(stderr=True)
+    env = {"PULUMI_BACKEND_URL": state_url} if state_url else {}
 
     def echo(line: str) -> None:
         console.print(line.rstrip("\n"), markup=False, highlight=False)
 
-    return Lab(stack, on_output=echo, env=env), console
+    return Lab(ref.name, repo=ref.project, on_output=echo, env=env), console
 
 
 RefreshOpt = Annotated[
@@ -177,58 +207,94 @@ def _show_runs(console: Any, lines: list[str], title: str) -> None:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
-def _print_json(console: Console, data: Any) -> None:
-    console.print_json(json.dumps(data, default=str, sort_keys=True))
+def _show(console: Console, data: Any, as_json: bool) -> None:
+    """The result on stdout: plain JSON with ``--json`` (or when stdout is not a terminal),
+    else highlighted JSON."""
+    import sys
+
+    if as_json or not sys.stdout.isatty():
+        print_json(data)
+    else:
+        from rich.console import Console
+
+        Console().print_json(data=data, default=str, sort_keys=True)
 
 
-def up(stack: StackArg, backend: BackendOpt = None, refresh: RefreshOpt = False) -> None:
+def up(
+    stack: StackArg = None,
+    stack_opt: StackOpt = None,
+    state_url: StateUrlOpt = None,
+    refresh: RefreshOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
     """Build or update the lab: the topology's hosts (vGPU attach on vsphere-gpu vgpu), then
     the site Ansible run (playbooks/site.yml) on every host, then one workload run per
     execution environment, one after another on the same GPUs; records are fetched to
-    results/<stack>/ ($GPULAB_RESULTS, else ./results). Prints the outputs: hosts, provision,
-    results. Unchanged parts are not re-run; `gpulab measure` re-runs only the workloads.
-    Exit 1 on a failed step (one line naming the host and the step, then the finished hosts'
-    records on disk; what was made stays for `gpulab down`), 2 on bad input, 130 on Ctrl-C
-    (the engine stops after the steps in flight; the lab and the records stay)."""
-    lab, console = _lab(stack, backend)
-    _print_json(console, _run(lambda: lab.up(refresh=refresh), console))
+    results/<stack>/ ($GPULAB_RESULTS, else ./results). Prints the outputs as JSON on stdout
+    (engine lines on stderr). Unchanged parts are not re-run; `gpulab measure` re-runs only
+    the workloads. Exit 1 on a failed step (one line naming the host and the step, then the
+    finished hosts' records on disk; what was made stays for `gpulab down`), 2 on bad input,
+    130 on Ctrl-C (the engine stops after the steps in flight; the lab and the records stay)."""
+    lab, console = _lab(stack, stack_opt, state_url)
+    _show(console, _run(lambda: lab.up(refresh=refresh), console), json_out)
 
 
-def measure(stack: StackArg, backend: BackendOpt = None, refresh: RefreshOpt = False) -> None:
+def measure(
+    stack: StackArg = None,
+    stack_opt: StackOpt = None,
+    state_url: StateUrlOpt = None,
+    refresh: RefreshOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
     """Measure a built lab again without rebuilding it: sets gpulab:measure_id to a fresh UTC
     time id in Pulumi.<stack>.yaml and runs up; only the workload runs re-run, their records go
-    to results/<stack>/. Prints the outputs."""
-    lab, console = _lab(stack, backend)
-    _print_json(console, _run(lambda: lab.measure(refresh=refresh), console))
+    to results/<stack>/. Prints the outputs as JSON."""
+    lab, console = _lab(stack, stack_opt, state_url)
+    _show(console, _run(lambda: lab.measure(refresh=refresh), console), json_out)
 
 
-def down(stack: StackArg, backend: BackendOpt = None) -> None:
+def down(stack: StackArg = None, stack_opt: StackOpt = None, state_url: StateUrlOpt = None) -> None:
     """Destroy the lab's resources; results/<stack>/ and the stack config stay."""
-    lab, console = _lab(stack, backend)
+    lab, _console = _lab(stack, stack_opt, state_url)
     saved = _run(lab.down)
-    console.print(f"destroyed {stack}" + (f"; last outputs kept in {saved}" if saved else ""))
+    typer.echo(f"destroyed {lab.stack_name}" + (f"; last outputs kept in {saved}" if saved else ""))
 
 
-def rebuild(stack: StackArg, backend: BackendOpt = None) -> None:
-    """Destroy, then up again with the same stack config."""
-    lab, console = _lab(stack, backend)
-    _print_json(console, _run(lab.rebuild, console))
+def rebuild(
+    stack: StackArg = None,
+    stack_opt: StackOpt = None,
+    state_url: StateUrlOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Destroy, then up again with the same stack config. Prints the outputs as JSON."""
+    lab, console = _lab(stack, stack_opt, state_url)
+    _show(console, _run(lab.rebuild, console), json_out)
 
 
-def status(stack: StackArg, backend: BackendOpt = None) -> None:
-    """The stack's last update and what its outputs hold."""
-    lab, console = _lab(stack, backend)
-    _print_json(console, _run(lab.status))
+def status(
+    stack: StackArg = None,
+    stack_opt: StackOpt = None,
+    state_url: StateUrlOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """The stack's last update and what its outputs hold, as JSON."""
+    lab, console = _lab(stack, stack_opt, state_url)
+    _show(console, _run(lab.status), json_out)
 
 
-def outputs(stack: StackArg, backend: BackendOpt = None) -> None:
+def outputs(
+    stack: StackArg = None,
+    stack_opt: StackOpt = None,
+    state_url: StateUrlOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
     """The stack outputs as JSON (secrets masked); when the last up failed in a workload
     run, also results_partial: that run's finished records as found in results/<stack>/."""
-    lab, console = _lab(stack, backend)
-    _print_json(console, _run(lab.outputs))
+    lab, console = _lab(stack, stack_opt, state_url)
+    _show(console, _run(lab.outputs), json_out)
 
 
 def register(app: typer.Typer) -> None:
     app.add_typer(run_app, name="run")
     for fn in (up, measure, down, rebuild, status, outputs):
-        app.command(fn.__name__)(fn)
+        app.command(fn.__name__)(add_examples(fn, EXAMPLES[fn.__name__]))

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from infra.cli.options import JsonOpt, add_examples, print_json
+
 VERDICT_STYLE = {"reproduced": "green", "not reproduced": "red", "not measured": "dim"}
 
 
@@ -14,6 +16,7 @@ def report_cmd(
     inputs: Annotated[
         list[Path] | None,
         typer.Argument(
+            metavar="INPUT...",
             help="Record files (*.jsonl), results directories, or stack-output summaries "
             "(*.json). Default: ./results.",
             show_default=False,
@@ -23,24 +26,36 @@ def report_cmd(
         str | None,
         typer.Option(
             "--baseline",
+            metavar="ARM",
             help="Baseline arm, TOPOLOGY or TOPOLOGY/ARM (default: ironic-bm, else local/native).",
             show_default=False,
         ),
     ] = None,
-    out: Annotated[Path, typer.Option("--out", help="Output directory.")] = Path("results/report"),
+    out_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--out-dir", metavar="DIR", help="Output directory [default: results/report]."
+        ),
+    ] = None,
+    out_old: Annotated[Path | None, typer.Option("--out", hidden=True, metavar="DIR")] = None,
     published: Annotated[
         Path | None,
         typer.Option(
-            help="Published results YAML (default: workloads/reference/).", show_default=False
+            metavar="FILE",
+            help="Published results YAML (default: workloads/reference/).",
+            show_default=False,
         ),
     ] = None,
     link_figures: Annotated[
         bool,
         typer.Option("--link-figures", help="Link the PNGs from the HTML instead of embedding."),
     ] = False,
-    title: Annotated[str, typer.Option(help="Report title.")] = "gpulab report",
+    title: Annotated[str, typer.Option(metavar="TEXT", help="Report title.")] = "gpulab report",
+    json_out: JsonOpt = False,
 ) -> None:
-    """Compare arms normalized to a baseline, judge the published claims, write HTML/MD/CSV."""
+    """Compare arms normalized to a baseline, judge the published claims, write HTML/MD/CSV.
+
+    Exit 0 when the report is written, 2 on bad input (no records, an unreadable file)."""
     from rich.console import Console
 
     from infra.cli.errors import UsageError
@@ -64,6 +79,7 @@ def report_cmd(
         from workloads.inputs import read_input_text
 
         read_input_text(published, "published results")
+    out = out_dir or out_old or Path("results/report")  # --out: the old name of --out-dir
     res = build_report(
         inputs,
         out,
@@ -72,6 +88,25 @@ def report_cmd(
         embed_figures=not link_figures,
         title=title,
     )
+    if json_out:
+        print_json(
+            {
+                "html": str(res.html),
+                "markdown": str(res.markdown),
+                "csv": str(res.csv),
+                "figures": [{"path": str(f.path), "title": f.title} for f in res.figures],
+                "verdicts": [
+                    {"claim": v.claim, "verdict": v.verdict, "text": v.text} for v in res.verdicts
+                ],
+                "banner": list(res.banner),
+                "problems": list(res.problems),
+                "excluded": [
+                    {"record_id": e.record_id, "reason": e.reason, "detail": e.detail}
+                    for e in res.excluded
+                ],
+            }
+        )
+        return
     console = Console()
     console.print(console_report(res))  # what ran, then the checkable claims
     for note in res.problems:  # skipped lines, records without a setting (also in the report)
@@ -83,4 +118,13 @@ def report_cmd(
 
 
 def register(app: typer.Typer) -> None:
-    app.command("report")(report_cmd)
+    app.command("report")(
+        add_examples(
+            report_cmd,
+            [
+                "gpulab report",
+                "gpulab report results/local --baseline local/native --out-dir /tmp/rep",
+                "gpulab report results/nova-pci/*.jsonl --json",
+            ],
+        )
+    )

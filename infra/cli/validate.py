@@ -1,4 +1,4 @@
-"""``gpulab validate <stack-file>``: check a ``Pulumi.<stack>.yaml`` without Pulumi.
+"""``gpulab validate STACK``: check a ``Pulumi.<stack>.yaml`` without Pulumi.
 
 Prints the validated settings (secrets only as "set") and exits 0, or prints one line naming
 every bad ``gpulab:<key>`` and what it allows and exits 2.
@@ -6,40 +6,60 @@ every bad ``gpulab:<key>`` and what it allows and exits 2.
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
 import typer
 
-
-def _resolve(stack: str) -> Path:
-    """A path, or a stack name (``nova-pci`` -> ``Pulumi.nova-pci.yaml``)."""
-    path = Path(stack)
-    if not path.exists() and "/" not in stack and not stack.endswith((".yaml", ".yml")):
-        named = Path(f"Pulumi.{stack}.yaml")
-        if named.exists():
-            return named
-    return path
+from infra.cli.options import JsonOpt, add_examples, print_json
+from infra.cli.stack_ref import StackArg, StackOpt, resolve
 
 
 def validate_cmd(
-    stack_file: str = typer.Argument(..., help="Pulumi.<stack>.yaml, or a stack name"),
+    stack: StackArg = None, stack_opt: StackOpt = None, json_out: JsonOpt = False
 ) -> None:
-    """Check a stack file's gpulab:* config (types, required keys, enums, CIDRs, counts)."""
-    from dataclasses import fields
+    """Check a stack file's gpulab:* config (types, required keys, enums, CIDRs, counts).
 
+    Exit 0 when valid (the settings are printed, secrets only as "set"), 2 naming every bad
+    key otherwise."""
     from rich.console import Console
     from rich.table import Table
 
-    from infra.config import BY_KEY, load_stack_file
-    from infra.config.fields import SecretRef
-    from infra.specs.topology import get as topology
+    from infra.config import load_stack_file
 
-    path = _resolve(stack_file)
-    cfg = load_stack_file(path)
-    typer.echo(f"{path}: valid {cfg.topology} stack, lab {cfg.lab}")
+    ref = resolve(stack, stack_opt)
+    cfg = load_stack_file(ref.file)
+    rows = settings(cfg)
+    if json_out:
+        print_json(
+            {
+                "stack": ref.name,
+                "file": str(ref.file),
+                "valid": True,
+                "topology": cfg.topology,
+                "lab": cfg.lab,
+                "settings": dict(rows),
+            }
+        )
+        return
+    typer.echo(f"{ref.file}: valid {cfg.topology} stack, lab {cfg.lab}")
     table = Table()
     table.add_column("key")
     table.add_column("value")
+    for key, shown in rows:
+        table.add_row(key, shown)
+    Console().print(table)
+
+
+def settings(cfg: Any) -> list[tuple[str, str]]:
+    """The stack's set ``gpulab:*`` keys as shown text (secrets as "(secret, set)"), then the
+    topology's own lines."""
+    from dataclasses import fields
+
+    from infra.config import BY_KEY
+    from infra.config.fields import SecretRef
+    from infra.specs.topology import get as topology
+
+    rows: list[tuple[str, str]] = []
     for f in fields(cfg):
         value = getattr(cfg, f.name)
         spec = BY_KEY.get(f.name)
@@ -53,11 +73,15 @@ def validate_cmd(
             shown = ", ".join(f"{k}={v}" for k, v in value.items())
         else:
             shown = str(value).lower() if isinstance(value, bool) else str(value)
-        table.add_row(f"gpulab:{f.name}", shown)
-    for key, shown in topology(cfg.topology).describe(cfg):
-        table.add_row(key, shown)
-    Console().print(table)
+        rows.append((f"gpulab:{f.name}", shown))
+    rows += list(topology(cfg.topology).describe(cfg))
+    return rows
 
 
 def register(app: typer.Typer) -> None:
-    app.command("validate")(validate_cmd)
+    app.command("validate")(
+        add_examples(
+            validate_cmd,
+            ["gpulab validate local", "gpulab validate ./Pulumi.nova-pci.yaml --json"],
+        )
+    )

@@ -42,7 +42,7 @@ CASES = [
     (["--suite", "smoke", "--batch", "4"], "--batch and --image-size apply to --model only"),
     (["--suite", "smoke", "--model", "alexnet"], "exactly one of --suite NAME or --model M"),
     ([], "exactly one of --suite NAME or --model M"),
-    (["--model", "mnist_cnn", "--backend", "mxnet"], "unknown --backend 'mxnet'"),
+    (["--model", "mnist_cnn", "--keras-backend", "mxnet"], "'mxnet' is not one of 'tensorflow'"),
 ]
 
 
