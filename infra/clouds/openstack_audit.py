@@ -1,7 +1,9 @@
 """OpenStack teardown audit: what of a lab is left after ``pulumi destroy``.
 
-A resource belongs to the lab when its name is ``<lab>`` or starts with ``<lab>-`` (how the
-topologies name everything), or when it carries the lab's name as a tag (Nova, Neutron), a
+Every kind the topologies create is listed: servers, floating IPs, ports, volumes, routers,
+subnets, networks, security groups, flavors, keypairs, server groups, and for Magnum clusters
+and cluster templates. A resource belongs to the lab when its name is ``<lab>`` or starts with
+``<lab>-`` (how the topologies name everything), or when it carries the lab's name as a tag (Nova, Neutron), a
 metadata value (Nova, Cinder) or a label value (Magnum); ``gpulab-lab=<lab>`` / ``lab:<lab>``
 style tags count too. One failing row per leftover, with the command that removes it.
 """
@@ -42,12 +44,18 @@ KINDS: tuple[tuple[str, Callable[[Connection], Iterable[Any]], str], ...] = (
         "openstack router unset --external-gateway {id}; remove its subnets; "
         "openstack router delete {id}",
     ),
+    ("subnet", lambda c: c.network.subnets(), "openstack subnet delete {id}"),
     ("network", lambda c: c.network.networks(), "openstack network delete {id}"),
     (
         "security group",
         lambda c: c.network.security_groups(),
         "openstack security group delete {id}",
     ),
+    # The lab's own flavors (<lab>-bm, <lab>-pci), keypair (<lab>-key) and anti-affinity
+    # server group (<lab>-spread) carry no tags: they are found by name.
+    ("flavor", lambda c: c.compute.flavors(details=True), "openstack flavor delete {id}"),
+    ("keypair", lambda c: c.compute.keypairs(), "openstack keypair delete {name}"),
+    ("server group", lambda c: c.compute.server_groups(), "openstack server group delete {id}"),
 )
 
 MAGNUM = (
@@ -74,7 +82,8 @@ def _label(resource: Any) -> str:
 
 def audit_openstack(conn: Connection, lab: str, *, magnum: bool = False) -> list[Check]:
     """Rows for every leftover of ``lab`` (servers, floating IPs, ports, volumes, routers,
-    networks, security groups; Magnum clusters and templates when ``magnum``)."""
+    subnets, networks, security groups, flavors, keypairs, server groups; Magnum clusters and
+    cluster templates when ``magnum``)."""
     kinds = KINDS + (MAGNUM if magnum else ())
     rows: list[Check] = []
     checked = []
@@ -89,7 +98,8 @@ def audit_openstack(conn: Connection, lab: str, *, magnum: bool = False) -> list
         for r in left:
             status = getattr(r, "status", None)
             detail = f"still exists{f' ({status})' if status else ''}, id {r.id}"
-            rows.append(fail(f"{kind} {_label(r)}", detail, delete.format(id=r.id)))
+            fix = delete.format(id=r.id, name=_label(r))
+            rows.append(fail(f"{kind} {_label(r)}", detail, fix))
     if not any(not r.passed for r in rows):
         rows.append(
             ok(f"openstack lab {lab}", "nothing left: " + ", ".join(f"{k}s" for k in checked))

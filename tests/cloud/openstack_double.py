@@ -60,6 +60,14 @@ class _Compute(_Service):
         self._call("servers")
         return list(self._owner.servers)
 
+    def keypairs(self) -> list[Any]:
+        self._call("keypairs")
+        return list(self._owner.keypairs)
+
+    def server_groups(self) -> list[Any]:
+        self._call("server_groups")
+        return list(self._owner.server_groups)
+
 
 class _Network(_Service):
     def find_network(self, name: str, ignore_missing: bool = True) -> Any:
@@ -85,6 +93,10 @@ class _Network(_Service):
     def networks(self) -> list[Any]:
         self._call("networks")
         return list(self._owner.networks)
+
+    def subnets(self) -> list[Any]:
+        self._call("subnets")
+        return list(self._owner.subnets)
 
     def security_groups(self) -> list[Any]:
         self._call("security_groups")
@@ -146,6 +158,9 @@ class OpenStackDouble:
         self.floating_ips: list[Any] = []
         self.ports: list[Any] = []
         self.routers: list[Any] = []
+        self.subnets: list[Any] = []
+        self.keypairs: list[Any] = []
+        self.server_groups: list[Any] = []
         self.security_groups: list[Any] = []
         self.volumes: list[Any] = []
         self.magnum_services: list[Any] = []
