@@ -6,6 +6,10 @@ whose name says token, password or secret. Any task whose module arguments (or `
 Ansible prints the value in its output, its events and ansible-runner's artifacts. Conditions
 (``when``, ``changed_when``, ``failed_when``) and the task's name are not output, so they may
 mention a secret.
+
+A task whose *name* says token, password or secret handles one even when its arguments reach
+it through another variable (a registered result, a fact): it must be ``no_log`` too, unless its
+module only manages a path (``file``, ``stat``: a directory for tokens holds no token).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ NOT_OUTPUT = {
     "ignore_errors", "check_mode", "environment_note",
 }  # fmt: skip
 BLOCK_KEYS = ("block", "rescue", "always")
+# Modules that manage a path and carry no value: a task named for a secret may use them freely.
+PATH_ONLY_MODULES = {"ansible.builtin.file", "ansible.builtin.stat"}
 
 
 def is_secret_name(name: str) -> bool:
@@ -76,9 +82,20 @@ def violations(role: Path) -> list[str]:
     for f in sorted([*(role / "tasks").glob("*.yml"), *(role / "handlers").glob("*.yml")]):
         for task, no_log in tasks_of(yaml.safe_load(f.read_text())):
             found = leaks(task, secrets)
+            where = f"{f.relative_to(PLAYBOOKS)}: {task.get('name')!r}"
             if found and not no_log:
-                out.append(f"{f.relative_to(PLAYBOOKS)}: {task.get('name')!r} uses {sorted(found)}")
+                out.append(f"{where} uses {sorted(found)}")
+            elif named_for_a_secret(task) and not no_log:
+                out.append(f"{where} is named for a secret")
     return out
+
+
+def named_for_a_secret(task: dict[str, Any]) -> bool:
+    """The task's name says token/password/secret and its module carries a value."""
+    modules = {k for k in task if "." in k}
+    return bool(SECRET_WORDS.search(str(task.get("name", "")))) and not (
+        modules and modules <= PATH_ONLY_MODULES
+    )
 
 
 @pytest.mark.parametrize("role", ROLES, ids=[r.name for r in ROLES])
@@ -127,6 +144,14 @@ def test_the_guard_fails_a_task_without_no_log(tmp_path: Path) -> None:
                     "name": "Leaks",
                     "ansible.builtin.copy": {"content": "{{ demo_key }}", "dest": "/x"},
                 },
+                {
+                    "name": "Create the token directory",
+                    "ansible.builtin.file": {"path": "/etc/demo", "state": "directory"},
+                },
+                {
+                    "name": "Write the registered token",
+                    "ansible.builtin.copy": {"content": "{{ fetched.content }}", "dest": "/y"},
+                },
             ]
         )
     )
@@ -134,6 +159,9 @@ def test_the_guard_fails_a_task_without_no_log(tmp_path: Path) -> None:
     saved = PLAYBOOKS
     PLAYBOOKS = tmp_path
     try:
-        assert violations(role) == ["demo/tasks/main.yml: 'Leaks' uses ['demo_key']"]
+        assert violations(role) == [
+            "demo/tasks/main.yml: 'Leaks' uses ['demo_key']",
+            "demo/tasks/main.yml: 'Write the registered token' is named for a secret",
+        ]
     finally:
         PLAYBOOKS = saved

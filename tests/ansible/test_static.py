@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from infra.ansible import build_inventory
 from infra.hosts import Host
@@ -26,8 +27,27 @@ ENV = {
 }
 
 
-def test_the_three_playbooks_exist() -> None:
+def test_the_playbooks_the_program_runs_are_plays_of_existing_roles() -> None:
+    """site.yml (AnsibleRun), workloads.yml (WorkloadRun) and validate.yml resolve to plays
+    that target hosts and apply only roles that exist; the workload run applies its role."""
+    from infra.ansible.runner import resolve_playbook
+    from infra.dynamic.workload_run import PLAYBOOK
+
     assert [p.name for p in PLAYBOOKS] == ["site.yml", "validate.yml", "workloads.yml"]
+    roles_dir = REPO / "playbooks" / "roles"
+    applied: dict[str, set[str]] = {}
+    for name in ("site.yml", PLAYBOOK, "validate.yml"):
+        plays = yaml.safe_load(resolve_playbook(name).read_text())
+        assert isinstance(plays, list) and plays, name
+        for play in plays:
+            assert play.get("hosts") and play.get("name"), (name, play)
+            assert play.get("roles") or play.get("tasks"), (name, play.get("name"))
+            for entry in play.get("roles") or []:
+                role = entry["role"] if isinstance(entry, dict) else entry
+                applied.setdefault(name, set()).add(role)
+                assert (roles_dir / role / "tasks" / "main.yml").is_file(), (name, role)
+    assert {"gpu_facts", "nvidia_driver", "cuda_toolkit"} <= applied["site.yml"]
+    assert applied[PLAYBOOK] == {"workload_run"}
 
 
 @pytest.mark.parametrize(

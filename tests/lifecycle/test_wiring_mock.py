@@ -44,25 +44,51 @@ async def value(out: Any) -> tuple[Any, bool]:
     return await o.future(), await o.is_secret()
 
 
-def test_site_and_workload_inputs_of_the_local_stack_mock(mocks: LabMocks) -> None:
+def test_site_and_workload_inputs_follow_the_stack_mock(mocks: LabMocks) -> None:
+    """Every value the resources get is the stack's, none a default of the classes: a suite,
+    environments, lab, variables and measure id that differ from every default."""
+    overrides = {
+        "lab": "lab-w",
+        "suite": "catalogue-smoke",
+        "execution_envs": ["docker", "native"],
+        "workload_variables": {"workload_run_docker_image": "gpulab/runner:test"},
+        "site": {"workload_env_pip_index_url": "http://pypi.lab/simple"},
+        "measure_id": "m-42",
+    }
+
     @pulumi.runtime.test
     def body() -> Any:
         exports: dict = {}
-        _cfg, hosts, made = build("local", exports)
+        _cfg, hosts, made = build("local", exports, **overrides)
 
         async def go() -> None:
             from pulumi.runtime.stack import wait_for_rpcs
 
             await wait_for_rpcs(await_all_outstanding_tasks=False)
             (site,) = mocks.of_type(ANSIBLE)
-            (work,) = mocks.of_type(WORKLOAD)
-            assert site.inputs["playbook"] == "site.yml"
-            assert site.inputs["variables"]["gpulab_exec_envs"] == ["native"]
+            works = mocks.of_type(WORKLOAD)
+            assert site.name == "lab-w-site" and site.inputs["playbook"] == "site.yml"
+            assert site.inputs["variables"] == {
+                "workload_env_pip_index_url": "http://pypi.lab/simple",
+                "gpulab_topology": "local",
+                "gpulab_lab": "lab-w",
+                "gpulab_exec_envs": ["docker", "native"],
+            }
             assert len(site.inputs["playbook_digest"]) == 64  # editing a role re-runs it
             assert [h["name"] for h in site.inputs["hosts"]] == [h.name for h in hosts]
-            assert work.inputs["suite"] == "smoke" and work.inputs["execution_env"] == "native"
-            assert work.inputs["suite_digest"]  # editing the suite re-runs it
-            assert len(made["workloads"]) == 1
+            assert sorted(w.name for w in works) == [
+                "lab-w-workloads-docker",
+                "lab-w-workloads-native",
+            ]
+            for w in works:
+                env = w.name.rsplit("-", 1)[1]
+                assert w.inputs["execution_env"] == env and w.inputs["arm"] == env
+                assert w.inputs["suite"] == "catalogue-smoke"
+                assert w.inputs["lab"] == "lab-w" and w.inputs["topology"] == "local"
+                assert w.inputs["variables"] == {"workload_run_docker_image": "gpulab/runner:test"}
+                assert w.inputs["triggers"] == ["m-42"]  # `gpulab measure` re-runs only these
+                assert w.inputs["suite_digest"]  # editing the suite re-runs it
+            assert len(made["workloads"]) == 2
 
         return pulumi.Output.from_input(go())
 
