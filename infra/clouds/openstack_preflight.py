@@ -264,10 +264,15 @@ def check_magnum(
     network_driver: str = "calico",
     lab: str = "gpulab",
     probe_template: bool = True,
+    os_distro: str = "ubuntu",
 ) -> list[Check]:
-    """Magnum answers (a conductor is up) and its drivers take a Kubernetes cluster template
-    of this server type and image: a throwaway template is created and deleted, since that is
-    where Magnum validates the (server_type, os_distro, coe) driver."""
+    """Magnum answers (a conductor is up) and a driver of it takes a Kubernetes cluster
+    template of this server type and image: a throwaway template is created and deleted, since
+    that is where Magnum picks the driver for (server_type, the image's os_distro, coe).
+    Magnum has no API that lists its drivers; with an ``ubuntu`` image the driver that
+    answers for ``vm`` is the Cluster API driver (magnum-cluster-api), the Heat driver
+    (deprecated in 2025.1) taking only Fedora CoreOS. The probe's ``cluster_distro`` says which
+    distro Magnum resolved."""
     rows = []
 
     def run_services() -> list[Check]:
@@ -288,7 +293,12 @@ def check_magnum(
     rows += _asked("magnum conductor", run_services)
     if not probe_template or not rows[-1].passed:
         return rows
-    row = f"magnum COE kubernetes ({server_type})"
+    capi = os_distro == "ubuntu" and server_type == "vm"
+    row = (
+        "magnum Cluster API driver (vm, ubuntu, kubernetes)"
+        if capi
+        else f"magnum driver ({server_type}, {os_distro}, kubernetes)"
+    )
 
     def run_probe() -> list[Check]:
         cim = conn.container_infrastructure_management
@@ -305,16 +315,24 @@ def check_magnum(
                     is_public=False,
                 )
         except CloudError as exc:
-            return [
-                fail(
-                    row,
-                    str(exc),
-                    "install/enable the Magnum driver for kubernetes on "
-                    f"{server_type} with this image's os_distro",
-                )
-            ]
+            fix = (
+                "enable the Cluster API driver: pip install magnum-cluster-api on every "
+                "magnum-conductor host, restart the conductors, and keep it out of [drivers] "
+                "disabled_drivers in magnum.conf"
+                if capi
+                else "Magnum has no driver for this (server_type, os_distro): the Cluster API "
+                "driver runs Ubuntu VMs only; for containers on bare metal use ironic-bm with "
+                "the docker or k8s execution environment"
+            )
+            return [fail(row, str(exc), fix)]
+        distro = getattr(tmpl, "cluster_distro", None) or os_distro
         with guard("Magnum cluster template delete"):
             cim.delete_cluster_template(tmpl)
-        return [ok(row, "driver accepts a cluster template (probe created and deleted)")]
+        return [
+            ok(
+                row,
+                f"enabled: a probe template (cluster_distro {distro}) was created and deleted",
+            )
+        ]
 
     return rows + _asked(row, run_probe)

@@ -1,7 +1,11 @@
 """``magnum-k8s``: a Magnum Kubernetes cluster; workloads run as GPU containers (k8s Jobs).
 
-Magnum makes the cluster's servers and its own security groups; the lab network, router and
-keypair come from the shared OpenStack parts. The kubeconfig is exported as a secret.
+The cluster template targets Magnum's Cluster API driver (magnum-cluster-api): an Ubuntu
+image with ``os_distro=ubuntu`` (the driver's ``{server_type: vm, os: ubuntu, coe:
+kubernetes}``), its labels (:data:`CAPI_LABELS`, ``kube_tag`` from the stack). Magnum makes
+the cluster's servers and its own security groups; the lab network, router and keypair come
+from the shared OpenStack parts. The kubeconfig is exported as a secret; GPU enablement
+(k8s_gpu) and the workload Jobs run from the controller with it.
 """
 
 from __future__ import annotations
@@ -17,10 +21,33 @@ from infra.hosts import Host
 from infra.topologies.common import TYPE_PREFIX, gpu_path, host_groups
 from infra.topologies.openstack_base import build_base
 
+# Labels of the Cluster API driver (magnum-cluster-api, docs/user/labels.md) that a benchmark
+# lab sets: no auto-healing (a node replaced in the middle of a measurement changes the arm's
+# hardware under it). ``kube_tag`` must match the image's Kubernetes (the driver's images are
+# built per version, e.g. ubuntu-2204-kube-v1.30.4): the stack sets it in ``gpulab:labels``.
+CAPI_LABELS = {"auto_healing_enabled": "false", "auto_scaling_enabled": "false"}
+
 
 def cluster_labels(cfg: LabConfig) -> dict[str, str]:
-    """Magnum labels: the lab's name first, the operator's ``gpulab:labels`` over them."""
-    return {"gpulab_lab": cfg.lab, "gpulab_topology": cfg.topology, **cfg.labels}
+    """Magnum labels: the lab's name, the Cluster API driver's settings above, then the
+    operator's ``gpulab:labels`` over them."""
+    return {
+        "gpulab_lab": cfg.lab,
+        "gpulab_topology": cfg.topology,
+        **CAPI_LABELS,
+        **cfg.labels,
+    }
+
+
+# The API host is reached through the cluster's kubeconfig from the controller, never over
+# SSH: its plays (k8s_gpu, the k8s Jobs of workload_run) run locally, without sudo, with the
+# kubeconfig that $KUBECONFIG names (pulumi stack output --show-secrets kubeconfig > FILE).
+CONTROLLER_VARS = {
+    "ansible_connection": "local",
+    "ansible_python_interpreter": "{{ ansible_playbook_python }}",
+    "ansible_become": False,
+    "workload_run_k8s_kubeconfig": "{{ lookup('ansible.builtin.env', 'KUBECONFIG') }}",
+}
 
 
 def _api_host(url: str | None) -> str | None:
@@ -87,7 +114,7 @@ class MagnumK8sLab(pulumi.ComponentResource):
                 groups=["k8s_control"],
                 gpu_path="none",
                 ssh_port=22,
-                vars={"lab": cfg.lab, "api_url": api},
+                vars={"lab": cfg.lab, "api_url": api, **CONTROLLER_VARS},
             )
         ]
         node_gpu_path = gpu_path(cfg)

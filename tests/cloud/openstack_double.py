@@ -116,7 +116,9 @@ class _Magnum(_Service):
 
     def create_cluster_template(self, **attrs: Any) -> Any:
         self._call("create_cluster_template")
-        t = res(**attrs)
+        # Magnum resolves the template's distro from the image's os_distro property.
+        image = next((i for i in self._owner.images if i.name == attrs.get("image_id")), None)
+        t = res(cluster_distro=getattr(image, "os_distro", None), **attrs)
         self._owner.cluster_templates.append(t)
         self._owner.templates_created.append(attrs)
         return t

@@ -55,6 +55,7 @@ def cloud_double() -> OpenStackDouble:
         res(name="ubuntu-22.04-baremetal", status="active", os_distro="ubuntu"),
         res(name="ubuntu-22.04", status="active", os_distro="ubuntu"),
         res(name="fedora-coreos-38", status="active", os_distro="fedora-coreos"),
+        res(name="ubuntu-2204-kube-v1.30.4", status="active", os_distro="ubuntu"),
     ]
     d.networks = [
         res(name="public", is_router_external=True, status="ACTIVE"),
@@ -170,6 +171,11 @@ def test_magnum_preflight_probes_template_and_checks_flavor_and_image_double(bm:
     assert failing(rows) == {}
     [probe] = cloud.templates_created
     assert probe["coe"] == "kubernetes" and probe["server_type"] == "vm"
+    assert probe["image_id"] == "ubuntu-2204-kube-v1.30.4"
+    driver = next(r for r in rows if r.name.startswith("magnum Cluster API driver"))
+    assert driver.name == "magnum Cluster API driver (vm, ubuntu, kubernetes)"
+    assert driver.detail.startswith("enabled: a probe template (cluster_distro ubuntu)")
+    assert next(r for r in rows if r.name == "image ubuntu-2204-kube-v1.30.4").passed
     assert probe["name"].startswith("k8s-lab-preflight-")
     assert cloud.cluster_templates == []  # the probe was deleted
     assert next(r for r in rows if r.name == "flavor g1.p100").detail == (
@@ -178,7 +184,7 @@ def test_magnum_preflight_probes_template_and_checks_flavor_and_image_double(bm:
     assert next(r for r in rows if r.name == "quota cores").detail.startswith("needs 20,")
 
     cloud = cloud_double()
-    cloud.images[2].os_distro = "ubuntu"
+    cloud.images[3].os_distro = "fedora-coreos"  # a Heat-era property on the Ubuntu image
     cloud.errors["magnum.create_cluster_template"] = sdk_exc.BadRequestException(
         "Cluster type (vm, ubuntu, kubernetes) not supported.", http_status=400
     )
@@ -187,13 +193,15 @@ def test_magnum_preflight_probes_template_and_checks_flavor_and_image_double(bm:
     bad = failing(rows)
     assert sorted(bad) == [
         "flavor m1.large",
-        "image fedora-coreos-38",
-        "magnum COE kubernetes (vm)",
+        "image ubuntu-2204-kube-v1.30.4",
+        "magnum Cluster API driver (vm, ubuntu, kubernetes)",
     ]
     assert "no pci_passthrough:alias extra spec" in bad["flavor m1.large"].detail
     assert "[pci])" in text  # printed as is, not eaten as rich markup
-    assert "os_distro=fedora-coreos" in bad["image fedora-coreos-38"].fix
-    assert "not supported" in bad["magnum COE kubernetes (vm)"].detail
+    assert "os_distro=ubuntu" in bad["image ubuntu-2204-kube-v1.30.4"].fix
+    driver = bad["magnum Cluster API driver (vm, ubuntu, kubernetes)"]
+    assert "not supported" in driver.detail
+    assert "pip install magnum-cluster-api" in driver.fix and "disabled_drivers" in driver.fix
 
 
 def test_magnum_bare_metal_checks_node_flavor_class_in_real_ironic_double(bm: Any) -> None:

@@ -250,17 +250,21 @@ def test_magnum_mock_template_cluster_and_secret_kubeconfig(pulumi_mocks: LabMoc
             "vm",
             "g1.p100",
             "m1.large",
-            "fedora-coreos-38",
+            "ubuntu-2204-kube-v1.30.4",
         )
         assert (i["networkDriver"], i["dockerVolumeSize"]) == ("calico", 50)
         assert (i["fixedNetwork"], i["fixedSubnet"]) == ("k8s-lab-net-id", "k8s-lab-subnet-id")
         assert i["externalNetworkId"] == "ext-net-id" and i["keypairId"] == "k8s-lab-key"
+        # the Cluster API driver's labels (magnum-cluster-api docs/user/labels.md)
         assert i["labels"] == {
             "gpulab_lab": "k8s-lab",
             "gpulab_topology": "magnum-k8s",
-            "kube_tag": "v1.27.8-rancher2",
-            "container_runtime": "containerd",
+            "auto_healing_enabled": "false",
+            "auto_scaling_enabled": "false",
+            "kube_tag": "v1.30.4",
         }
+        assert "fedora" not in str(i).lower() and "coreos" not in str(i).lower()
+        print("cluster template:", {k: i[k] for k in sorted(i) if k != "__defaults"})
         [cluster] = pulumi_mocks.of_type("openstack:containerinfra/cluster:Cluster")
         assert cluster.inputs["clusterTemplateId"] == "k8s-lab-k8s-template-id"
         assert (cluster.inputs["masterCount"], cluster.inputs["nodeCount"]) == (1, 2)
@@ -286,7 +290,11 @@ def test_magnum_mock_template_cluster_and_secret_kubeconfig(pulumi_mocks: LabMoc
             ),
         ]
         assert hosts[0]["vars"]["api_url"] == "https://198.51.100.200:6443"
-        assert all(h["ssh_user"] == "core" for h in hosts)
+        # GPU enablement and the Jobs run from the controller with the kubeconfig
+        assert hosts[0]["vars"]["ansible_connection"] == "local"
+        assert hosts[0]["vars"]["ansible_become"] is False
+        assert "KUBECONFIG" in hosts[0]["vars"]["workload_run_k8s_kubeconfig"]
+        assert all(h["ssh_user"] == "ubuntu" for h in hosts)
 
     return check(go())
 

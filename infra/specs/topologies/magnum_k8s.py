@@ -6,6 +6,8 @@ from typing import Any
 
 from infra.specs.topology import Conns, Topology
 
+OS_DISTRO = "ubuntu"  # the Cluster API driver's {server_type: vm, os: ubuntu, coe: kubernetes}
+
 
 def preflight(cfg: Any, conns: Conns) -> list[Any]:
     from infra import preflight as pf
@@ -17,7 +19,8 @@ def preflight(cfg: Any, conns: Conns) -> list[Any]:
     if conn is None:
         return rows
     assert cfg.master_flavor and cfg.node_flavor and cfg.image and cfg.external_network
-    rows += pf.image_and_network(cfg, conn, os_distro="fedora-coreos")
+    # The Cluster API driver's images: os_distro ubuntu (Magnum picks the driver by it).
+    rows += pf.image_and_network(cfg, conn, os_distro=OS_DISTRO)
     server_type = cfg.server_type or "vm"
     masters, nodes = cfg.master_count or 1, cfg.node_count or 1
     rows += op.check_gpu_flavor(conn, cfg.node_flavor, server_type)
@@ -51,6 +54,7 @@ def preflight(cfg: Any, conns: Conns) -> list[Any]:
         server_type=server_type,
         network_driver=cfg.network_driver or "calico",
         lab=cfg.lab,
+        os_distro=OS_DISTRO,
     )
     return rows + op.check_quotas(conn, op.Demand(masters + nodes, cores, ram, masters + nodes))
 
