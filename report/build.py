@@ -14,7 +14,7 @@ from report.environment import banner, compare, size_text
 from report.exclusions import Excluded, bit_names, split, throttle_bits
 from report.figures import FigureFile, all_figures
 from report.load import load_records
-from report.mapping import SETTING_LABELS, arm_settings, resolve_baseline
+from report.mapping import SETTING_LABELS, arm_settings, check_pairs, resolve_baseline
 from report.published import load_published
 from report.render import (
     FEW_REPS,
@@ -26,7 +26,7 @@ from report.render import (
     write_csv,
 )
 from report.stats import CV_FLAG, N_BOOT
-from report.table import Table, arm_of, build_table, image_size
+from report.table import Table, arm_of, build_table, finish, image_size
 from workloads.errors import InputError
 
 NOTES = [
@@ -95,15 +95,18 @@ def checkable(verdicts: list[Any]) -> tuple[int, int]:
     return sum(v.verdict != not_measured for v in verdicts), len(verdicts)
 
 
-def build_report(
-    inputs: Iterable[str | os.PathLike[str]],
-    out_dir: str | os.PathLike[str],
-    baseline: str | None = None,
-    published: str | os.PathLike[str] | None = None,
-    embed_figures: bool = True,
-    title: str = "gpulab report",
-) -> ReportResult:
-    problems: list[str] = []
+@dataclass
+class _Loaded:
+    total: int
+    kept: int
+    excluded: list[Excluded]
+    capped: list[tuple[dict[str, Any], int]]
+    table: Table
+    claim_lists: list[tuple[list[Any], int]]
+
+
+def _python(inputs: Any, baseline: str | None, pool: bool, problems: list[str]) -> _Loaded:
+    """Every record as a dict (the small-scale path; ``engine="python"``)."""
     records = load_records(inputs, problems)
     kept, excluded, capped = split(records)
     if not kept:
@@ -111,9 +114,55 @@ def build_report(
         raise InputError(f"no ok records to report: all {len(records)} are left out ({reasons})")
     kept_settings = {a: s.setting for a, s in arm_settings(kept, arm_of).items()}
     base = resolve_baseline(baseline, kept_settings, kept_settings)
-    table = build_table(kept, base)
+    table = build_table(kept, base, pool=pool)
+    claim_lists = [(r.get("claims") or [], 1) for r in records]
+    capped_bits = [(r, throttle_bits(r)) for r in capped]
+    return _Loaded(len(records), len(kept), excluded, capped_bits, table, claim_lists)
+
+
+def _duckdb(inputs: Any, baseline: str | None, pool: bool, problems: list[str]) -> _Loaded:
+    """Records streamed through DuckDB (report.scan); Python sees the aggregates."""
+    from report.scan import scan
+
+    sc = scan(inputs)
+    problems.extend(sc.problems)
+    if not sc.kept:
+        reasons = ", ".join(sorted({e.reason for e in sc.excluded}))
+        raise InputError(f"no ok records to report: all {sc.total} are left out ({reasons})")
+    kept_settings = {a: s.setting for a, s in sc.collected.arm_set.items()}
+    base = resolve_baseline(baseline, kept_settings, kept_settings)
+    check_pairs(sc.pairs, base, pool)
+    table = finish(sc.collected, base)
+    return _Loaded(sc.total, sc.kept, sc.excluded, sc.capped, table, sc.claim_lists)
+
+
+ENGINES = ("duckdb", "python")
+
+
+def build_report(
+    inputs: Iterable[str | os.PathLike[str]],
+    out_dir: str | os.PathLike[str],
+    baseline: str | None = None,
+    published: str | os.PathLike[str] | None = None,
+    embed_figures: bool = True,
+    title: str = "gpulab report",
+    pool: bool = False,
+    engine: str = "duckdb",
+) -> ReportResult:
+    """The report of ``inputs`` in ``out_dir``.
+
+    ``pool``: repetitions of one group and arm may come from several runs (else refused).
+    ``engine``: ``duckdb`` streams the records (report.scan); ``python`` holds every record
+    as a dict (the same results; slower and larger beyond a few thousand records).
+    """
+    if engine not in ENGINES:
+        raise InputError(f"engine {engine!r} is not one of {', '.join(ENGINES)}")
+    problems: list[str] = []
+    load = _duckdb if engine == "duckdb" else _python
+    got = load(inputs, baseline, pool, problems)
+    table, excluded, capped, base = got.table, got.excluded, got.capped, got.table.baseline
     pub = load_published(published)
-    verdicts = claims_mod.verdicts(table, pub, records)
+    verdicts = claims_mod.verdicts(table, pub, got.claim_lists)
     out = Path(out_dir)
     try:
         (out / "figures").mkdir(parents=True, exist_ok=True)
@@ -122,18 +171,20 @@ def build_report(
     figures = all_figures(table, pub, out / "figures")
     arms = table.arms
     env = compare(arms, table.records_per_arm)
-    what_ran = banner(arms, table.records_per_arm, table.settings, SETTING_LABELS)
+    what_ran = banner(
+        arms, table.records_per_arm, table.settings, SETTING_LABELS, table.model_counts
+    )
     ctx: dict[str, Any] = {
         "title": title,
         "generated_at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "baseline": base.label,
-        "counts": {"records": len(records), "ok": len(kept), "excluded": len(excluded)},
+        "counts": {"records": got.total, "ok": got.kept, "excluded": len(excluded)},
         "arms": [
             {
                 "label": a.label,
                 "setting": table.settings[a],
                 "setting_label": SETTING_LABELS.get(table.settings[a], "other"),
-                "n": len(table.records_per_arm.get(a, [])),
+                "n": table.counts.get(a, 0),
                 "baseline": a == base,
                 "flags": table.setting_flags.get(a, []),
             }
@@ -185,9 +236,9 @@ def build_report(
                 "record_id": r["record_id"],
                 "arm": arm_of(r).label,
                 "model": r["model"],
-                "bits": bit_names(throttle_bits(r)),
+                "bits": bit_names(bits),
             }
-            for r in capped
+            for r, bits in capped
         ],
         "cv_flagged": sum(1 for r in table.rows if r.summary.cv_flag),
         "notes": NOTES,

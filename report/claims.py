@@ -547,13 +547,23 @@ def all_checks(pub: Published) -> list[Check]:
     return checks + figure_checks(pub)
 
 
-def verdicts(table: Table | None, pub: Published, records: list[dict[str, Any]]) -> list[Verdict]:
-    """A verdict for every claim and numeric figure of ``pub``, in the file's order."""
+def verdicts(
+    table: Table | None,
+    pub: Published,
+    records: list[dict[str, Any]] | list[tuple[list[Any], int]],
+) -> list[Verdict]:
+    """A verdict for every claim and numeric figure of ``pub``, in the file's order.
+
+    ``records``: the records, or (a record's ``claims``, how many records name them) pairs.
+    """
+    lists = [
+        (r.get("claims") or [], 1) if isinstance(r, dict) else (r[0] or [], r[1]) for r in records
+    ]
     checks = all_checks(pub)
     out: list[Verdict] = []
     for claim, text in pub.claim_texts.items():
         short = claim.split("/", 1)[1]
-        naming = sum(1 for r in records if {claim, short} & set(r.get("claims") or []))
+        naming = sum(n for c, n in lists if {claim, short} & set(c))
         v = Verdict(claim, text, NOT_MEASURED, records_naming=naming)
         mine = [c for c in checks if c.claim == claim] or [
             Check(claim, "no check defined", "n/a", lambda t: missing("no check defined"))

@@ -263,8 +263,13 @@ def banner(
     per_arm: dict[Arm, list[dict[str, Any]]],
     settings: dict[Arm, str],
     labels: dict[str, str],
+    model_counts: dict[str, int] | None = None,
 ) -> Banner:
-    """What ran, per arm and per model, for the top of the report."""
+    """What ran, per arm and per model, for the top of the report.
+
+    ``per_arm`` may hold one record per distinct environment; ``model_counts`` then gives
+    the number of ok records per model (else the records are counted).
+    """
     lines: list[tuple[str, str]] = []
     for a in arms:
         recs = per_arm.get(a, [])
@@ -291,7 +296,7 @@ def banner(
             (
                 f"model {model}",
                 f"image size {sizes}; timed steps {steps} (warmup {warm}); batch {batch}; "
-                f"{len(recs)} ok record(s)",
+                f"{(model_counts or {}).get(model, len(recs))} ok record(s)",
             )
         )
     single = None

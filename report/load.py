@@ -23,6 +23,7 @@ import json
 import os
 import warnings
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -163,3 +164,104 @@ def _flush(notes: list[str], problems: Problems) -> None:
         return
     for n in notes:
         warnings.warn(n, RecordWarning, stacklevel=3)
+
+
+# --- the plan of report.scan: which files DuckDB reads, which records Python reads ----------
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One input in order: a record file (``path``), or records embedded in a summary."""
+
+    label: str  # the file named in notes (the record file, or the summary)
+    path: Path | None = None
+    embedded: tuple[Source, ...] = ()
+
+
+def plan(inputs: Iterable[str | os.PathLike[str]]) -> list[Planned]:
+    """The inputs of :func:`load_records`, in its order, without reading the record files."""
+    inputs = list(inputs)
+    if not inputs:
+        raise InputError("no inputs: name record files (*.jsonl), results directories or summaries")
+    out: list[Planned] = []
+    for raw in inputs:
+        p = Path(raw)
+        if p.is_dir():
+            files = sorted(p.rglob("*.jsonl"))
+            if not files:
+                raise InputError(f"results directory {str(p)!r} holds no *.jsonl record files")
+            out += [Planned(str(f), f) for f in files]
+        elif p.is_file() and p.suffix == ".json":
+            out += _plan_summary(p)
+        elif p.is_file():
+            out.append(Planned(str(p), p))
+        else:
+            raise InputError(f"input {str(p)!r} does not exist")
+    return out
+
+
+def _plan_summary(path: Path) -> list[Planned]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"summary {str(path)!r} cannot be read: {exc.strerror}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise InputError(f"summary {str(path)!r} is not JSON") from None
+    out: list[Planned] = []
+    pending: list[Source] = []
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, dict):
+            if "schema_version" in node and "record_id" in node:
+                pending.append((where, node))
+                return
+            for k, v in node.items():
+                walk(v, f"{where}.{k}")
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, f"{where}[{i}]")
+        elif isinstance(node, str) and node.endswith(".jsonl"):
+            cands = [Path(node)] if os.path.isabs(node) else [path.parent / node, Path(node)]
+            for p in cands:
+                if p.is_file():
+                    if pending:
+                        out.append(Planned(_file_of(pending[0][0]), None, tuple(pending)))
+                        pending.clear()
+                    out.append(Planned(str(p), p))
+                    break
+
+    walk(data, str(path))
+    if pending:
+        out.append(Planned(_file_of(pending[0][0]), None, tuple(pending)))
+    if not out:
+        raise InputError(
+            f"summary {str(path)!r} embeds no records and names no existing *.jsonl record file"
+        )
+    return out
+
+
+def read_planned(
+    items: list[tuple[int, Planned]], problems: list[str]
+) -> list[tuple[int, list[dict[str, Any]]]]:
+    """The records of ``items`` read and checked as :func:`load_records` does (skipped lines
+    to ``problems``; the first bad record raises InputError naming file and line)."""
+    sources: list[tuple[int, Source]] = []
+    for i, it in items:
+        if it.path is not None:
+            sources += [(i, s) for s in _jsonl(it.path, problems)]
+        else:
+            sources += [(i, s) for s in it.embedded]
+    for _, (where, rec) in sources:
+        if rec.get("schema_version") not in READABLE_VERSIONS:
+            raise InputError(
+                f"{where}: schema_version {rec.get('schema_version')!r} is not supported "
+                f"(this report reads {', '.join(map(str, READABLE_VERSIONS))})"
+            )
+    out: dict[int, list[dict[str, Any]]] = {i: [] for i, _ in items}
+    for i, (where, rec) in sources:
+        try:
+            validate_record(rec)
+        except RecordError as exc:
+            raise InputError(f"{where}: {exc}") from None
+        out[i].append(rec)
+    return list(out.items())

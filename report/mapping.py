@@ -148,24 +148,49 @@ def _differs(a: dict[str, Any], b: dict[str, Any]) -> str | None:
 
 
 def check_paired(
-    records: Iterable[Mapping[str, Any]], group_of: Any, arm_of: Any, baseline: Arm
+    records: Iterable[Mapping[str, Any]],
+    group_of: Any,
+    arm_of: Any,
+    baseline: Arm,
+    pool: bool = True,
 ) -> None:
-    """Refuse records that would be compared although their settings differ.
+    """Refuse records that would be compared although their settings differ (see
+    :func:`check_pairs`)."""
+    check_pairs(
+        ((group_of(rec), arm_of(rec), {**paired_settings(rec), "run": rec.get("run_id")})
+         for rec in records),
+        baseline,
+        pool,
+    )  # fmt: skip
 
-    Within one (group, arm), every repetition must state the same settings; within one
-    group, every arm the same settings as the baseline arm. The first mismatch raises
-    InputError naming the group, the field, both values and where they come from.
+
+def check_pairs(
+    items: Iterable[tuple[Any, Arm, dict[str, Any]]], baseline: Arm, pool: bool = True
+) -> None:
+    """Refuse (group, arm, paired settings) that would be compared although they differ.
+
+    Within one (group, arm), every repetition must state the same settings and, unless
+    ``pool``, come from one run (``run``: records of two dates are not repeats of one
+    another); within one group, every arm the same settings as the baseline arm. The first
+    mismatch raises InputError naming the group, the field, both values and where they come
+    from.
     """
     first: dict[tuple[Any, Arm], dict[str, Any]] = {}
-    for rec in records:
-        group, arm = group_of(rec), arm_of(rec)
-        mine = paired_settings(rec)
-        seen = first.setdefault((group, arm), mine)
+    runs: dict[tuple[Any, Arm], Any] = {}
+    for group, arm, mine in items:
+        seen = first.setdefault((group, arm), dict(mine))
         field = _differs(seen, mine)
         if field is not None:
             raise InputError(
                 f"not paired: {_group_label(group)}, arm {arm.label}: repetitions differ in "
                 f"{field} ({seen[field]!r} vs {mine[field]!r}); report them apart"
+            )
+        run = runs.setdefault((group, arm), mine.get("run"))
+        if not pool and mine.get("run") != run:
+            raise InputError(
+                f"not pooled: {_group_label(group)}, arm {arm.label}: records of runs {run!r} "
+                f"and {mine.get('run')!r} would count as repetitions of one another; report "
+                "one run, compare them (gpulab compare), or pool them on purpose (--pool)"
             )
         for name in PAIRED_FIELDS:  # a setting one repetition states speaks for the arm
             if seen.get(name) is None and mine.get(name) is not None:
@@ -201,25 +226,31 @@ class ArmSetting:
 def arm_settings(records: Iterable[Mapping[str, Any]], arm_of: Any) -> dict[Arm, ArmSetting]:
     """Per arm: the one setting its records state (else ``mixed``) and their distinct flags."""
     seen: dict[Arm, dict[str, int]] = {}
-    flags: dict[Arm, list[str]] = {}
+    flags: dict[Arm, list[Any]] = {}
     for rec in records:
         arm = arm_of(rec)
         counts = seen.setdefault(arm, {})
         s = setting_of(rec)
         counts[s] = counts.get(s, 0) + 1
-        fl = flags.setdefault(arm, [])
-        for f in rec.get("setting_flags") or []:
-            if str(f) not in fl:
-                fl.append(str(f))
+        flags.setdefault(arm, []).extend(rec.get("setting_flags") or [])
+    return arm_settings_from(seen, flags)
+
+
+def arm_settings_from(
+    seen: Mapping[Arm, Mapping[str, int]], flags: Mapping[Arm, list[Any]]
+) -> dict[Arm, ArmSetting]:
+    """ArmSettings from the count of records per arm and setting and the arm's flags in the
+    records' order (repeats allowed)."""
     out: dict[Arm, ArmSetting] = {}
     for arm, counts in seen.items():
+        fl = list(dict.fromkeys(str(f) for f in flags.get(arm, [])))
         if len(counts) == 1:
             (only,) = counts
-            out[arm] = ArmSetting(only, flags[arm])
+            out[arm] = ArmSetting(only, fl)
         else:
             parts = ", ".join(f"{s} ({n} records)" for s, n in sorted(counts.items()))
             out[arm] = ArmSetting(
-                "mixed", [f"records of this arm state different settings: {parts}", *flags[arm]]
+                "mixed", [f"records of this arm state different settings: {parts}", *fl]
             )
     return out
 

@@ -8,7 +8,9 @@ A normalized value (an arm's median over the baseline arm's median) gets its int
 :func:`ratio_ci`: both arms' repetitions are resampled independently and the ratio of the two
 resampled medians is taken, so the baseline's own spread widens the interval. With fewer than
 MIN_N repetitions in an arm an interval says little: :attr:`Summary.few` flags it and the
-claim checks call such a row inconclusive (report.claims).
+claim checks call such a row inconclusive (report.claims). Above EXACT_N repetitions the
+resampled medians are drawn from their exact distribution (order statistics of uniforms)
+instead of by resampling every value: the same bootstrap at a cost that does not grow with n.
 """
 
 from __future__ import annotations
@@ -25,6 +27,32 @@ N_BOOT = 2000
 LEVEL = 0.95
 CV_FLAG = 0.03  # a coefficient of variation above 3 % is flagged
 MIN_N = 3  # fewer repetitions than this: flagged, and no verdict rests on the row
+EXACT_N = 200  # more repetitions: resampled medians drawn from their exact distribution
+
+
+def _resampled_medians(xs: np.ndarray, rng: np.random.Generator, n_boot: int) -> np.ndarray:
+    """``n_boot`` medians of resamples (with replacement) of ``xs``.
+
+    Up to EXACT_N values: resample and take the median (n_boot x n draws). Above, the same
+    distribution at O(n_boot): the k-th smallest of n draws from the values is
+    ``sorted[ceil(n U) - 1]`` with U the k-th smallest of n uniforms, U ~ Beta(k, n - k + 1);
+    for an even n the next one is U + (1 - U) Beta(1, n - k), and the median their mean.
+    """
+    n = xs.size
+    if n <= EXACT_N:
+        return np.asarray(np.median(xs[rng.integers(0, n, size=(n_boot, n))], axis=1))
+    s = np.sort(xs)
+
+    def at(u: np.ndarray) -> np.ndarray:
+        return np.asarray(s[np.clip(np.ceil(n * u).astype(np.int64) - 1, 0, n - 1)])
+
+    if n % 2:
+        m = (n + 1) // 2
+        return at(rng.beta(m, n - m + 1, size=n_boot))
+    m = n // 2
+    u1 = rng.beta(m, n - m + 1, size=n_boot)
+    u2 = u1 + (1.0 - u1) * rng.beta(1, n - m, size=n_boot)
+    return (at(u1) + at(u2)) / 2.0
 
 
 @dataclass(frozen=True)
@@ -59,8 +87,7 @@ def bootstrap_ci(
     if xs.size == 1:
         return float(xs[0]), float(xs[0])
     rng = np.random.default_rng(seed_for(key))
-    idx = rng.integers(0, xs.size, size=(n_boot, xs.size))
-    meds = np.median(xs[idx], axis=1)
+    meds = _resampled_medians(xs, rng, n_boot)
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(meds, [alpha, 1.0 - alpha])
     return float(lo), float(hi)
@@ -84,8 +111,8 @@ def ratio_ci(
     if a.size == 0 or b.size == 0:
         raise ValueError("ratio bootstrap of no values")
     rng = np.random.default_rng(seed_for("ratio|" + key))
-    ma = np.median(a[rng.integers(0, a.size, size=(n_boot, a.size))], axis=1)
-    mb = np.median(b[rng.integers(0, b.size, size=(n_boot, b.size))], axis=1)
+    ma = _resampled_medians(a, rng, n_boot)
+    mb = _resampled_medians(b, rng, n_boot)
     if np.any(mb == 0):
         raise ValueError("ratio bootstrap with a zero baseline median")
     alpha = (1.0 - level) / 2.0

@@ -86,9 +86,12 @@ class Table:
     rows: list[Row]
     baseline: Arm
     settings: dict[Arm, str]
+    # per arm, its records, or one per distinct environment (report.scan)
     records_per_arm: dict[Arm, list[dict[str, Any]]] = field(default_factory=dict)
     kinds: dict[GroupKey, str] = field(default_factory=dict)  # record kind per group
     setting_flags: dict[Arm, list[str]] = field(default_factory=dict)
+    counts: dict[Arm, int] = field(default_factory=dict)  # ok records per arm
+    model_counts: dict[str, int] = field(default_factory=dict)  # ok records per model
 
     @property
     def arms(self) -> list[Arm]:
@@ -193,42 +196,69 @@ def image_size(rec: dict[str, Any]) -> int | None:
     return None
 
 
-def build_table(records: Iterable[dict[str, Any]], baseline: Arm) -> Table:
-    """Summarize ok, unthrottled ``records`` per group/arm/metric and normalize to ``baseline``.
+@dataclass
+class Collected:
+    """What a table is made of, from the records (report.scan or :func:`collect`)."""
 
-    Each arm's setting is the one its records state (mapping.arm_settings), never guessed.
-    """
-    records = list(records)
-    check_paired(records, key_of, arm_of, baseline)  # only identical settings are compared
-    arm_set: dict[Arm, ArmSetting] = arm_settings(records, arm_of)
-    settings = {a: s.setting for a, s in arm_set.items()}
-    values: dict[tuple[GroupKey, Arm, str], list[float]] = defaultdict(list)
-    per_arm: dict[Arm, list[dict[str, Any]]] = defaultdict(list)
-    kinds: dict[GroupKey, str] = {}
-    shapes: dict[tuple[GroupKey, Arm], tuple[set[int], set[int]]] = {}
-    for rec in records:
-        arm = arm_of(rec)
-        per_arm[arm].append(rec)
-        key = key_of(rec)
+    values: dict[tuple[GroupKey, Arm, str], list[float]] = field(default_factory=dict)
+    kinds: dict[GroupKey, str] = field(default_factory=dict)
+    shapes: dict[tuple[GroupKey, Arm], tuple[set[int], set[int]]] = field(default_factory=dict)
+    arm_set: dict[Arm, ArmSetting] = field(default_factory=dict)
+    # per arm, one record per distinct environment (all records on the Python path)
+    reps: dict[Arm, list[dict[str, Any]]] = field(default_factory=dict)
+    counts: dict[Arm, int] = field(default_factory=dict)  # ok records per arm
+    model_counts: dict[str, int] = field(default_factory=dict)  # ok records per model
+
+    def add(self, key: GroupKey, arm: Arm, rec: dict[str, Any]) -> None:
+        """One record's metrics (the Python path, and unusual records of report.scan)."""
         for metric, v in metric_values(rec).items():
             k = key
             if "." in metric:
                 shape, _, metric = metric.rpartition(".")
                 k = replace(key, variant="/".join(p for p in (key.variant, shape) if p))
-            values[(k, arm, metric)].append(v)
-            kinds[k] = rec["kind"]
-            sizes, steps = shapes.setdefault((k, arm), (set(), set()))
+            self.values.setdefault((k, arm, metric), []).append(v)
+            self.kinds[k] = rec["kind"]
+            sizes, steps = self.shapes.setdefault((k, arm), (set(), set()))
             size, n_steps = image_size(rec), rec.get("steps")
             if size is not None:
                 sizes.add(size)
             if isinstance(n_steps, int) and not isinstance(n_steps, bool):
                 steps.add(n_steps)
+
+
+def collect(records: list[dict[str, Any]]) -> Collected:
+    out = Collected(arm_set=arm_settings(records, arm_of))
+    per_arm: dict[Arm, list[dict[str, Any]]] = defaultdict(list)
+    for rec in records:
+        arm = arm_of(rec)
+        per_arm[arm].append(rec)
+        out.model_counts[str(rec.get("model"))] = out.model_counts.get(str(rec.get("model")), 0) + 1
+        out.add(key_of(rec), arm, rec)
+    out.reps = dict(per_arm)
+    out.counts = {a: len(r) for a, r in per_arm.items()}
+    return out
+
+
+def build_table(records: Iterable[dict[str, Any]], baseline: Arm, pool: bool = True) -> Table:
+    """Summarize ok, unthrottled ``records`` per group/arm/metric and normalize to ``baseline``.
+
+    Each arm's setting is the one its records state (mapping.arm_settings), never guessed.
+    Repetitions of one group and arm must come from one run unless ``pool``.
+    """
+    records = list(records)
+    check_paired(records, key_of, arm_of, baseline, pool=pool)  # only like with like
+    return finish(collect(records), baseline)
+
+
+def finish(col: Collected, baseline: Arm) -> Table:
+    """Summaries, normalization and intervals of collected values."""
+    settings = {a: s.setting for a, s in col.arm_set.items()}
     rows: list[Row] = []
     index: dict[tuple[GroupKey, Arm, str], Row] = {}
-    for (key, arm, metric), vals in sorted(values.items(), key=lambda kv: str(kv[0])):
+    for (key, arm, metric), vals in sorted(col.values.items(), key=lambda kv: str(kv[0])):
         seed_key = f"{key}|{arm.label}|{metric}"
         row = Row(key, arm, settings[arm], metric, summarize(vals, seed_key))
-        sizes, steps = shapes.get((key, arm), (set(), set()))
+        sizes, steps = col.shapes.get((key, arm), (set(), set()))
         row.image_sizes, row.steps = tuple(sorted(sizes)), tuple(sorted(steps))
         rows.append(row)
         index[(key, arm, metric)] = row
@@ -252,7 +282,9 @@ def build_table(records: Iterable[dict[str, Any]], baseline: Arm) -> Table:
         rows=rows,
         baseline=baseline,
         settings=settings,
-        records_per_arm=dict(per_arm),
-        kinds=kinds,
-        setting_flags={a: s.flags for a, s in arm_set.items() if s.flags},
+        records_per_arm=col.reps,
+        kinds=col.kinds,
+        setting_flags={a: s.flags for a, s in col.arm_set.items() if s.flags},
+        counts=col.counts,
+        model_counts=col.model_counts,
     )

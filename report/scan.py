@@ -1,0 +1,339 @@
+"""Records streamed through DuckDB: JSON Lines in, the report's small aggregates out.
+
+The Python reader (report.load) keeps every record as a dict: 100,000 records took 2.5 GB.
+Here each record file is read once by DuckDB (report.scan_sql) into a table of small columns
+(no fingerprint, no step times), and Python only sees what is small: the values of each
+(group, arm, metric) for the statistics, one stand-in record per distinct environment of an
+arm (banner, environment table, pairing), the left-out runs, and counts.
+
+The semantics are report.load's, report.exclusions' and report.table's; where a record is
+unusual, the Python code decides:
+
+* a file with a line DuckDB cannot read, or a record whose field types or values
+  ``validate_record`` refuses (checked once per distinct type signature), is read by
+  report.load (skipped lines named with file and line, bad records refused with the same
+  message); its good records then go through the same table;
+* throttle readings that are not plain ``params.nvml_samples[*].throttle_mask`` ints are
+  decoded by report.exclusions.throttle_bits;
+* records with ``metrics``, a non-string ``params.variant`` or the sharing scenario are
+  grouped by report.table.key_of / metric_values.
+
+Repetitions keep the records' order (file order, then line), so the seeded bootstrap gives
+the same intervals as the Python path.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from report import scan_groups as groups
+from report import scan_sql as q
+from report.exclusions import POWER_CAP, THROTTLE_MASK, Excluded, bit_names, throttle_bits
+from report.load import plan, read_planned
+from report.mapping import Arm
+from report.table import Collected, GroupKey
+from workloads.errors import InputError
+from workloads.records import RecordError, validate_record
+
+ORD = "(fi::BIGINT * 1099511627776 + r)"  # the record's place: input order, then line
+_STANDIN = {"s": "x", "i": 1, "f": 1.5, "o": {}, "a": [], "n": None, "b": True}
+
+
+@dataclass
+class Scanned:
+    total: int
+    kept: int
+    excluded: list[Excluded]
+    capped: list[tuple[dict[str, Any], int]]  # (record, throttle bits)
+    pairs: list[tuple[GroupKey, Arm, dict[str, Any]]]  # paired settings, first seen first
+    collected: Collected
+    claim_lists: list[tuple[list[Any], int]]  # (a record's claims, how many records)
+    problems: list[str] = field(default_factory=list)
+
+
+def _connect(tmp: Path) -> Any:
+    import duckdb
+
+    con = duckdb.connect()
+    threads = os.environ.get("GPULAB_REPORT_THREADS") or str(os.cpu_count() or 2)
+    con.execute(f"SET threads={int(threads)}")
+    con.execute("SET memory_limit='640MB'")
+    con.execute("SET preserve_insertion_order=true")
+    con.execute("SET enable_progress_bar=false")
+    con.execute(f"SET temp_directory='{tmp}'")
+    return con
+
+
+def _standin_ok(sig: str, sv: str | None, status: str, kind: str, virt: Any, err: bool) -> bool:
+    """validate_record on a record with the JSON types of ``sig`` and the checked values."""
+    rec: dict[str, Any] = {}
+    for name, ch in zip(q.TOP, sig, strict=True):
+        if ch != "-":
+            rec[name] = _STANDIN[ch]
+    for name, value in (("status", status), ("kind", kind)):
+        if isinstance(rec.get(name), str):
+            rec[name] = value
+    if isinstance(rec.get("virtualization"), str):
+        rec["virtualization"] = virt
+    if "schema_version" in rec:
+        try:
+            rec["schema_version"] = json.loads(sv) if sv is not None else None
+        except json.JSONDecodeError:
+            return False
+    if "error" in rec and sig[q.TOP.index("error")] == "s":
+        rec["error"] = "e" if err else ""
+    try:
+        validate_record(rec)
+    except RecordError:
+        return False
+    return True
+
+
+def _finite(node: Any) -> Any:
+    if isinstance(node, float) and not math.isfinite(node):
+        return None
+    if isinstance(node, dict):
+        return {k: _finite(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_finite(v) for v in node]
+    return node
+
+
+def _write_trusted(path: Path, recs: list[dict[str, Any]]) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        for rec in recs:
+            try:
+                fh.write(json.dumps(rec, allow_nan=False) + "\n")
+            except ValueError:  # NaN/inf: not JSON; metric_values skips them either way
+                fh.write(json.dumps(_finite(rec)) + "\n")
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def scan(inputs: Iterable[str | os.PathLike[str]]) -> Scanned:
+    """Read ``inputs`` (files, directories, summaries) as report.load does; see the module."""
+    tmp = Path(tempfile.mkdtemp(prefix="gpulab-report-"))
+    try:
+        return _scan(list(inputs), tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
+    items = plan(inputs)
+    con = _connect(tmp)
+    con.execute("CREATE TABLE files(name VARCHAR, idx INTEGER)")
+    labels: dict[int, str] = {}
+    fast: dict[str, int] = {}
+    slow: set[int] = set()
+    for i, it in enumerate(items):
+        labels[i] = it.label
+        if it.path is not None and str(it.path) not in fast:
+            fast[str(it.path)] = i
+        elif it.path is None:
+            slow.add(i)
+    paths_by_idx = {i: Path(n) for n, i in fast.items()}
+    con.executemany("INSERT INTO files VALUES (?, ?)", [[n, i] for n, i in fast.items()])
+    (tmp / "empty.jsonl").write_text("{}\n", encoding="utf-8")
+    con.execute(
+        f"CREATE TABLE rec AS {q.scan_query()} LIMIT 0", {"files": [str(tmp / "empty.jsonl")]}
+    )
+
+    def load(names: list[str]) -> None:
+        con.execute(f"INSERT INTO rec {q.scan_query()}", {"files": names})
+
+    if fast:
+        try:
+            load(list(fast))
+        except Exception:  # a file DuckDB cannot read as text lines: that file alone to Python
+            con.execute("DELETE FROM rec")
+            for name, i in fast.items():
+                try:
+                    load([name])
+                except Exception:
+                    con.execute("DELETE FROM rec WHERE fi = ?", [i])
+                    slow.add(i)
+    combos = con.execute(
+        "SELECT DISTINCT sig, sv, status, kind, virt, err_set, unknown FROM rec"
+    ).fetchall()
+    bad = [c for c in combos if c[6] or not _standin_ok(*c[:6])]
+    if bad:
+        con.execute("CREATE TEMP TABLE bad(sig VARCHAR, sv VARCHAR, status VARCHAR, kind VARCHAR, "
+                    "virt VARCHAR, err_set BOOLEAN, unknown BOOLEAN)")  # fmt: skip
+        con.executemany("INSERT INTO bad VALUES (?, ?, ?, ?, ?, ?, ?)", [list(c) for c in bad])
+        rows = con.execute(
+            "SELECT DISTINCT fi FROM rec JOIN bad USING (sig, sv, status, kind, virt, err_set, "
+            "unknown)"
+        ).fetchall()
+        slow |= {int(r[0]) for r in rows}
+        con.execute("DELETE FROM rec WHERE list_contains(?, fi)", [sorted(slow)])
+    problems: list[str] = []
+    if slow:
+        trusted = read_planned([(i, items[i]) for i in sorted(slow)], problems)
+        names = []
+        for i, recs in trusted:
+            p = tmp / f"trusted-{i}.jsonl"
+            _write_trusted(p, recs)
+            paths_by_idx[i] = p
+            con.execute("INSERT INTO files VALUES (?, ?)", [str(p), i])
+            names.append(str(p))
+        if names:
+            load(names)
+    total = int(con.execute("SELECT count(*) FROM rec").fetchone()[0])  # type: ignore[index]
+    if total == 0:
+        raise _no_records(inputs, problems)
+    con.execute(
+        "DELETE FROM rec WHERE rowid IN (SELECT r FROM (SELECT rowid AS r, row_number() OVER "
+        "(PARTITION BY rid ORDER BY fi, rowid) AS n FROM rec) WHERE n > 1)"
+    )
+    con.execute(f"CREATE TEMP VIEW ro AS SELECT rowid AS r, {ORD} AS o, * FROM rec")
+    problems += _unset_notes(con, labels)
+    total = int(con.execute("SELECT count(*) FROM rec").fetchone()[0])  # type: ignore[index]
+    _throttle(con, tmp)
+    excluded, capped = _left_out(con)
+    kept_where = f"status = 'ok' AND (thr_bits & {THROTTLE_MASK}) = 0"
+    con.execute(f"CREATE TEMP VIEW k AS SELECT * FROM ro WHERE {kept_where}")
+    kept = int(con.execute("SELECT count(*) FROM k").fetchone()[0])  # type: ignore[index]
+    claim_lists = [
+        (_loads(c) or [], int(n))
+        for c, n in con.execute("SELECT claims, count(*) FROM rec GROUP BY claims").fetchall()
+    ]
+    fps = _fingerprints(con, paths_by_idx)
+    collected = Collected()
+    pairs: list[tuple[int, GroupKey, Arm, dict[str, Any]]] = []
+    if kept:
+        groups.settings(con, collected)
+        groups.reps(con, collected, fps)
+        groups.values(con, collected, pairs, fps)
+    pairs.sort(key=lambda p: p[0])
+    return Scanned(
+        total=total,
+        kept=kept,
+        excluded=excluded,
+        capped=capped,
+        pairs=[(g, a, s) for _, g, a, s in pairs],
+        collected=collected,
+        claim_lists=claim_lists,
+        problems=problems,
+    )
+
+
+def _no_records(inputs: list[str | os.PathLike[str]], problems: list[str]) -> InputError:
+    return InputError(f"no records in {', '.join(str(i) for i in inputs)}")
+
+
+def _unset_notes(con: Any, labels: dict[int, str]) -> list[str]:
+    complete = " AND ".join(
+        f"coalesce({c}, '') <> ''" for c in ("gpu_path", "exec_env", "virt", "sharing")
+    )
+    rows = con.execute(
+        f"SELECT fi, count(*), min(o) FROM ro WHERE NOT ({complete}) GROUP BY fi ORDER BY 3"
+    ).fetchall()
+    counts: dict[str, int] = {}
+    for fi, n, _ in rows:
+        f = labels[int(fi)]
+        counts[f] = counts.get(f, 0) + int(n)
+    return [
+        f"{f}: {n} record(s) carry no setting (gpu_path, exec_env, virtualization, "
+        "sharing: schema 1, or a run given no --gpu-path); grouped as unknown setting, "
+        "not guessed"
+        for f, n in counts.items()
+    ]
+
+
+def _throttle(con: Any, tmp: Path) -> None:
+    rows = con.execute("SELECT r, thr_src FROM ro WHERE thr_src IS NOT NULL").fetchall()
+    if not rows:
+        return
+    path = tmp / "bits.csv"
+    with open(path, "w", encoding="utf-8") as fh:
+        for r, src in rows:
+            fh.write(f"{r},{throttle_bits(json.loads(src))}\n")
+    con.execute(
+        "UPDATE rec SET thr_bits = b.bits FROM read_csv(?, columns={'r': 'BIGINT', "
+        "'bits': 'BIGINT'}, header=false) b WHERE rec.rowid = b.r",
+        [str(path)],
+    )
+
+
+_COMPACT = (
+    "rid, run, status, error, experiment, model, suite, scenario, data, batch, steps, "
+    "warmup, topology, arm, isz, ishape, thr_bits"
+)
+
+
+def _compact(row: tuple[Any, ...]) -> dict[str, Any]:
+    """A stand-in record with what the tables of left-out runs read."""
+    rid, run, status, error, exp, model, suite, scen, data, batch, steps, warm = row[:12]
+    topo, arm, isz, ishape = row[12:16]
+    rec: dict[str, Any] = {
+        "record_id": rid,
+        "run_id": run,
+        "status": status,
+        "error": error,
+        "experiment": exp,
+        "model": model,
+        "suite": suite,
+        "scenario": scen,
+        "params": {},
+    }
+    for k, v in (("data", data), ("batch_size", batch), ("steps", steps), ("warmup", warm)):
+        if v is not None:
+            rec[k] = v
+    for k, v in (("topology", topo), ("arm", arm)):
+        if v is not None:
+            rec[k] = v
+    for k, v in (("image_size", isz), ("input_shape", ishape)):
+        if v is not None:
+            rec["params"][k] = json.loads(v)
+    return rec
+
+
+def _left_out(con: Any) -> tuple[list[Excluded], list[tuple[dict[str, Any], int]]]:
+    excluded: list[Excluded] = []
+    capped: list[tuple[dict[str, Any], int]] = []
+    rows = con.execute(
+        f"SELECT {_COMPACT} FROM ro WHERE status <> 'ok' OR "
+        f"(thr_bits & {THROTTLE_MASK | POWER_CAP}) <> 0 ORDER BY o"
+    ).fetchall()
+    for row in rows:
+        rec, bits = _compact(row), int(row[-1])
+        if rec["status"] != "ok":
+            detail = (rec.get("error") or "").strip().splitlines()
+            excluded.append(
+                Excluded(rec["record_id"], rec["status"], detail[0] if detail else "", rec)
+            )
+        elif bits & THROTTLE_MASK:
+            excluded.append(
+                Excluded(rec["record_id"], "throttled", bit_names(bits & THROTTLE_MASK), rec)
+            )
+        else:
+            capped.append((rec, bits))
+    return excluded, capped
+
+
+def _fingerprints(con: Any, paths: dict[int, Path]) -> dict[int, dict[str, Any]]:
+    """One fingerprint per distinct hash of the kept records, read from its first file."""
+    rows = con.execute(
+        "SELECT fh, arg_min(fi, o) FROM ro WHERE status = 'ok' GROUP BY fh"
+    ).fetchall()
+    out: dict[int, dict[str, Any]] = {}
+    for fh, fi in rows:
+        res = con.execute(
+            f"SELECT fp FROM (SELECT try(json_extract(line, '$.fingerprint')) AS fp "
+            f"FROM {q.lines('?')}) WHERE hash(fp) = ? LIMIT 1",
+            [[str(paths[int(fi)])], fh],
+        ).fetchone()
+        fp = _loads(res[0]) if res else None
+        out[int(fh)] = fp if isinstance(fp, dict) else {}
+    return out

@@ -1,0 +1,201 @@
+"""The kept records of report.scan's table, grouped in DuckDB: settings, environments, values.
+
+Reads the view ``k`` (kept records: ``r`` row id, ``o`` input order, the columns of
+report.scan_sql) and fills a report.table.Collected exactly as report.table.collect would
+from the same records in the same order.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from report.mapping import SETTING_OF_VIRTUALIZATION, Arm, arm_settings_from, paired_settings
+from report.table import Collected, GroupKey, key_of
+
+ARM_SQL = "coalesce(nullif(topology, ''), 'unknown'), coalesce(nullif(arm, ''), 'native')"
+# records whose group or metrics need report.table's Python (metrics, odd variants, sharing)
+PY_ROW = (
+    "(coalesce(metrics, '{}') <> '{}' OR scenario = 'sharing' OR NOT (variant IS NULL OR "
+    "variant = 'null' OR starts_with(variant, '\"')))"
+)
+VARIANT = "coalesce(CASE WHEN starts_with(variant, '\"') THEN variant ->> '$' END, '')"
+ISIZE = (
+    "CASE WHEN NOT (contains(isz, '.') OR contains(isz, 'e') OR contains(isz, 'E')) "
+    "THEN TRY_CAST(isz AS BIGINT) ELSE (CASE json_extract(ishape, '$[0]') WHEN 'true' THEN 1 "
+    "WHEN 'false' THEN 0 ELSE CASE WHEN starts_with(ishape, '[') AND NOT contains("
+    "json_extract(ishape, '$[0]'), '.') THEN TRY_CAST(json_extract(ishape, '$[0]') AS BIGINT) "
+    "END END) END"
+)
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def settings(con: Any, col: Collected) -> None:
+    """Per arm: records per stated setting, and the flags in the records' order."""
+    seen: dict[Arm, dict[str, int]] = {}
+    for topo, arm, virt, n in con.execute(
+        f"SELECT {ARM_SQL}, virt, count(*) FROM k GROUP BY ALL"
+    ).fetchall():
+        s = SETTING_OF_VIRTUALIZATION.get(virt, "unknown") if virt is not None else "unknown"
+        counts = seen.setdefault(Arm(topo, arm), {})
+        counts[s] = counts.get(s, 0) + int(n)
+    flags: dict[Arm, list[Any]] = {}
+    for topo, arm, fl, _ in con.execute(
+        f"SELECT {ARM_SQL}, flags, min(o) FROM k WHERE flags IS NOT NULL AND flags <> '[]' "
+        "GROUP BY ALL ORDER BY 4"
+    ).fetchall():
+        flags.setdefault(Arm(topo, arm), []).extend(_loads(fl) or [])
+    col.arm_set = arm_settings_from(seen, flags)
+    for topo, arm, n in con.execute(f"SELECT {ARM_SQL}, count(*) FROM k GROUP BY ALL").fetchall():
+        col.counts[Arm(topo, arm)] = int(n)
+    for model, n in con.execute("SELECT model, count(*) FROM k GROUP BY ALL").fetchall():
+        col.model_counts[str(model)] = int(n)
+
+
+def _params(isz: Any, ishape: Any, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    params: dict[str, Any] = dict(extra or {})
+    for key, v in (("image_size", isz), ("input_shape", ishape)):
+        if v is not None:
+            params[key] = json.loads(v)
+    return params
+
+
+def reps(con: Any, col: Collected, fps: dict[int, dict[str, Any]]) -> None:
+    """One stand-in record per arm and distinct environment, in the records' order."""
+    rows = con.execute(
+        f"SELECT {ARM_SQL}, fh, model, steps, warmup, batch, isz, ishape, dev_used, virt, "
+        "gpu_path, exec_env, sharing, flags, min(o) FROM k GROUP BY ALL ORDER BY 16"
+    ).fetchall()
+    for topo, arm, fh, model, steps, warm, batch, isz, ishape, dev, virt, gp, ee, sh, fl, _ in rows:
+        rec: dict[str, Any] = {"model": model, "fingerprint": fps.get(int(fh), {})}
+        for key, v in (
+            ("steps", steps),
+            ("warmup", warm),
+            ("batch_size", batch),
+            ("virtualization", virt),
+            ("gpu_path", gp),
+            ("exec_env", ee),
+            ("sharing", sh),
+        ):
+            if v is not None:
+                rec[key] = v
+        if fl is not None:
+            rec["setting_flags"] = json.loads(fl)
+        rec["params"] = _params(isz, ishape, {"device": {"used": _loads(dev)}})
+        col.reps.setdefault(Arm(topo, arm), []).append(rec)
+
+
+PAIR_COLS = "model, batch, isz, ishape, steps, warmup, prec, backend, data, gpu_path, fh, run"
+
+
+def _pairing(row: tuple[Any, ...], fps: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    model, batch, isz, ishape, steps, warm, prec, backend, data, gp, fh, run = row
+    rec: dict[str, Any] = {"model": model, "fingerprint": fps.get(int(fh), {})}
+    for key, v in (
+        ("batch_size", batch),
+        ("steps", steps),
+        ("warmup", warm),
+        ("data", data),
+        ("gpu_path", gp),
+    ):
+        if v is not None:
+            rec[key] = v
+    extra = {k: json.loads(v) for k, v in (("precision", prec), ("backend", backend)) if v}
+    rec["params"] = _params(isz, ishape, extra)
+    return {**paired_settings(rec), "run": run}
+
+
+def values(
+    con: Any,
+    col: Collected,
+    pairs: list[tuple[int, GroupKey, Arm, dict[str, Any]]],
+    fps: dict[int, dict[str, Any]],
+) -> None:
+    """The values per (group, arm, metric) in the records' order, and the pairing rows."""
+    key_sql = (
+        f"suite, experiment, model, scenario, coalesce(data, ''), coalesce(batch, 0), {VARIANT}"
+    )
+    sql_rows = f"FROM k WHERE NOT {PY_ROW}"
+    for row in con.execute(
+        f"SELECT {key_sql}, {ARM_SQL}, {PAIR_COLS}, min(o) {sql_rows} GROUP BY ALL"
+    ).fetchall():
+        pairs.append(
+            (int(row[-1]), GroupKey(*row[:7]), Arm(row[7], row[8]), _pairing(row[9:-1], fps))
+        )
+    py = con.execute(
+        f"SELECT o, {ARM_SQL}, suite, experiment, model, scenario, data, batch, steps, kind, "
+        f"ips, ela, metrics, variant, jobs, isz, ishape, {PAIR_COLS} FROM k WHERE {PY_ROW} "
+        "ORDER BY o"
+    ).fetchall()
+    cols = f"{key_sql}, {ARM_SQL}"
+    union = (
+        f"SELECT {cols}, 'images_per_sec' AS metric, ips AS v, o, {ISIZE} AS isize, steps, kind "
+        f"{sql_rows} AND ips IS NOT NULL UNION ALL SELECT {cols}, 'elapsed_s', ela, o, {ISIZE}, "
+        f"steps, kind {sql_rows} AND ela IS NOT NULL"
+    )
+    got: dict[tuple[GroupKey, Arm, str], list[tuple[int, float]]] = {}
+    last: dict[GroupKey, int] = {}
+    for row in con.execute(
+        "SELECT * EXCLUDE (v, o, isize, steps, kind), list(v ORDER BY o), "
+        "list(o ORDER BY o), list(DISTINCT isize) FILTER (isize IS NOT NULL), "
+        "list(DISTINCT steps) FILTER (steps IS NOT NULL), arg_max(kind, o), max(o) "
+        f"FROM ({union}) GROUP BY ALL"
+    ).fetchall():
+        key, arm, metric = GroupKey(*row[:7]), Arm(row[7], row[8]), row[9]
+        vals, ords, isizes, steps, kind, at = row[10:16]
+        got[(key, arm, metric)] = list(zip(ords, vals, strict=True))
+        sizes, steps_ = col.shapes.setdefault((key, arm), (set(), set()))
+        sizes.update(int(x) for x in isizes or [])
+        steps_.update(int(x) for x in steps or [])
+        _kind(col, last, key, kind, int(at))
+    for row in py:
+        o, topo, arm_name, suite, exp, model, scen, data, batch, n_steps, kind = row[:11]
+        ips, ela, metrics, variant, jobs, isz, ishape = row[11:18]
+        rec: dict[str, Any] = {
+            "suite": suite,
+            "experiment": exp,
+            "model": model,
+            "scenario": scen,
+            "kind": kind,
+            "metrics": _loads(metrics) or {},
+            "params": _params(isz, ishape),
+        }
+        for k, v in (
+            ("data", data),
+            ("batch_size", batch),
+            ("steps", n_steps),
+            ("images_per_sec", ips),
+            ("elapsed_s", ela),
+        ):
+            if v is not None:
+                rec[k] = v
+        for k, v in (("variant", variant), ("jobs", jobs)):
+            if v is not None:
+                rec["params"][k] = json.loads(v)
+        arm = Arm(topo, arm_name)
+        key = key_of(rec)
+        pairs.append((int(o), key, arm, _pairing(row[18:], fps)))
+        one = Collected()
+        one.add(key, arm, rec)
+        for vk, vs in one.values.items():
+            got.setdefault(vk, []).extend((int(o), v) for v in vs)
+        for sk, (sz, st) in one.shapes.items():
+            sizes, steps_ = col.shapes.setdefault(sk, (set(), set()))
+            sizes |= sz
+            steps_ |= st
+        for gk in one.kinds:
+            _kind(col, last, gk, kind, int(o))
+    col.values = {
+        k: [float(v) for _, v in (ov if not py else sorted(ov, key=lambda t: t[0]))]
+        for k, ov in got.items()
+    }
+
+
+def _kind(col: Collected, last: dict[GroupKey, int], key: GroupKey, kind: str, at: int) -> None:
+    """kinds[key] is the kind of the last record (in order) with a value in that group."""
+    if at >= last.get(key, -1):
+        last[key] = at
+        col.kinds[key] = kind

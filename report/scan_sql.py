@@ -1,0 +1,201 @@
+"""The SQL of the streaming report (report.scan): one pass over the JSON Lines in DuckDB.
+
+Each line is read as text (``read_csv`` with no quoting, so a line is a row) and parsed once
+by ``json_extract`` with every path the report needs; ``json_keys`` checks the top-level keys.
+Each record's JSON types go into a short ``sig`` string that report.scan checks with
+``workloads.records.validate_record``; a line that fails (not JSON, a torn write, a wrong
+type, an unknown field, NaN ...) sends its whole file to the Python reader (report.load),
+which names the file and line exactly as before.
+"""
+
+from __future__ import annotations
+
+PATHS = (
+    "schema_version",
+    "record_id",
+    "run_id",
+    "kind",
+    "suite",
+    "experiment",
+    "model",
+    "scenario",
+    "status",
+    "error",
+    "data",
+    "batch_size",
+    "steps",
+    "warmup",
+    "images_per_sec",
+    "elapsed_s",
+    "metrics",
+    "topology",
+    "arm",
+    "gpu_path",
+    "exec_env",
+    "virtualization",
+    "sharing",
+    "setting_flags",
+    "claims",
+    "params.variant",
+    "params.jobs",
+    "params.image_size",
+    "params.input_shape",
+    "params.precision",
+    "params.backend",
+    "params.device.used",
+    "params.nvml_samples",
+    "fingerprint",
+    "global_batch",
+    "repeat",
+    "step_times_s",
+    "params",
+    "host",
+    "started_at",
+    "finished_at",
+)
+IDX = {p: i + 1 for i, p in enumerate(PATHS)}  # DuckDB lists are 1-based
+JSON_PATHS = "[" + ", ".join(f"'$.{p}'" for p in PATHS) + "]"
+
+
+def j(path: str) -> str:
+    return f"j[{IDX[path]}]"
+
+
+TOP = tuple(p for p in PATHS if "." not in p)
+
+
+def signature() -> str:
+    """SQL: one character per top-level field, its JSON type: s(tring) i(nt) f(loat)
+    o(bject) a(rray) n(ull) b(ool) or - (absent). Few distinct values; report.scan checks each
+    with validate_record on a stand-in record of those types."""
+    parts = []
+    for p in TOP:
+        v = j(p)
+        parts.append(
+            f"CASE WHEN {v} IS NULL THEN '-' ELSE CASE left({v}, 1) WHEN '\"' THEN 's' "
+            f"WHEN '{{' THEN 'o' WHEN '[' THEN 'a' WHEN 'n' THEN 'n' WHEN 't' THEN 'b' "
+            f"WHEN 'f' THEN 'b' ELSE CASE WHEN contains({v}, '.') OR contains({v}, 'e') "
+            f"OR contains({v}, 'E') THEN 'f' ELSE 'i' END END END"
+        )
+    return "concat(" + ", ".join(parts) + ")"
+
+
+def unknown_keys() -> str:
+    """SQL boolean: a top-level key the report does not extract (unknown, or not checked)."""
+    known = "[" + ", ".join(f"'{k}'" for k in TOP) + "]"
+    return f"NOT list_has_all({known}, k)"
+
+
+def _str(path: str) -> str:
+    """The string a record field holds (NULL for anything else); escapes decoded only where
+    there are any."""
+    v = j(path)
+    return (
+        f"CASE WHEN starts_with({v}, '\"') THEN CASE WHEN contains({v}, '\\') "
+        f"THEN {v} ->> '$' ELSE {v}[2:-2] END END"
+    )
+
+
+def _int(path: str) -> str:
+    """The int a record field holds (None for anything else, a bool included)."""
+    v = j(path)
+    return (
+        f"CASE WHEN NOT (contains({v}, '.') OR contains({v}, 'e') OR contains({v}, 'E')) "
+        f"THEN TRY_CAST({v} AS BIGINT) END"
+    )
+
+
+def _num(path: str) -> str:
+    """A finite number (int or float, not a bool) as DOUBLE, else NULL."""
+    v = j(path)
+    return f"CASE WHEN isfinite(TRY_CAST({v} AS DOUBLE)) THEN TRY_CAST({v} AS DOUBLE) END"
+
+
+THROTTLE_WORDS = ("throttle", "clocks_event")
+
+
+def _suspect() -> str:
+    """SQL boolean: the throttle bits need the Python reader (report.exclusions)."""
+    fp, s = j("fingerprint"), j("params.nvml_samples")
+    fp_words = " OR ".join(f"contains({fp}, '{w}')" for w in THROTTLE_WORDS)
+    simple = (
+        f"NOT contains(regexp_replace({s}, '\"throttle_mask\":-?[0-9]+', '', 'g'), 'throttle')"
+        f" AND NOT contains({s}, 'clocks_event') AND NOT contains({s}, '\"samples\"')"
+        f" AND NOT contains({s}, '\"gpus\"') AND NOT contains({s}, '\"per_gpu\"')"
+    )
+    nvml = f"({s} IS NOT NULL AND starts_with({s}, '[') AND NOT ({simple}))"
+    return f"(coalesce({fp_words}, false) OR {nvml})"
+
+
+def _bits() -> str:
+    s = j("params.nvml_samples")
+    ints = f"regexp_extract_all({s}, '\"throttle_mask\":(-?[0-9]+)', 1)"
+    return (
+        f"CASE WHEN {s} IS NOT NULL AND starts_with({s}, '[') THEN coalesce("
+        f"list_reduce(list_transform({ints}, x -> x::BIGINT), (a, b) -> a | b), 0) ELSE 0 END"
+    )
+
+
+def columns() -> str:
+    """The per-record columns kept after the scan (small: no fingerprint, no step times)."""
+    cols = {
+        "sig": signature(),
+        "unknown": unknown_keys(),
+        "sv": j("schema_version"),
+        "err_set": f"coalesce({j('error')} NOT IN ('null', '\"\"'), false)",
+        "rid": _str("record_id"),
+        "run": _str("run_id"),
+        "status": _str("status"),
+        "kind": _str("kind"),
+        "suite": _str("suite"),
+        "experiment": _str("experiment"),
+        "model": _str("model"),
+        "scenario": _str("scenario"),
+        "error": _str("error"),
+        "data": _str("data"),
+        "batch": _int("batch_size"),
+        "steps": _int("steps"),
+        "warmup": _int("warmup"),
+        "ips": _num("images_per_sec"),
+        "ela": _num("elapsed_s"),
+        "metrics": j("metrics"),
+        "topology": _str("topology"),
+        "arm": _str("arm"),
+        "gpu_path": _str("gpu_path"),
+        "exec_env": _str("exec_env"),
+        "virt": _str("virtualization"),
+        "sharing": _str("sharing"),
+        "flags": j("setting_flags"),
+        "claims": j("claims"),
+        "variant": j("params.variant"),
+        "jobs": j("params.jobs"),
+        "isz": j("params.image_size"),
+        "ishape": j("params.input_shape"),
+        "prec": j("params.precision"),
+        "backend": j("params.backend"),
+        "dev_used": j("params.device.used"),
+        "fh": f"hash({j('fingerprint')})",
+        "thr_bits": _bits(),
+        "thr_src": f"CASE WHEN {_suspect()} THEN json_object('fingerprint', "
+        f"json({j('fingerprint')}), 'params', json_object('nvml_samples', "
+        f"json({j('params.nvml_samples')}))) END",
+    }
+    return ",\n".join(f"{expr} AS {name}" for name, expr in cols.items())
+
+
+def lines(param: str = "$files") -> str:
+    """Every line of the files in ``param`` as one VARCHAR, with its file name."""
+    return (
+        f"read_csv({param}, columns={{'line': 'VARCHAR'}}, delim=E'\\x1f', quote='', "
+        "escape='', header=false, auto_detect=false, filename=true, "
+        "max_line_size=4194304, strict_mode=false, new_line='\\n')"
+    )
+
+
+def scan_query() -> str:
+    return (
+        f"SELECT f.idx AS fi, {columns()}\n"
+        f"FROM (SELECT filename, try(json_extract(line, {JSON_PATHS})) AS j, "
+        f"coalesce(try(json_keys(line)), []) AS k FROM {lines()}) s\n"
+        "JOIN files f ON f.name = s.filename"
+    )
