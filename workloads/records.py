@@ -12,7 +12,8 @@ Fields (all records):
   suite, experiment, model, scenario, data   str ("synthetic"/"real" for data)
   batch_size      int per device; global_batch int
   warmup, steps   int; repeat int (0-based repetition index)
-  status          "ok" | "failed" | "interrupted"
+  status          "ok" | "failed" | "interrupted" | "skipped" (a scenario the backend cannot run;
+                  error says why)
   error           str | None
   images_per_sec  float | None (global batch x timed steps / wall-clock of the timed loop)
   step_times_s    list[float] (per timed step)
@@ -56,7 +57,7 @@ from workloads.errors import InputError
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 
-STATUSES = ("ok", "failed", "interrupted")
+STATUSES = ("ok", "failed", "interrupted", "skipped")
 KINDS = ("training", "kernel", "job")
 
 REQUIRED: dict[str, type | tuple[type, ...]] = {

@@ -8,14 +8,21 @@
 - ``bandwidth``: host-to-device and device-to-host copies from pinned host memory (PyTorch's
   ``pin_memory`` when PyTorch with CUDA is present; TensorFlow copies otherwise; a plain host
   memcpy on a machine without a GPU), under a CPU affinity of ``none``, ``local`` (the CPUs of
-  the GPU's NUMA node) or ``remote`` (another node's CPUs): the IBM containers finding. Buffers
-  are allocated after the affinity is set, so first-touch places them on that node.
+  the GPU's NUMA node) or ``remote`` (another node's CPUs): the IBM containers finding. Each
+  affinity mode runs in a fresh process (:func:`bandwidth_isolated`: no caching allocator or
+  CUDA context carried over from another mode), under ``numactl --cpunodebind=N --membind=N``
+  when numactl is installed (else pinned with sched_setaffinity, and the record says numactl
+  is missing: Debian package ``numactl``). Buffers are allocated after the binding, and the
+  record carries the NUMA node the host buffer's first page is really on (``move_pages``).
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import platform
+import shutil
 import subprocess
 import sys
 import time
@@ -161,8 +168,8 @@ def affinity_cpus(mode: str, gpu_node: int | None) -> set[int] | None:
     raise ValueError(f"affinity {mode!r} is not one of none, local, remote")
 
 
-def _copier(nbytes: int, direction: str) -> tuple[Any, str, str]:
-    """(callable doing one copy, backend name, device)."""
+def _copier(nbytes: int, direction: str) -> tuple[Any, str, str, int | None]:
+    """(callable doing one copy, backend name, device, address of the host buffer or None)."""
     try:
         import torch
 
@@ -179,17 +186,19 @@ def _copier(nbytes: int, direction: str) -> tuple[Any, str, str]:
                 torch.cuda.synchronize()
                 return None
 
-            return copy_torch, "torch-pinned", "cuda:0"
+            return copy_torch, "torch-pinned", "cuda:0", int(host.data_ptr())
     except ImportError:
         pass
     import numpy as np
 
-    try:
-        import tensorflow as tf
+    has_gpu = False
+    if any(Path("/dev").glob("nvidia[0-9]*")):  # no NVIDIA device: no TensorFlow import
+        try:
+            import tensorflow as tf
 
-        has_gpu = bool(tf.config.list_logical_devices("GPU"))
-    except ImportError:
-        has_gpu = False
+            has_gpu = bool(tf.config.list_logical_devices("GPU"))
+        except ImportError:
+            pass
     if has_gpu:
         with tf.device("/CPU:0"):
             host_t = tf.ones((nbytes,), tf.uint8)
@@ -203,7 +212,7 @@ def _copier(nbytes: int, direction: str) -> tuple[Any, str, str]:
             out[:1].numpy()
             return None
 
-        return copy_tf, "tensorflow", "/GPU:0"
+        return copy_tf, "tensorflow", "/GPU:0", None
     src = np.ones(nbytes, dtype=np.uint8)
     dst = np.empty_like(src)
 
@@ -211,7 +220,7 @@ def _copier(nbytes: int, direction: str) -> tuple[Any, str, str]:
         np.copyto(dst, src)
         return None
 
-    return copy_host, "host-memcpy", "cpu"
+    return copy_host, "host-memcpy", "cpu", int(src.ctypes.data)
 
 
 def bandwidth(
@@ -227,7 +236,7 @@ def bandwidth(
     try:
         if cpus is not None:
             os.sched_setaffinity(0, cpus)
-        fn, backend, device = _copier(nbytes, direction)
+        fn, backend, device, address = _copier(nbytes, direction)
         for _ in range(max(1, warmup)):
             fn()
         start = time.perf_counter()
@@ -243,11 +252,82 @@ def bandwidth(
         "backend": backend,
         "gpu_numa_node": gpu_node,
         "cpus": sorted(cpus) if cpus else None,
+        "buffer_numa_node": page_node(address) if address is not None else None,
     }
     return KernelResult("bandwidth", shape, t, iters, device, gbps=nbytes / t / 1e9)
 
 
+_MOVE_PAGES = {"x86_64": 279, "aarch64": 239, "ppc64le": 301}
+
+
+def page_node(address: int) -> int | None:
+    """NUMA node of the page holding ``address`` (move_pages with no target: query only);
+    None where the call is unavailable or refused."""
+    number = _MOVE_PAGES.get(platform.machine())
+    if number is None:
+        return None
+    libc = ctypes.CDLL(None, use_errno=True)
+    page = ctypes.c_void_p(address - address % os.sysconf("SC_PAGE_SIZE"))
+    pages = (ctypes.c_void_p * 1)(page)
+    status = (ctypes.c_int * 1)(-1)
+    rc = libc.syscall(number, 0, 1, pages, None, status, 0)
+    return int(status[0]) if rc == 0 and status[0] >= 0 else None
+
+
+def numactl_argv(affinity: str, gpu_node: int | None, mode: str = "auto") -> tuple[list[str], str]:
+    """The ``numactl`` prefix for an affinity mode, and what the record says about it."""
+    if mode == "off":
+        return [], "off (option numactl: off)"
+    if affinity == "none":
+        return [], "not used (affinity none)"
+    tool = shutil.which("numactl")
+    if tool is None:
+        return [], (
+            "skipped: numactl is not installed (Debian/Ubuntu package numactl); pinned with "
+            "sched_setaffinity only, memory placed by first touch"
+        )
+    home = 0 if gpu_node is None else gpu_node
+    others = [n for n in numa_nodes() if n != home]
+    node = home if affinity == "local" else (others[0] if others else None)
+    if node is None:
+        return [], "not used (no second NUMA node)"
+    return [tool, f"--cpunodebind={node}", f"--membind={node}"], f"numactl node {node}"
+
+
+def bandwidth_isolated(
+    nbytes: int,
+    direction: str,
+    affinity: str,
+    warmup: int,
+    iters: int,
+    numactl: str = "auto",
+    timeout_s: float = 600.0,
+) -> KernelResult:
+    """:func:`bandwidth` in a fresh process, under numactl when there is one (module doc)."""
+    prefix, how = numactl_argv(affinity, gpu_numa_node(), numactl)
+    args = ["bandwidth", str(nbytes), direction, affinity, str(warmup), str(iters)]
+    cmd = [*prefix, sys.executable, "-m", "workloads.kernels.comm", *args]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    root = str(Path(__file__).resolve().parents[2])
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=timeout_s, env=env, check=False
+    )
+    if proc.returncode != 0:
+        tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
+        raise RuntimeError(f"bandwidth child failed (rc {proc.returncode}): {tail[0]}")
+    res = KernelResult(**json.loads(proc.stdout.strip().splitlines()[-1]))
+    res.shape.update(numactl=how, process="fresh")
+    return res
+
+
 def _main(argv: list[str]) -> int:
+    if argv[:1] == ["bandwidth"]:
+        size, direction, affinity, first, count = argv[1:6]
+        # under numactl the binding is done already; sched_setaffinity narrows nothing more
+        out = bandwidth(int(size), direction, affinity, int(first), int(count))
+        print(json.dumps(out.as_dict()))
+        return 0
     if argv[:1] == ["allreduce"]:
         elements, devices, warmup, iters = (int(a) for a in argv[1:5])
         _configure_logical_cpus(devices)
@@ -257,7 +337,8 @@ def _main(argv: list[str]) -> int:
         print(json.dumps(res.as_dict()))
         return 0
     print(
-        "usage: python -m workloads.kernels.comm allreduce ELEMENTS DEVICES WARMUP ITERS",
+        "usage: python -m workloads.kernels.comm allreduce ELEMENTS DEVICES WARMUP ITERS\n"
+        "       python -m workloads.kernels.comm bandwidth BYTES h2d|d2h AFFINITY WARMUP ITERS",
         file=sys.stderr,
     )
     return 2

@@ -1,9 +1,12 @@
-"""Kernel sizes: DeepBench's training set (baidu-research/DeepBench, code/kernels/*_problems.h)
-and tiny sizes that run in seconds on 2 CPU cores (CI).
+"""Kernel sizes: DeepBench's training set (baidu-research/DeepBench, code/kernels/*_problems.h,
+copied whole in workloads.kernels.deepbench_sets) and tiny sizes that run in seconds on 2 CPU
+cores (CI).
 
-A size set is chosen by name: ``deepbench`` (the training shapes below), ``deepbench-small``
-(a few of them, minutes on one GPU), ``tiny`` (CI). Families name the network a conv or GEMM
-shape came from, so a suite can select ``family: resnet``.
+A size set is chosen by name: ``deepbench`` (DeepBench's whole training set: 160 GEMM, 94 conv,
+53 RNN shapes, 7 all-reduce sizes), ``deepbench-small`` (a few of them, minutes on one GPU),
+``tiny`` (CI). Families name the network some conv or GEMM shapes came from, so a suite can
+select ``family: resnet``; a family or ``deepbench-small`` is a subset, and :func:`coverage`
+labels it so ("subset: 17 of 94 DeepBench training shapes").
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from workloads.errors import InputError
+from workloads.kernels import deepbench_sets
 
 # GEMM (M, N, K, transpose A, transpose B)
 GEMM_DEEPBENCH: dict[str, list[tuple[int, int, int, bool, bool]]] = {
@@ -149,6 +153,9 @@ def select(kernel: str, sizes: str = "tiny", family: str | None = None) -> list[
     if kernel not in tables:
         raise InputError(f"kernel {kernel!r} is not one of {sorted(tables)}")
     by_size = dict(tables[kernel])
+    full = _FULL.get(kernel)
+    if full is not None and family is None and sizes == "deepbench":
+        return list(full)
     if kernel in _SMALL:
         by_size["deepbench-small"] = _SMALL[kernel]
     else:
@@ -164,3 +171,32 @@ def select(kernel: str, sizes: str = "tiny", family: str | None = None) -> list[
             )
         return list(fams[family])
     return [shape for rows in fams.values() for shape in rows]
+
+
+_FULL: dict[str, list[Any]] = {
+    "gemm": deepbench_sets.GEMM_TRAINING,
+    "conv": deepbench_sets.CONV_TRAINING,
+    "rnn": deepbench_sets.RNN_TRAINING,
+    "allreduce": deepbench_sets.ALLREDUCE_SIZES,
+}
+
+
+def coverage(kernel: str, sizes: str, family: str | None = None) -> dict[str, Any]:
+    """How the selected shapes relate to DeepBench's training set: ``label`` is ``full``
+    (all of it), ``subset`` (with ``count`` of ``of``) or ``not deepbench`` (tiny, bandwidth)."""
+    count = len(select(kernel, sizes, family))
+    full = _FULL.get(kernel)
+    if full is None or sizes == "tiny":
+        return {"label": "not deepbench", "count": count, "of": None}
+    label = "full" if count == len(full) and family is None else "subset"
+    text = f"{label}: {count} of {len(full)} DeepBench training shapes"
+    return {"label": label, "count": count, "of": len(full), "text": text}
+
+
+def deepbench_iterations(kernel: str, row: Any) -> int:
+    """DeepBench's timed calls for one shape (gemm 400, conv 300, rnn 100, all-reduce 10,000
+    for the four smallest sizes and 1,000 above; bandwidth: bandwidthTest's 100)."""
+    if kernel == "allreduce":
+        sizes, reps = deepbench_sets.ALLREDUCE_SIZES, deepbench_sets.ALLREDUCE_REPEATS
+        return reps[sizes.index(row)] if row in sizes else (10000 if row <= 6553600 else 1000)
+    return deepbench_sets.ITERATIONS.get(kernel, 100)
