@@ -226,8 +226,11 @@ def stream(
             raise
 
 
-def runner_args(suite: str, out: str, arm: str) -> list[str]:
-    """The runner's options; the arm is the execution environment, stated in every record."""
+def runner_args(
+    suite: str, out: str, arm: str, exec_env: str | None = None, sharing: str = "exclusive"
+) -> list[str]:
+    """The runner's options; the arm is the execution environment (a study passes its own arm
+    label and sharing), stated in every record."""
     return [
         "bench",
         "--suite",
@@ -241,17 +244,25 @@ def runner_args(suite: str, out: str, arm: str) -> list[str]:
         "--gpu-path",
         "local",
         "--exec-env",
-        arm,
+        exec_env or arm,
         "--sharing",
-        "exclusive",
+        sharing,
     ]
 
 
-def run_native(suite: str, out: Path, log: Path, console: Any) -> int:
-    cmd = [sys.executable, "-m", "workloads", *runner_args(suite, str(out), "native")]
+def run_native(
+    suite: str,
+    out: Path,
+    log: Path,
+    console: Any,
+    label: str = "native",
+    sharing: str = "exclusive",
+) -> int:
+    args = runner_args(suite, str(out), label, "native", sharing)
+    cmd = [sys.executable, "-m", "workloads", *args]
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, PYTHONPATH=path)
-    return stream(cmd, log, out, "native", console, env)
+    return stream(cmd, log, out, label, console, env)
 
 
 def run_docker(
@@ -263,6 +274,8 @@ def run_docker(
     python_mode: str,
     console: Any,
     name: str,
+    label: str = "docker",
+    sharing: str = "exclusive",
 ) -> int:
     # The one docker launcher (infra.specs.execenv), the same as on a lab host.
     results = out.parent.resolve()
@@ -281,7 +294,12 @@ def run_docker(
     records = str(results / out.name)
     cmd = render_launch(
         "docker",
-        inner=["python3", "-m", "workloads", *runner_args(suite_arg, records, "docker")],
+        inner=[
+            "python3",
+            "-m",
+            "workloads",
+            *runner_args(suite_arg, records, label, "docker", sharing),
+        ],
         image=tag,
         mounts=mounts,
         env_names=sorted(runner_env),
@@ -290,7 +308,7 @@ def run_docker(
         gpus="all" if has_nvidia_gpu() else "",
     )
     try:
-        return stream(cmd, log, out, "docker", console, {**engine.env, **runner_env})
+        return stream(cmd, log, out, label, console, {**engine.env, **runner_env})
     finally:
         engine.run("rm", "-f", name, timeout=60)
 

@@ -1,0 +1,235 @@
+"""``gpulab study run|status|report <study>``: a paper reproduction as one command."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+study_app = typer.Typer(
+    help="Studies: arms (stack + execution environment) x repeats, one verdict report.",
+    no_args_is_help=True,
+)
+
+StudyArg = Annotated[
+    str, typer.Argument(help="A study file, or a built-in study's name (studies/<name>.yaml).")
+]
+ResultsOpt = Annotated[
+    str | None,
+    typer.Option(help="Results root (default: $GPULAB_RESULTS, else ./results)."),
+]
+StrictOpt = Annotated[
+    bool,
+    typer.Option("--strict", help="Stop (exit 1, one line) when the arms' fingerprints differ."),
+]
+
+
+def _err_console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+@study_app.command("run")
+def run_cmd(
+    study: StudyArg,
+    keep: Annotated[
+        bool, typer.Option("--keep", help="Leave the labs up at the end (no teardown).")
+    ] = False,
+    fail_fast: Annotated[
+        bool, typer.Option("--fail-fast", help="Stop at the first failed unit.")
+    ] = False,
+    fresh: Annotated[
+        bool,
+        typer.Option(
+            "--fresh", help="Start over: the previous run's directory is moved aside, not reused."
+        ),
+    ] = False,
+    on_local: Annotated[
+        bool,
+        typer.Option(
+            "--on-local",
+            help="Run every arm on this machine (the local topology) in its execution "
+            "environment; arms whose environment needs a lab are skipped.",
+        ),
+    ] = False,
+    suite: Annotated[
+        str | None,
+        typer.Option(help="Every arm runs this suite instead (a name or a .yaml path)."),
+    ] = None,
+    results_dir: ResultsOpt = None,
+    docker: Annotated[
+        bool, typer.Option("--docker/--no-docker", help="Run local docker arms when reachable.")
+    ] = True,
+    docker_host: Annotated[str | None, typer.Option(help="Docker engine address.")] = None,
+    base_image: Annotated[
+        str | None,
+        typer.Option(envvar="GPULAB_DOCKER_BASE", help="Base image of local docker arms."),
+    ] = None,
+    docker_python: Annotated[
+        str, typer.Option(help="'image' or 'host', as `gpulab run local`.")
+    ] = "image",
+    report: Annotated[
+        bool, typer.Option("--report/--no-report", help="Build the study report at the end.")
+    ] = True,
+    strict: StrictOpt = False,
+) -> None:
+    """Run a study: every arm and repeat in the study's order, build or reuse each arm's lab,
+    measure, rebuild when the study asks, tear down at the end (unless --keep), then the
+    report. Resumable: after Ctrl-C, a crash or a failed arm, run it again and it carries on
+    with the units not finished, keeping every finished record. Exit 0 when every unit is
+    done or skipped, 1 when one failed, 2 on bad input, 130 when interrupted."""
+    from infra.errors import UsageError
+    from infra.local_run import PYTHON_MODES
+    from infra.paths import results_root
+    from infra.study.driver import Driver, RunOptions, StudyInterrupted
+    from infra.study.model import load_study, resolve_suite
+
+    if docker_python not in PYTHON_MODES:
+        raise UsageError(
+            f"--docker-python {docker_python!r} is not one of {', '.join(PYTHON_MODES)}"
+        )
+    st = load_study(study)
+    if suite is not None:
+        suite = resolve_suite("--suite", "--suite", suite, st.path.parent, {})
+    opts = RunOptions(
+        keep=keep,
+        fail_fast=fail_fast,
+        fresh=fresh,
+        on_local=on_local,
+        suite=suite,
+        docker=docker,
+        docker_host=docker_host,
+        base_image=base_image,
+        python_mode=docker_python,
+    )
+    err = _err_console()
+    driver = Driver(st, results_root(results_dir), opts, err)
+    try:
+        j = driver.run()
+    except StudyInterrupted as exc:
+        from infra.cli.errors import fail
+
+        fail(str(exc))
+        raise typer.Exit(130) from None
+    counts = j.counts()
+    err.print(
+        f"study {st.name}: {counts['done']} done, {counts['failed']} failed, "
+        f"{counts['skipped']} skipped, {counts['pending'] + counts['running']} not run "
+        f"({j.path})",
+        highlight=False,
+    )
+    if report:
+        _report(j, strict)
+    if counts["failed"] or counts["pending"] or counts["running"]:
+        raise typer.Exit(1)
+
+
+def _report(j: Any, strict: bool, embed: bool = True) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from infra.cli.errors import fail
+    from infra.study.verdicts import NotPaired, build
+
+    try:
+        rep = build(j, strict=strict, embed=embed)
+    except NotPaired as exc:
+        fail(str(exc))
+        raise typer.Exit(1) from None
+    out = Console()
+    arms = Table(title=f"study {j.data['study']}: arms")
+    for col in (
+        "arm",
+        "stack",
+        "exec env",
+        "done",
+        "failed",
+        "skipped",
+        "missing",
+        "records",
+        "why",
+    ):
+        arms.add_column(col)
+    for a in rep.arms:
+        arms.add_row(
+            a["arm"],
+            a["stack"],
+            a["exec_env"],
+            *(str(a[k]) for k in ("done", "failed", "skipped", "missing", "records")),
+            "; ".join(a["reasons"]),
+        )
+    out.print(arms)
+    table = Table(title=f"study {j.data['study']}: verdicts (baseline arm {j.data['baseline']})")
+    for col in ("claim", "verdict", "label", "measured", "warnings"):
+        table.add_column(col, overflow="fold")
+    for v in rep.verdicts:
+        table.add_row(v.claim, v.verdict, v.label, v.measured, "; ".join(v.warnings))
+    out.print(table)
+    for w in rep.warnings:
+        out.print(f"paired-arm warning, arm {w.arm}: {w.text}", markup=False, highlight=False)
+    if rep.missing:
+        out.print(f"arms without a finished unit: {', '.join(rep.missing)}", highlight=False)
+    for t in rep.teardown:
+        if t["status"] == "left":
+            out.print(f"left after teardown: {t['stack']} ({t['reason']})", markup=False)
+    if rep.note:
+        out.print(rep.note, markup=False, highlight=False)
+    if rep.html is not None:
+        out.print(f"report:  {rep.html} ({len(rep.figures)} figures)", highlight=False)
+    out.print(f"study:   {rep.out_dir / 'study.md'}", highlight=False)
+
+
+@study_app.command("status")
+def status_cmd(study: StudyArg, results_dir: ResultsOpt = None) -> None:
+    """Where a study stands: each unit's status and reason, the order and seed."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from infra.paths import results_root
+    from infra.study.model import load_study
+    from infra.study.state import find_journal
+
+    st = load_study(study)
+    j = find_journal(results_root(results_dir), st.name)
+    table = Table(title=f"study {st.name} ({j.path})")
+    for col in ("#", "arm", "repeat", "status", "records", "s", "why"):
+        table.add_column(col)
+    for i, u in enumerate(j.order(), 1):
+        e = j.unit(u)
+        table.add_row(
+            str(i),
+            u.arm,
+            str(u.repeat),
+            e["status"],
+            str(e.get("records", "")),
+            str(e.get("elapsed_s") or ""),
+            e.get("reason") or "",
+        )
+    out = Console()
+    out.print(table)
+    c = j.counts()
+    seed = j.data.get("seed")
+    out.print(
+        f"{c['done']} done, {c['failed']} failed, {c['skipped']} skipped, "
+        f"{c['pending'] + c['running']} not run; order {j.data['order_kind']}"
+        + (f", seed {seed}" if seed is not None else ""),
+        highlight=False,
+    )
+
+
+@study_app.command("report")
+def report_cmd(study: StudyArg, results_dir: ResultsOpt = None, strict: StrictOpt = False) -> None:
+    """The study's report from its finished units: the report of `gpulab report` normalized to
+    the baseline arm, plus the arms done/failed/missing, the paired-arm warnings and one
+    verdict per claim (CPU-indicative when a GPU claim was measured without a GPU)."""
+    from infra.paths import results_root
+    from infra.study.model import load_study
+    from infra.study.state import find_journal
+
+    st = load_study(study)
+    _report(find_journal(results_root(results_dir), st.name), strict)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(study_app, name="study")

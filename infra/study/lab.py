@@ -1,0 +1,134 @@
+"""One study unit on a lab stack, through the Automation API path of ``gpulab up``.
+
+Per unit: the arm's suite and execution environment are set in the stack config
+(``gpulab:suite``, ``gpulab:execution_envs``), then the lab is built (``up``: hosts, site run,
+the workload run) when the study has not built it yet, rebuilt (``down`` + ``up``) when the
+study asks, or else measured again (``measure``: only the workload run re-runs). The records
+the workload run fetched to ``results/<stack>/<run-id>/`` are the unit's. At the end,
+:meth:`LabUnits.teardown` runs ``down`` on every stack the study built, unless ``--keep``.
+
+``auto``: the ``pulumi.automation`` module, or a double of it in tests.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from infra.automation import REPO, Lab, LabError
+from infra.lab_faults import runs_since
+from infra.study.local import UnitResult
+from infra.study.model import Arm
+from infra.study.state import Journal, now
+
+
+class LabUnits:
+    def __init__(
+        self,
+        journal: Journal,
+        results_root: Path,
+        on_output: Callable[[str], None],
+        auto: Any = None,
+        env: dict[str, str] | None = None,
+        repo: Path | None = None,
+    ) -> None:
+        self.journal = journal
+        self.root = results_root
+        self.on_output = on_output
+        self.auto = auto
+        self.env = env or {}
+        self.repo = repo or REPO
+
+    def lab(self, stack: str) -> Lab:
+        return Lab(
+            stack,
+            repo=self.repo,
+            auto=self.auto,
+            on_output=self.on_output,
+            env=self.env,
+            results=self.root,
+        )
+
+    def _configure(self, lab: Lab, arm: Arm) -> None:
+        if arm.stack_file is not None:
+            target = self.repo / f"Pulumi.{arm.stack}.yaml"
+            if not target.is_file():
+                shutil.copyfile(arm.stack_file, target)
+        stack = lab._stack(create=True)
+        cv = lab._auto.ConfigValue
+        suite = arm.suite if not arm.suite.endswith((".yaml", ".yml")) else Path(arm.suite).stem
+        stack.set_config("gpulab:suite", cv(value=suite))
+        stack.set_config("gpulab:execution_envs", cv(value=json.dumps([arm.exec_env])))
+
+    def run(self, arm: Arm, rebuild: bool, out: Path) -> UnitResult:
+        lab = self.lab(arm.stack)
+        built = self.journal.built()
+        started = time.time() - 1.0
+        try:
+            self._configure(lab, arm)
+            if arm.stack in built and built[arm.stack].get("up") and rebuild:
+                self.on_output(f"==> study: rebuild {arm.stack} before {arm.name}")
+                lab.down()
+                built[arm.stack]["up"] = False
+                self.journal.save()
+            if not built.get(arm.stack, {}).get("up"):
+                built.setdefault(arm.stack, {}).update(up=True, since=now())
+                built[arm.stack].setdefault("arms", []).append(arm.name)
+                self.journal.save()  # before up: a failed up may leave resources to remove
+                outputs = lab.up()
+            else:
+                built[arm.stack].setdefault("arms", []).append(arm.name)
+                outputs = lab.measure()
+        except LabError as exc:
+            n = self._collect(lab, arm, started, out)
+            return UnitResult("failed", f"{exc} ({n} record(s) kept)")
+        n = self._collect(lab, arm, started, out)
+        status = (outputs.get("results") or {}).get("status") if isinstance(outputs, dict) else None
+        if n == 0:
+            return UnitResult("failed", f"the workload run of {arm.stack} wrote no records")
+        if status not in (None, "ok"):
+            return UnitResult("failed", f"the workload run's status is {status}")
+        return UnitResult("done")
+
+    def _collect(self, lab: Lab, arm: Arm, since: float, out: Path) -> int:
+        """Copy the records of the workload runs since ``since``, labelled with the arm."""
+        n = 0
+        seen = self.journal.built().setdefault(arm.stack, {}).setdefault("runs", [])
+        with out.open("a", encoding="utf-8") as fh:
+            for run in runs_since(lab.results_dir, since=since):
+                if run.run_dir.name in seen:  # an earlier unit's run (same second)
+                    continue
+                seen.append(run.run_dir.name)
+                for files in run.records.values():
+                    for f in files:
+                        for line in Path(f).read_text(encoding="utf-8").splitlines():
+                            if not line.strip():
+                                continue
+                            rec = json.loads(line)
+                            rec.setdefault("params", {})["lab_arm"] = rec.get("arm")
+                            rec["arm"] = arm.label
+                            fh.write(json.dumps(rec, sort_keys=True) + "\n")
+                            n += 1
+        return n
+
+    def teardown(self, keep: bool) -> list[dict[str, Any]]:
+        """``down`` on every stack the study built (it stays with ``keep``); one row each."""
+        rows = []
+        for stack, info in self.journal.built().items():
+            if not info.get("up"):
+                continue
+            if keep:
+                rows.append({"stack": stack, "status": "kept", "reason": "--keep"})
+                continue
+            try:
+                self.lab(stack).down()
+                info["up"] = False
+                rows.append({"stack": stack, "status": "destroyed", "reason": ""})
+            except (LabError, Exception) as exc:  # every stack gets its down, whatever fails
+                rows.append({"stack": stack, "status": "left", "reason": str(exc)})
+            self.journal.save()
+        return rows

@@ -1,0 +1,100 @@
+"""One study unit on the ``local`` topology: the runner as ``gpulab run local`` starts it.
+
+``native`` runs ``python -m workloads bench`` here; ``docker`` runs it in the container that
+``gpulab run local`` builds (the one docker launcher of ``infra/specs/execenv.py``). Without a
+Docker engine a docker unit is ``skipped`` with the reason. Other execution environments need
+a lab (a Kubernetes cluster, Apptainer, Bitfusion): on ``local`` they are skipped, named.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from infra import local_run
+from infra.specs.execenv import container_name
+from infra.study.model import Arm
+
+LOCAL_ENVS = ("native", "docker")
+
+
+@dataclass
+class UnitResult:
+    status: str  # done | failed | skipped
+    reason: str = ""
+
+
+class LocalUnits:
+    """Runs units of local arms; finds (once) and keeps the Docker engine and image."""
+
+    def __init__(
+        self,
+        console: Any,
+        docker: bool = True,
+        docker_host: str | None = None,
+        base_image: str | None = None,
+        python_mode: str = "image",
+    ) -> None:
+        self.console = console
+        self.docker = docker
+        self.docker_host = docker_host
+        self.base_image = base_image
+        self.python_mode = python_mode
+        self._engine: Any = None
+        self._why = ""
+        self._tag: str | None = None
+        self._looked = False
+
+    def engine(self) -> tuple[Any, str]:
+        if not self._looked:
+            self._looked = True
+            if not self.docker:
+                self._why = "docker arms turned off (--no-docker)"
+            else:
+                self._engine, self._why = local_run.find_docker(self.docker_host)
+        return self._engine, self._why
+
+    def run(self, arm: Arm, suite: str, out: Path, log: Path, run_id: str) -> UnitResult:
+        sharing = arm.sharing or "exclusive"
+        if arm.exec_env not in LOCAL_ENVS:
+            return UnitResult(
+                "skipped",
+                f"execution environment {arm.exec_env} needs a lab; the local topology runs "
+                f"{' and '.join(LOCAL_ENVS)}",
+            )
+        if arm.exec_env == "native":
+            rc = local_run.run_native(suite, out, log, self.console, arm.label, sharing)
+            return self._result(rc, log)
+        engine, why = self.engine()
+        if engine is None:
+            return UnitResult("skipped", why)
+        try:
+            if self._tag is None:
+                base = self.base_image or local_run.default_base_image()
+                self._tag = local_run.build_image(engine, base, self.python_mode, log)
+            rc = local_run.run_docker(
+                engine,
+                self._tag,
+                suite,
+                out,
+                log,
+                self.python_mode,
+                self.console,
+                name=container_name(run_id, arm.name),
+                label=arm.label,
+                sharing=sharing,
+            )
+        except (RuntimeError, subprocess.TimeoutExpired) as exc:
+            return UnitResult("failed", f"docker arm did not run: {exc}")
+        return self._result(rc, log)
+
+    @staticmethod
+    def _result(rc: int, log: Path) -> UnitResult:
+        if rc == 130:
+            raise KeyboardInterrupt
+        if rc == 0:
+            return UnitResult("done")
+        line = local_run._fail_line(log) if log.is_file() else "no output"
+        return UnitResult("failed", f"runner exited {rc}: {line}")

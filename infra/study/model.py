@@ -1,0 +1,341 @@
+"""The study file: YAML, validated before anything is built (one line naming the key, exit 2).
+
+A study lists its arms (each a stack and an execution environment), the suite they all run,
+the repeats and their order, when to rebuild, and the published claims it checks::
+
+    name: closer2018                       # plain name: the results go to results/study-<name>/
+    description: ...
+    suite: closer2018                      # as `gpulab bench --suite`: a name or a .yaml path
+    repeats: 3                             # 1..1000
+    order: interleaved                     # or randomized (seed: recorded in the journal)
+    seed: 7                                # optional, 0..4294967295
+    rebuild: never                         # never | between-repeats | between-arms
+    baseline: bm                           # the arm the others are normalized to (default: first)
+    claims: [closer2018/single_synthetic]  # ids of workloads/reference/published-results.yaml
+    arms:
+      - name: bm                           # plain name; the records' arm label
+        stack: ironic-bm                   # Pulumi.<stack>.yaml, or
+        # stack_file: labs/bm.yaml         # a stack file (copied: Pulumi.study-<study>-<arm>.yaml)
+        exec_env: native                   # infra/specs/execenv.py (aliases accepted)
+        sharing: exclusive                 # optional, as the runner's --sharing
+        label: bm                          # optional: the records' arm label (default: name)
+        suite: other-suite                 # optional: this arm runs another suite
+
+Relative paths (``suite``, ``stack_file``) are read from the study file's directory first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from infra.errors import UsageError
+
+REPO = Path(__file__).resolve().parents[2]
+STUDIES_DIR = REPO / "studies"
+ORDERS = ("interleaved", "randomized")
+REBUILDS = ("never", "between-repeats", "between-arms")
+MAX_ARMS = 64
+MAX_REPEATS = 1000  # as a suite's repeats (workloads.suites.MAX_REPEATS)
+MAX_CLAIMS = 256
+MAX_SEED = 2**32 - 1
+MAX_TEXT = 1024
+MAX_FILE_BYTES = 1 << 20
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+STUDY_KEYS = (
+    "name",
+    "description",
+    "suite",
+    "repeats",
+    "order",
+    "seed",
+    "rebuild",
+    "baseline",
+    "claims",
+    "arms",
+)
+ARM_KEYS = ("name", "stack", "stack_file", "exec_env", "sharing", "suite", "label")
+
+
+@dataclass(frozen=True)
+class Arm:
+    name: str
+    exec_env: str
+    stack: str  # the stack name the lab lifecycle uses
+    topology: str
+    stack_file: Path | None = None  # a stack file given by path (copied into the project)
+    sharing: str | None = None
+    suite: str = ""  # resolved: a shipped name or an absolute .yaml path
+    label: str = ""  # the records' arm label (default: the name)
+
+    @property
+    def is_local(self) -> bool:
+        return self.topology == "local"
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    path: Path
+    suite: str
+    arms: tuple[Arm, ...]
+    repeats: int = 1
+    order: str = "interleaved"
+    seed: int | None = None
+    rebuild: str = "never"
+    baseline: str = ""
+    claims: tuple[str, ...] = ()
+    description: str = ""
+    digest: str = ""
+    suites: dict[str, Any] = field(default_factory=dict, compare=False)  # suite -> Suite
+
+    def arm(self, name: str) -> Arm:
+        for a in self.arms:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+
+def find_study(ref: str) -> Path:
+    """A study by path, or by name under ``studies/``."""
+    path = Path(ref)
+    if path.is_file():
+        return path
+    if NAME_RE.match(ref):
+        named = STUDIES_DIR / f"{ref}.yaml"
+        if named.is_file():
+            return named
+    known = ", ".join(sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))) or "none"
+    raise UsageError(f"study {ref!r}: no such file and no studies/{ref}.yaml (built-in: {known})")
+
+
+def _bad(where: str, key: str, what: str) -> UsageError:
+    return UsageError(f"study {where}: {key}: {what}")
+
+
+def _name(where: str, key: str, raw: Any) -> str:
+    if not isinstance(raw, str) or not NAME_RE.match(raw):
+        raise _bad(where, key, f"{_short(raw)} is not a plain name ([a-z0-9._-], at most 63)")
+    return raw
+
+
+def _short(raw: Any) -> str:
+    text = repr(raw)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _int(where: str, key: str, raw: Any, lo: int, hi: int) -> int:
+    if isinstance(raw, bool) or not isinstance(raw, int):
+        raise _bad(where, key, f"{_short(raw)} is not an integer ({lo}..{hi})")
+    if not lo <= raw <= hi:
+        raise _bad(where, key, f"{raw} is out of range {lo}..{hi}")
+    return raw
+
+
+def _choice(where: str, key: str, raw: Any, allowed: tuple[str, ...]) -> str:
+    if raw not in allowed:
+        raise _bad(where, key, f"{_short(raw)} is not one of {', '.join(allowed)}")
+    return str(raw)
+
+
+def _unknown(where: str, prefix: str, doc: Mapping[Any, Any], known: tuple[str, ...]) -> None:
+    for key in doc:
+        if key not in known:
+            raise _bad(where, f"{prefix}{key}", f"unknown key (known: {', '.join(known)})")
+
+
+def _relative(base: Path, raw: str) -> Path:
+    p = Path(raw).expanduser()
+    if not p.is_absolute() and (base / p).exists():
+        return (base / p).resolve()
+    return p.resolve() if p.exists() else p
+
+
+def resolve_suite(where: str, key: str, raw: Any, base: Path, cache: dict[str, Any]) -> str:
+    """A suite name or path, checked by loading it (the runner's own validation)."""
+    from workloads.errors import InputError
+    from workloads.suites import load_suite
+
+    if not isinstance(raw, str) or not raw.strip() or len(raw) > MAX_TEXT:
+        raise _bad(where, key, f"{_short(raw)} is not a suite name or .yaml path")
+    ref = raw
+    if raw.endswith((".yaml", ".yml")):
+        ref = str(_relative(base, raw))
+    if ref not in cache:
+        try:
+            cache[ref] = load_suite(ref)
+        except InputError as exc:
+            raise _bad(where, key, str(exc)) from None
+    return ref
+
+
+def _stack_topology(where: str, key: str, path: Path) -> str:
+    from infra.config import raw_from_stack_file
+
+    try:
+        raw = raw_from_stack_file(path)
+    except Exception as exc:  # a stack file that does not read: one line naming it
+        raise _bad(where, key, f"{path} does not read as a stack file: {exc}") from None
+    topology = raw.get("topology")
+    if not isinstance(topology, str):
+        raise _bad(where, key, f"{path} has no gpulab:topology")
+    return topology
+
+
+def _arm(where: str, i: int, raw: Any, study: str, base: Path, suite: str, cache: dict) -> Arm:  # type: ignore[type-arg]
+    at = f"arms[{i}]"
+    if not isinstance(raw, Mapping):
+        raise _bad(where, at, "must be a mapping with name, stack (or stack_file) and exec_env")
+    _unknown(where, f"{at}.", raw, ARM_KEYS)
+    name = _name(where, f"{at}.name", raw.get("name"))
+    from infra.specs import execenv
+
+    env_raw = raw.get("exec_env")
+    try:
+        exec_env = execenv.canonical(env_raw if isinstance(env_raw, str) else repr(env_raw))
+    except execenv.UnknownExecEnv:
+        raise _bad(
+            where,
+            f"{at}.exec_env",
+            f"{_short(env_raw)} is not one of {', '.join(execenv.accepted())}",
+        ) from None
+    if ("stack" in raw) == ("stack_file" in raw):
+        raise _bad(
+            where, f"{at}.stack", "give exactly one of stack (a name) or stack_file (a path)"
+        )
+    stack_file: Path | None = None
+    if "stack" in raw:
+        stack = _name(where, f"{at}.stack", raw["stack"])
+        path = REPO / f"Pulumi.{stack}.yaml"
+        if not path.is_file():
+            known = ", ".join(sorted(p.name[7:-5] for p in REPO.glob("Pulumi.*.yaml")))
+            raise _bad(where, f"{at}.stack", f"unknown stack {stack!r} (known: {known})")
+    else:
+        fraw = raw["stack_file"]
+        if not isinstance(fraw, str) or not fraw.strip():
+            raise _bad(where, f"{at}.stack_file", f"{_short(fraw)} is not a path")
+        path = _relative(base, fraw)
+        if not path.is_file():
+            raise _bad(where, f"{at}.stack_file", f"no such file {fraw!r}")
+        stack_file, stack = path, f"study-{study}-{name}"[:63]
+    topology = _stack_topology(
+        where, f"{at}.stack" if stack_file is None else f"{at}.stack_file", path
+    )
+    sharing = raw.get("sharing")
+    if sharing is not None:
+        from workloads.errors import InputError
+        from workloads.setting import make_setting
+
+        try:
+            make_setting("local", exec_env, sharing if isinstance(sharing, str) else repr(sharing))
+        except InputError as exc:
+            raise _bad(where, f"{at}.sharing", str(exc)) from None
+    arm_suite = suite
+    if "suite" in raw:
+        arm_suite = resolve_suite(where, f"{at}.suite", raw["suite"], base, cache)
+    label = _name(where, f"{at}.label", raw["label"]) if "label" in raw else name
+    return Arm(name, exec_env, stack, topology, stack_file, sharing, arm_suite, label)
+
+
+def parse_study(doc: Any, path: Path, digest: str = "") -> Study:
+    where = str(path)
+    if not isinstance(doc, Mapping):
+        raise UsageError(f"study {where}: must be a YAML mapping with name, suite and arms")
+    _unknown(where, "", doc, STUDY_KEYS)
+    for key in ("name", "suite", "arms"):
+        if key not in doc:
+            raise _bad(where, key, "required")
+    name = _name(where, "name", doc["name"])
+    base = path.resolve().parent
+    cache: dict[str, Any] = {}
+    suite = resolve_suite(where, "suite", doc["suite"], base, cache)
+    desc = doc.get("description", "")
+    if not isinstance(desc, str) or len(desc) > MAX_TEXT:
+        raise _bad(where, "description", f"a string of at most {MAX_TEXT} characters")
+    repeats = _int(where, "repeats", doc.get("repeats", 1), 1, MAX_REPEATS)
+    order = _choice(where, "order", doc.get("order", "interleaved"), ORDERS)
+    seed = doc.get("seed")
+    if seed is not None:
+        seed = _int(where, "seed", seed, 0, MAX_SEED)
+    rebuild = _choice(where, "rebuild", doc.get("rebuild", "never"), REBUILDS)
+    arms_raw = doc["arms"]
+    if not isinstance(arms_raw, list) or not arms_raw:
+        raise _bad(where, "arms", "a non-empty list of arms")
+    if len(arms_raw) > MAX_ARMS:
+        raise _bad(where, "arms", f"{len(arms_raw)} arms; at most {MAX_ARMS}")
+    arms = tuple(_arm(where, i, a, name, base, suite, cache) for i, a in enumerate(arms_raw))
+    seen: set[str] = set()
+    labels: set[str] = set()
+    for i, a in enumerate(arms):
+        if a.name in seen:
+            raise _bad(where, f"arms[{i}].name", f"{a.name!r} is named twice")
+        if a.label in labels:
+            raise _bad(where, f"arms[{i}].label", f"{a.label!r} is another arm's label")
+        seen.add(a.name)
+        labels.add(a.label)
+    baseline = doc.get("baseline", arms[0].name)
+    if baseline not in seen:
+        raise _bad(where, "baseline", f"{_short(baseline)} is not an arm ({', '.join(seen)})")
+    claims = _claims(where, doc.get("claims", []))
+    return Study(
+        name,
+        path,
+        suite,
+        arms,
+        repeats,
+        order,
+        seed,
+        rebuild,
+        str(baseline),
+        claims,
+        desc,
+        digest,
+        cache,
+    )
+
+
+def _claims(where: str, raw: Any) -> tuple[str, ...]:
+    if not isinstance(raw, list) or len(raw) > MAX_CLAIMS:
+        raise _bad(where, "claims", f"a list of at most {MAX_CLAIMS} claim ids (paper/id)")
+    from report.published import load_published
+
+    known = load_published().claim_texts
+    out: list[str] = []
+    for i, c in enumerate(raw):
+        if not isinstance(c, str) or c not in known:
+            raise _bad(
+                where,
+                f"claims[{i}]",
+                f"unknown claim {_short(c)} (ids of workloads/reference/published-results.yaml, "
+                "e.g. closer2018/single_synthetic)",
+            )
+        if c not in out:
+            out.append(c)
+    return tuple(out)
+
+
+def load_study(ref: str) -> Study:
+    """Read and validate a study by path or built-in name; UsageError (one line) when bad."""
+    import hashlib
+
+    path = find_study(ref)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"study {path}: cannot be read: {exc.strerror}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise UsageError(f"study {path}: larger than {MAX_FILE_BYTES} bytes")
+    try:
+        doc = yaml.safe_load(data.decode("utf-8", errors="replace"))
+    except (ValueError, RecursionError):
+        raise UsageError(f"study {path}: holds a value too large to read") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        raise UsageError(f"study {path}: not valid YAML{at}") from None
+    return parse_study(doc, path, hashlib.sha256(data).hexdigest()[:16])

@@ -1,0 +1,228 @@
+"""``gpulab study report``: the study's records -> the report, with what the study adds.
+
+The report itself is ``report.build_report`` on the finished units' records, normalized to the
+study's baseline arm (HTML, Markdown, CSV, figures in ``study-<name>/report/``). The study adds
+``study.md`` and ``study.json`` beside it: each arm's units (done, failed with the reason,
+skipped, missing), what the teardown left, the paired-arm warnings, and one verdict per claim
+the study checks, labelled ``CPU-indicative`` where the paper's claim is about a GPU and the
+records ran on no GPU (a CPU run shows the tool and the relations, not the paper's numbers).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from infra.study.fingerprint import Warning_, compare, paired_setting_warning
+from infra.study.state import Journal, atomic_write
+
+GPU_WORDS = ("GPU", "GTX", "Tesla", "P100", "V100", "M60", "A100", "H100")
+
+
+class NotPaired(Exception):
+    """``--strict`` and the arms' fingerprints differ: the report is not built."""
+
+
+@dataclass
+class VerdictRow:
+    claim: str
+    verdict: str
+    label: str  # "CPU-indicative", "GPU" or ""
+    measured: str
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class StudyReport:
+    out_dir: Path
+    arms: list[dict[str, Any]]
+    missing: list[str]
+    teardown: list[dict[str, Any]]
+    warnings: list[Warning_]
+    verdicts: list[VerdictRow]
+    html: Path | None = None
+    figures: list[Path] = field(default_factory=list)
+    note: str = ""
+
+
+def read_records(files: list[Path]) -> list[dict[str, Any]]:
+    out = []
+    for f in files:
+        for line in f.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                out.append(json.loads(line))
+    return out
+
+
+def arm_rows(j: Journal) -> list[dict[str, Any]]:
+    rows = []
+    for name, info in j.data["arms"].items():
+        units = [e for e in j.data["units"].values() if e["arm"] == name]
+        count = {s: sum(e["status"] == s for e in units) for s in ("done", "failed", "skipped")}
+        left = len(units) - sum(count.values())
+        reasons = sorted({e["reason"] for e in units if e.get("reason")})
+        rows.append(
+            {
+                "arm": name,
+                "stack": info["stack"],
+                "topology": info["topology"],
+                "exec_env": info["exec_env"],
+                "units": len(units),
+                **count,
+                "missing": left,
+                "records": sum(int(e.get("records") or 0) for e in units),
+                "reasons": reasons,
+            }
+        )
+    return rows
+
+
+def _has_gpu(records: list[dict[str, Any]]) -> bool:
+    for r in records:
+        gpus = ((r.get("fingerprint") or {}).get("gpu") or {}).get("gpus")
+        if gpus:
+            return True
+    return False
+
+
+def gpu_claim(pub: Any, claim: str) -> bool:
+    paper = claim.split("/", 1)[0]
+    info = pub.papers.get(paper) or {}
+    text = json.dumps(info.get("testbed", "")) + pub.claim_texts.get(claim, "")
+    return any(w in text for w in GPU_WORDS)
+
+
+def build(j: Journal, strict: bool = False, embed: bool = True) -> StudyReport:
+    from report import build_report
+    from report.mapping import Arm as ReportArm
+    from report.published import load_published
+    from workloads.errors import InputError
+
+    files = [
+        j.records_file(u)
+        for u in j.order()
+        if j.unit(u)["status"] in ("done", "failed") and j.records_file(u).is_file()
+    ]
+    records = read_records(files)
+    arms = arm_rows(j)
+    missing = [a["arm"] for a in arms if a["done"] == 0]
+    claims = list(j.data.get("claims") or [])
+    base_name = j.data["baseline"]
+    base_info = j.data["arms"][base_name]
+    base = ReportArm(base_info["topology"], base_info["label"])
+    label_of = {info["label"]: name for name, info in j.data["arms"].items()}
+    per_arm: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        if r.get("status") == "ok":
+            per_arm.setdefault(label_of.get(str(r.get("arm")), str(r.get("arm"))), []).append(r)
+    warnings = compare(per_arm, base_name, claims)
+    paired = paired_setting_warning(records, base, claims)
+    if paired is not None:
+        warnings.append(paired)
+    if strict and warnings:
+        w = warnings[0]
+        raise NotPaired(
+            f"study {j.data['study']}: arms not paired ({len(warnings)} difference(s)); first: "
+            f"arm {w.arm}: {w.text}"
+        )
+    out_dir = j.dir / "report"
+    rep = None
+    note = ""
+    if records:
+        try:
+            rep = build_report(
+                files,
+                out_dir,
+                baseline=base.label,
+                embed_figures=embed,
+                title=f"study {j.data['study']}",
+            )
+        except InputError as exc:
+            note = f"no report: {exc}"
+    else:
+        note = "no report: no unit has finished"
+    pub = load_published()
+    on_gpu = _has_gpu(records)
+    rows = []
+    by_claim = {v.claim: v for v in (rep.verdicts if rep else [])}
+    for c in claims:
+        v = by_claim.get(c)
+        measured = "; ".join(o.measured for _, o in v.results if o.measured)[:300] if v else ""
+        label = "GPU" if on_gpu else ("CPU-indicative" if gpu_claim(pub, c) else "")
+        rows.append(
+            VerdictRow(
+                c,
+                v.verdict if v else "not measured",
+                label,
+                measured or note,
+                [f"{w.arm}: {w.text}" for w in warnings if c in w.claims],
+            )
+        )
+    teardown = (j.data.get("teardown") or {}).get("stacks") or []
+    result = StudyReport(
+        out_dir,
+        arms,
+        missing,
+        teardown,
+        warnings,
+        rows,
+        rep.html if rep else None,
+        [f.path for f in rep.figures] if rep else [],
+        note,
+    )
+    write(j, result)
+    return result
+
+
+def write(j: Journal, r: StudyReport) -> None:
+    r.out_dir.mkdir(parents=True, exist_ok=True)
+    data = {
+        "study": j.data["study"],
+        "baseline": j.data["baseline"],
+        "seed": j.data.get("seed"),
+        "order": j.data["order"],
+        "arms": r.arms,
+        "missing_arms": r.missing,
+        "teardown": r.teardown,
+        "warnings": [w.__dict__ for w in r.warnings],
+        "verdicts": [v.__dict__ for v in r.verdicts],
+        "note": r.note,
+    }
+    atomic_write(r.out_dir / "study.json", json.dumps(data, indent=2, sort_keys=True) + "\n")
+    atomic_write(r.out_dir / "study.md", markdown(j, r))
+
+
+def markdown(j: Journal, r: StudyReport) -> str:
+    lines = [f"# Study {j.data['study']}", ""]
+    seed = j.data.get("seed")
+    lines += [
+        f"Order {j.data['order_kind']}"
+        + (f" (seed {seed})" if seed is not None else "")
+        + f", rebuild {j.data['rebuild']}, baseline arm {j.data['baseline']}.",
+        "",
+        "| arm | stack | exec env | done | failed | skipped | missing | records | why |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for a in r.arms:
+        lines.append(
+            f"| {a['arm']} | {a['stack']} | {a['exec_env']} | {a['done']} | {a['failed']} | "
+            f"{a['skipped']} | {a['missing']} | {a['records']} | {'; '.join(a['reasons'])} |"
+        )
+    lines.append("")
+    if r.missing:
+        lines += [f"Arms without a finished unit: {', '.join(r.missing)}.", ""]
+    for t in r.teardown:
+        lines.append(f"Teardown {t['stack']}: {t['status']} {t['reason']}".rstrip())
+    lines += ["", "## Verdicts", "", "| claim | verdict | label | measured | warnings |"]
+    lines.append("|---|---|---|---|---|")
+    for v in r.verdicts:
+        lines.append(
+            f"| {v.claim} | {v.verdict} | {v.label} | {v.measured.replace('|', '/')} | "
+            f"{'; '.join(v.warnings).replace('|', '/')} |"
+        )
+    if r.warnings:
+        lines += ["", "## Paired-arm warnings", ""]
+        lines += [f"- arm {w.arm}: {w.text}" for w in r.warnings]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,68 @@
+"""Shared pieces of the study tests: a study file written to a temporary directory, and a
+DOUBLE of the local unit runner that writes records as the runner would (no framework)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from infra.study.local import UnitResult
+from infra.study.model import Arm
+from workloads.records import make_record
+
+
+def write_study(tmp_path: Path, **doc: Any) -> Path:
+    base = {
+        "name": "t",
+        "suite": "smoke",
+        "repeats": 2,
+        "arms": [
+            {"name": "a", "stack": "local", "exec_env": "native"},
+            {"name": "b", "stack": "local", "exec_env": "native"},
+        ],
+    }
+    base.update(doc)
+    path = tmp_path / f"{base['name']}.yaml"
+    path.write_text(yaml.safe_dump(base))
+    return path
+
+
+class UnitsDouble:
+    """Stands in for LocalUnits: each unit appends ``per_unit`` records; ``script`` maps a
+    call number (1-based) to what happens there: "fail" (one record, then a failed unit) or
+    "interrupt" (one record, then Ctrl-C, as the runner's SIGINT would)."""
+
+    def __init__(self, per_unit: int = 3, script: dict[int, str] | None = None) -> None:
+        self.per_unit = per_unit
+        self.script = script or {}
+        self.calls: list[str] = []
+
+    def run(self, arm: Arm, suite: str, out: Path, log: Path, run_id: str) -> UnitResult:
+        self.calls.append(arm.name)
+        what = self.script.get(len(self.calls), "")
+        n = 1 if what else self.per_unit
+        with out.open("a") as fh:
+            for i in range(n):
+                rec = make_record(
+                    run_id=run_id,
+                    suite="smoke",
+                    experiment="smoke-mnist_cnn",
+                    model="mnist_cnn",
+                    arm=arm.label,
+                    topology="local",
+                    images_per_sec=100.0 + i,
+                    repeat=i,
+                )
+                fh.write(json.dumps(rec) + "\n")
+        if what == "interrupt":
+            raise KeyboardInterrupt
+        if what == "fail":
+            return UnitResult("failed", "runner exited 1: injected failure")
+        return UnitResult("done")
+
+
+def ids(files: list[Path]) -> list[str]:
+    return [json.loads(ln)["record_id"] for f in files for ln in f.read_text().splitlines() if ln]
