@@ -99,16 +99,18 @@ OPTIONS: tuple[BenchOption, ...] = (
 BY_DEST = {o.dest: o for o in OPTIONS}
 
 
+def to_int(flag: str, text: str) -> int:
+    """``text`` as an int, or one InputError naming ``flag`` (long text is never converted)."""
+    raw = text.strip()
+    if len(raw) > MAX_DIGITS or not raw.lstrip("+-").isdigit() or not raw.isascii():
+        raise InputError(f"{flag} must be an integer, got {text[:40]!r}")
+    return int(raw)
+
+
 def parse_int(option: BenchOption, text: str | int | None) -> int | None:
     """``text`` as an int within the option's bounds (None stays None), else one InputError
     worded as the suite's checks word it."""
-    if text is None or isinstance(text, int):
-        value = text
-    else:
-        raw = text.strip()
-        if len(raw) > MAX_DIGITS or not raw.lstrip("+-").isdigit() or not raw.isascii():
-            raise InputError(f"{option.flag} must be an integer, got {text[:40]!r}")
-        value = int(raw)
+    value = text if text is None or isinstance(text, int) else to_int(option.flag, text)
     if value is None or option.minimum is None:
         return value
     if value < option.minimum:

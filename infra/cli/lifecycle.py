@@ -260,38 +260,37 @@ def down(stack: StackArg = None, stack_opt: StackOpt = None, state_url: StateUrl
     typer.echo(f"destroyed {lab.stack_name}" + (f"; last outputs kept in {saved}" if saved else ""))
 
 
-def rebuild(
-    stack: StackArg = None,
-    stack_opt: StackOpt = None,
-    state_url: StateUrlOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """Destroy, then up again with the same stack config. Prints the outputs as JSON."""
-    lab, console = _lab(stack, stack_opt, state_url)
-    _show(console, _run(lab.rebuild, console), json_out)
+def _outputs_command(
+    name: str, doc: str, call: Callable[[Lab], Callable[[], Any]]
+) -> Callable[..., None]:
+    """A command that runs ``call(lab)`` and prints its result as JSON."""
+
+    def command(
+        stack: StackArg = None,
+        stack_opt: StackOpt = None,
+        state_url: StateUrlOpt = None,
+        json_out: JsonOpt = False,
+    ) -> None:
+        lab, console = _lab(stack, stack_opt, state_url)
+        _show(console, _run(call(lab), console), json_out)
+
+    command.__name__, command.__doc__ = name, doc
+    return command
 
 
-def status(
-    stack: StackArg = None,
-    stack_opt: StackOpt = None,
-    state_url: StateUrlOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """The stack's last update and what its outputs hold, as JSON."""
-    lab, console = _lab(stack, stack_opt, state_url)
-    _show(console, _run(lab.status), json_out)
-
-
-def outputs(
-    stack: StackArg = None,
-    stack_opt: StackOpt = None,
-    state_url: StateUrlOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """The stack outputs as JSON (secrets masked); when the last up failed in a workload
-    run, also results_partial: that run's finished records as found in results/<stack>/."""
-    lab, console = _lab(stack, stack_opt, state_url)
-    _show(console, _run(lab.outputs), json_out)
+rebuild = _outputs_command(
+    "rebuild", "Destroy, then up again with the same stack config. Prints the outputs as JSON.",
+    lambda lab: lab.rebuild,
+)  # fmt: skip
+status = _outputs_command(
+    "status", "The stack's last update and what its outputs hold, as JSON.", lambda lab: lab.status
+)
+outputs = _outputs_command(
+    "outputs",
+    "The stack outputs as JSON (secrets masked); when the last up failed in a workload run, "
+    "also results_partial: that run's finished records as found in results/<stack>/.",
+    lambda lab: lab.outputs,
+)
 
 
 def register(app: typer.Typer) -> None:

@@ -14,20 +14,14 @@ import typer
 
 from infra.cli.errors import UsageError, option_parser
 
-MAX_DIGITS = 20  # longer is refused before it is converted (Python caps int() at 4300 digits)
-
 
 def int_option(name: str, value: str | int | None, minimum: int, maximum: int) -> int | None:
     """``value`` as an int in ``minimum..maximum`` (None stays None), else a UsageError."""
     if value is None:
         return None
-    if isinstance(value, int):
-        number = value
-    else:
-        text = value.strip()
-        if len(text) > MAX_DIGITS or not text.lstrip("+-").isdigit() or not text.isascii():
-            raise UsageError(f"{name} must be an integer, got {value[:40]!r}")
-        number = int(text)
+    from workloads.bench_options import to_int
+
+    number = value if isinstance(value, int) else to_int(name, value)
     if not minimum <= number <= maximum:
         raise UsageError(f"{name} must be from {minimum} to {maximum}, got {number}")
     return number

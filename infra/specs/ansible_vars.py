@@ -7,8 +7,11 @@
   ``workload_run_exec_env_name`` (the alias resolved). The role flattens a template once (its
   ``--env=NAME`` entry is one expression that renders to a list) and appends the runner's argv.
 - ``playbooks/vars/exec_envs.yml``: ``gpulab_exec_env_roles`` (execution environment or alias
-  -> the roles that prepare a host for it) and ``gpulab_exec_env_names`` (name or alias -> the
-  name), read by ``site.yml`` and ``validate.yml`` through ``vars_files``.
+  -> the roles that prepare a host for it), ``gpulab_exec_env_names`` (name or alias -> the
+  name), ``gpulab_exec_env_hosts`` (name or alias -> the inventory pattern its runner starts
+  on: ``workloads.yml``'s hosts) and ``gpulab_exec_env_validate`` (name -> ``validate.yml``'s
+  check argv), read by ``site.yml``, ``workloads.yml`` and ``validate.yml`` through
+  ``vars_files``.
 
 ``python -m infra.specs.ansible_vars`` writes them; ``tests/specs/test_execenv.py`` fails when a
 file differs from the table, so the table stays the one place to edit.
@@ -55,6 +58,10 @@ def site_vars() -> dict[str, Any]:
             name: list(execenv.get(name).roles) for name in execenv.accepted()
         },
         "gpulab_exec_env_names": {name: execenv.canonical(name) for name in execenv.accepted()},
+        "gpulab_exec_env_hosts": {name: execenv.get(name).runs_on for name in execenv.accepted()},
+        "gpulab_exec_env_validate": {
+            name: list(env.validate_argv) for name, env in execenv.ENVS.items() if env.validate_argv
+        },
     }
 
 

@@ -97,6 +97,12 @@ class ExecEnv:
     lab_values: Mapping[str, str] | None = None  # lab values of the entry's own placeholders
     aliases: tuple[str, ...] = ()
     why: str = ""
+    # The inventory pattern of the hosts the runner is started on (workloads.yml's hosts).
+    runs_on: str = "all:!gpu_path_none"
+    # validate.yml's check that a GPU host can use its GPU in this environment (an argv of
+    # Jinja-templated tokens, run on every GPU host that measures in it); () = none beyond
+    # nvidia-smi on the host.
+    validate_argv: tuple[str, ...] = ()
 
     @property
     def record_label(self) -> str:
@@ -164,6 +170,15 @@ ENVS: dict[str, ExecEnv] = {
             gpu_flags=("--gpus={gpus}",),
             env_flag="--env={name}",
             mount_flag="--volume={src}:{dst}{ro}",
+            validate_argv=(
+                "docker",
+                "run",
+                "--rm",
+                "--gpus=all",
+                "{{ validate_cuda_image }}",
+                "nvidia-smi",
+                "-L",
+            ),
             why="engine + NVIDIA container toolkit; workload_env ships workloads/ to mount",
         ),
         ExecEnv(
@@ -186,6 +201,7 @@ ENVS: dict[str, ExecEnv] = {
             ),
             gpu_flags=("--nv",),
             mount_flag="--bind={src}:{dst}{ro}",
+            validate_argv=("apptainer", "exec", "--nv", "{{ validate_sif }}", "nvidia-smi", "-L"),
             lab_values={"apptainer": "{{ workload_run_apptainer_bin }}"},
             aliases=("singularity",),
             why="Singularity's successor; 'singularity' is accepted and recorded as apptainer",
@@ -196,6 +212,7 @@ ENVS: dict[str, ExecEnv] = {
             roles=("nvidia_container_toolkit",),
             launch=None,
             job=JOB_TEMPLATE,
+            runs_on="k8s_control",  # the Job is created through the cluster's API host
             flags=Flags(
                 gpu="resources.limits nvidia.com/gpu (device plugin / GPU Operator)",
                 ipc="the pod's",
