@@ -174,15 +174,24 @@ def write_records(root: Path, n: int) -> int:
 
 CHILD = """
 import sys, time
+import report.build as b
 from report import build_report
-t0 = time.perf_counter()
-res = build_report([sys.argv[1]], sys.argv[2], engine=sys.argv[3])
-print(time.perf_counter() - t0, len(res.table.rows))
+engine = sys.argv[3]
+name = "_duckdb" if engine == "duckdb" else "_python"
+orig, took = getattr(b, name), {}
+def timed(*a, **k):
+    t = time.perf_counter()
+    r = orig(*a, **k)
+    took["load"] = time.perf_counter() - t
+    return r
+setattr(b, name, timed)
+res = build_report([sys.argv[1]], sys.argv[2], engine=engine, pool=False)
+print("RESULT", len(res.table.rows), took["load"])
 """
 
 
-def run_child(records: Path, out: Path, engine: str) -> tuple[float, float, int]:
-    """(seconds, peak RSS MiB, table rows) of one full report in a fresh process."""
+def run_child(records: Path, out: Path, engine: str) -> tuple[float, float, float]:
+    """(seconds, peak RSS MiB, seconds to the table) of one full report in a fresh process."""
     code = (
         "import resource, subprocess, sys\n"
         "p = subprocess.run([sys.executable, '-c', sys.argv[1], *sys.argv[2:]],"
@@ -203,8 +212,9 @@ def run_child(records: Path, out: Path, engine: str) -> tuple[float, float, int]
     wall = time.perf_counter() - t0
     if p.returncode != 0:
         raise SystemExit(f"report_scale: the {engine} report failed:\n{p.stderr[-3000:]}")
-    _, rows, maxrss_kib = p.stdout.split()  # wall time: interpreter start and imports too
-    return wall, int(maxrss_kib) / 1024.0, int(rows)
+    line = next(ln for ln in reversed(p.stdout.splitlines()) if ln.startswith("RESULT"))
+    _, _rows, load_s, maxrss_kib = line.split()  # wall: interpreter start and imports too
+    return wall, int(maxrss_kib) / 1024.0, float(load_s)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -218,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         print("report_scale: error: --sizes takes counts of 100 or more", file=sys.stderr)
         return 2
     base = args.keep or Path(tempfile.mkdtemp(prefix="gpulab-report-scale-", dir="/tmp"))
-    rows: list[tuple[int, str, float, float, float]] = []
+    rows: list[tuple[int, str, float, float, float, float]] = []
     try:
         for n in args.sizes:
             recs = base / f"records-{n}"
@@ -230,10 +240,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{n:>9,} records written in {gen:.1f} s ({size:,.0f} MiB)", flush=True)
             engines = ["duckdb"] + (["python"] if args.legacy and n in args.legacy_sizes else [])
             for engine in engines:
-                secs, rss, _ = run_child(recs, base / f"report-{n}-{engine}", engine)
-                rows.append((n, engine, secs, n / secs, rss))
+                secs, rss, load_s = run_child(recs, base / f"report-{n}-{engine}", engine)
+                rows.append((n, engine, secs, n / secs, rss, load_s))
                 print(
-                    f"{n:>9,} {engine:<7} {secs:8.1f} s {n / secs:>11,.0f} rec/s {rss:8.0f} MiB",
+                    f"{n:>9,} {engine:<7} {secs:8.1f} s {n / secs:>11,.0f} rec/s {rss:8.0f} MiB"
+                    f"  (records to table {load_s:.1f} s)",
                     flush=True,
                 )
             if args.keep is None:
@@ -241,12 +252,12 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)
-    print("\n| records | engine | seconds | records/s | peak RSS (MiB) |")
-    print("|---:|---|---:|---:|---:|")
-    for n, engine, secs, rate, rss in rows:
-        print(f"| {n:,} | {engine} | {secs:.1f} | {rate:,.0f} | {rss:,.0f} |")
-    by = {(n, e): s for n, e, s, _, _ in rows}
-    for n in sorted({n for n, _, _, _, _ in rows}):
+    print("\n| records | engine | full report (s) | records/s | peak RSS (MiB) | to table (s) |")
+    print("|---:|---|---:|---:|---:|---:|")
+    for n, engine, secs, rate, rss, load_s in rows:
+        print(f"| {n:,} | {engine} | {secs:.1f} | {rate:,.0f} | {rss:,.0f} | {load_s:.1f} |")
+    by = {(n, e): s for n, e, s, _, _, _ in rows}
+    for n in sorted({r[0] for r in rows}):
         if (n, "python") in by:
             ratio = by[(n, "python")] / by[(n, "duckdb")]
             print(f"{n:,} records: DuckDB path {ratio:.1f}x faster than the Python path")

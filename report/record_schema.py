@@ -71,13 +71,13 @@ _ANNOTATION: dict[Any, Any] = {
 
 def _annotation(name: str, typ: Any) -> Any:
     if name == "schema_version":
-        return Literal[READABLE_VERSIONS]  # type: ignore[valid-type]
+        return Literal[READABLE_VERSIONS]
     if name == "status":
-        return Literal[STATUSES]  # type: ignore[valid-type]
+        return Literal[STATUSES]
     if name == "kind":
-        return Literal[KINDS]  # type: ignore[valid-type]
+        return Literal[KINDS]
     if name == "virtualization":
-        return Literal[VIRTUALIZATIONS]  # type: ignore[valid-type]
+        return Literal[VIRTUALIZATIONS]
     return _ANNOTATION[typ]
 
 
@@ -93,7 +93,7 @@ def record_model() -> Any:
             _annotation(name, typ),
             Field(default=None, description=DESCRIPTIONS.get(name)),
         )
-    return create_model(  # type: ignore[call-overload]
+    return create_model(
         "GpulabRecord", __config__=ConfigDict(extra="forbid", strict=True), **fields
     )
 

@@ -172,8 +172,11 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
                     "virt VARCHAR, err_set BOOLEAN, unknown BOOLEAN)")  # fmt: skip
         con.executemany("INSERT INTO bad VALUES (?, ?, ?, ?, ?, ?, ?)", [list(c) for c in bad])
         rows = con.execute(
-            "SELECT DISTINCT fi FROM rec JOIN bad USING (sig, sv, status, kind, virt, err_set, "
-            "unknown)"
+            "SELECT DISTINCT fi FROM rec JOIN bad ON "
+            + " AND ".join(
+                f"rec.{c} IS NOT DISTINCT FROM bad.{c}"
+                for c in ("sig", "sv", "status", "kind", "virt", "err_set", "unknown")
+            )
         ).fetchall()
         slow |= {int(r[0]) for r in rows}
         con.execute("DELETE FROM rec WHERE list_contains(?, fi)", [sorted(slow)])
@@ -189,7 +192,7 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
             names.append(str(p))
         if names:
             load(names)
-    total = int(con.execute("SELECT count(*) FROM rec").fetchone()[0])  # type: ignore[index]
+    total = int(con.execute("SELECT count(*) FROM rec").fetchone()[0])
     if total == 0:
         raise _no_records(inputs, problems)
     con.execute(
@@ -198,12 +201,12 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
     )
     con.execute(f"CREATE TEMP VIEW ro AS SELECT rowid AS r, {ORD} AS o, * FROM rec")
     problems += _unset_notes(con, labels)
-    total = int(con.execute("SELECT count(*) FROM rec").fetchone()[0])  # type: ignore[index]
+    total = int(con.execute("SELECT count(*) FROM rec").fetchone()[0])
     _throttle(con, tmp)
     excluded, capped = _left_out(con)
     kept_where = f"status = 'ok' AND (thr_bits & {THROTTLE_MASK}) = 0"
     con.execute(f"CREATE TEMP VIEW k AS SELECT * FROM ro WHERE {kept_where}")
-    kept = int(con.execute("SELECT count(*) FROM k").fetchone()[0])  # type: ignore[index]
+    kept = int(con.execute("SELECT count(*) FROM k").fetchone()[0])
     claim_lists = [
         (_loads(c) or [], int(n))
         for c, n in con.execute("SELECT claims, count(*) FROM rec GROUP BY claims").fetchall()

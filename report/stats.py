@@ -52,7 +52,7 @@ def _resampled_medians(xs: np.ndarray, rng: np.random.Generator, n_boot: int) ->
     m = n // 2
     u1 = rng.beta(m, n - m + 1, size=n_boot)
     u2 = u1 + (1.0 - u1) * rng.beta(1, n - m, size=n_boot)
-    return (at(u1) + at(u2)) / 2.0
+    return np.asarray((at(u1) + at(u2)) / 2.0)
 
 
 @dataclass(frozen=True)

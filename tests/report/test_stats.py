@@ -105,3 +105,21 @@ def test_cv_flag_above_three_percent(values: list[float], flag: bool) -> None:
     assert cv == pytest.approx(statistics.stdev(values) / statistics.fmean(values))
     assert summarize(values, "k").cv_flag is flag
     assert (cv > CV_FLAG) is flag
+
+
+def test_bootstrap_of_many_repetitions_matches_resampling_every_value() -> None:
+    """Above EXACT_N values the resampled medians come from their exact distribution: the
+    interval agrees with brute-force resampling (same estimator), for odd and even n."""
+    import numpy as np
+
+    from report.stats import EXACT_N, bootstrap_ci
+
+    rng = np.random.default_rng(7)
+    for n in (EXACT_N + 301, EXACT_N + 300):
+        xs = rng.lognormal(0.0, 0.3, size=n)
+        lo, hi = bootstrap_ci(list(xs), f"many-{n}")
+        idx = np.random.default_rng(1).integers(0, n, size=(4000, n))
+        blo, bhi = np.quantile(np.median(xs[idx], axis=1), [0.025, 0.975])
+        width = bhi - blo
+        assert abs(lo - blo) < 0.15 * width and abs(hi - bhi) < 0.15 * width
+        assert lo < float(np.median(xs)) < hi
