@@ -52,6 +52,9 @@ def report_cmd(
     ] = False,
     title: Annotated[str, typer.Option(metavar="TEXT", help="Report title.")] = "gpulab report",
     json_out: JsonOpt = False,
+    pool: Annotated[
+        bool, typer.Option("--pool", help="Pool repetitions of several runs on purpose.")
+    ] = False,
 ) -> None:
     """Compare arms normalized to a baseline, judge the published claims, write HTML/MD/CSV.
 
@@ -87,6 +90,7 @@ def report_cmd(
         published=published,
         embed_figures=not link_figures,
         title=title,
+        pool=pool,
     )
     if json_out:
         print_json(
