@@ -223,6 +223,8 @@ def _record(
         "options": dict(entry.options),
         "backend": job.backend,
         "timeout_s": entry.timeout_s,
+        # where the suite differs from its paper (workloads/suites/<suite>.yaml deviations)
+        "suite_deviations": list(suite.deviations),
     }
     params.update(fields.pop("params", None) or {})
     fingerprint = fields.pop("fingerprint", None) or {}

@@ -200,6 +200,56 @@ def _torch_step(model: Any, optimizer: Any, loss_fn: Any) -> TrainStep:
     return TrainStep(step)
 
 
+def compute_devices(count: int) -> list[str]:
+    """TensorFlow: ``count`` compute devices: the first GPUs, else logical CPU devices (made
+    here, so call before TensorFlow has initialised its devices; CI and CPU hosts)."""
+    import tensorflow as tf
+
+    gpus = tf.config.list_physical_devices("GPU")
+    if gpus:
+        if len(gpus) < count:
+            raise InputError(f"central storage over {count} GPUs: this host shows {len(gpus)}")
+        return [f"/GPU:{i}" for i in range(count)]
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    if count > 1:
+        tf.config.set_logical_device_configuration(
+            cpu, [tf.config.LogicalDeviceConfiguration() for _ in range(count)]
+        )
+    return [f"/CPU:{i}" for i in range(count)]
+
+
+def build_central_step(
+    model: Any, devices: list[str], optimizer: Any | None = None, loss_fn: Any | None = None
+) -> TrainStep:
+    """TensorFlow central storage (tf_cnn_benchmarks ``variable_update=parameter_server`` with
+    ``local_parameter_device=cpu``, CLOSER 2018 Table 1): the variables live on the CPU, the
+    batch is split over ``devices``, each computes its gradients there, the gradients are
+    averaged on the CPU and applied there, so every step copies weights to and gradients from
+    each device. Build the model under ``tf.device("/CPU:0")`` first."""
+    import tensorflow as tf
+
+    optimizer = optimizer or make_optimizer()
+    loss_fn = loss_fn or default_loss()
+    with tf.device("/CPU:0"):
+        optimizer.build(model.trainable_variables)
+    n = len(devices)
+
+    def step(images: Any, labels: Any) -> Any:
+        xs, ys = tf.split(images, n), tf.split(labels, n)
+        losses, grads = [], []
+        for dev, x, y in zip(devices, xs, ys, strict=True):
+            with tf.device(dev), tf.GradientTape() as tape:
+                loss = loss_fn(y, model(x, training=True))
+            losses.append(loss)
+            grads.append(tape.gradient(loss, model.trainable_variables))
+        with tf.device("/CPU:0"):
+            mean = [tf.add_n(list(g)) / n for g in zip(*grads, strict=True)]
+            optimizer.apply(mean, model.trainable_variables)
+            return tf.add_n(losses) / n
+
+    return TrainStep(tf.function(step, jit_compile=False))
+
+
 def blocking(step: TrainStep, get_batch: Callable[[], tuple[Any, Any]]) -> Callable[[], float]:
     """A no-argument step for :func:`workloads.timing.timed_loop` that waits for the device."""
 

@@ -18,7 +18,8 @@ from workloads.errors import InputError
 from workloads.inputs import read_input_text
 
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
-TOP_KEYS = ("name", "description", "defaults", "experiments")
+TOP_KEYS = ("name", "description", "defaults", "experiments", "deviations")
+MAX_DEVIATIONS = 100  # lines of a suite's deviations list
 ENTRY_KEYS = (
     "experiment",
     "model",
@@ -71,6 +72,9 @@ class Suite:
     entries: tuple[Entry, ...]
     description: str = ""
     path: str | None = None
+    # where the suite still differs from the paper it reproduces, one line each; every
+    # record carries them in params.suite_deviations (the report shows them by the claim)
+    deviations: tuple[str, ...] = ()
 
     @property
     def measurements(self) -> int:
@@ -238,7 +242,17 @@ def parse_suite(doc: Any, name: str, path: str | None = None) -> Suite:
     suite_name = doc.get("name", name)
     if not isinstance(suite_name, str) or not suite_name or len(suite_name) > 200:
         raise InputError(f"{where}: 'name' must be a non-empty string of up to 200 characters")
-    return _bounded(Suite(suite_name, tuple(entries), str(doc.get("description", "")), path))
+    deviations = doc.get("deviations") or []
+    if (
+        not isinstance(deviations, list)
+        or len(deviations) > MAX_DEVIATIONS
+        or not all(isinstance(d, str) and d.strip() for d in deviations)
+    ):
+        raise InputError(
+            f"{where}: 'deviations' must be a list of at most {MAX_DEVIATIONS} non-empty strings"
+        )
+    suite = Suite(suite_name, tuple(entries), str(doc.get("description", "")), path)
+    return _bounded(replace(suite, deviations=tuple(d.strip() for d in deviations)))
 
 
 def _bounded(suite: Suite) -> Suite:

@@ -94,3 +94,43 @@ def test_mnist_directory_plain_and_gz(tmp_path) -> None:
     assert mnist.load_mnist(tmp_path / "gz", "test")[0].shape == (10, 28, 28)
     with pytest.raises(InputError, match="t10k-images-idx3-ubyte"):
         mnist.load_mnist(tmp_path / "gz" / "..", "test")
+
+
+def test_real_source_overlaps_input_and_wraps_labels(shards) -> None:
+    """The ``real`` source on TensorFlow: batches wrapped to the model's classes, and the
+    overlap it used named (host prefetch here: no GPU)."""
+    from workloads.data.sources import real_source
+    from workloads.models import MODELS
+
+    out, _ = shards
+    spec = MODELS["alexnet"]
+    get_batch = real_source(spec, 4, 32, {"data_dir": str(out)})
+    images, labels = get_batch()
+    assert tuple(images.shape) == (4, 32, 32, 3)
+    assert int(np.max(labels.numpy())) < spec.num_classes
+    assert get_batch.overlap.startswith("tf.data")  # type: ignore[attr-defined]
+
+
+def test_jax_double_buffering_keeps_two_batches_on_the_device(shards) -> None:
+    """JAX: device copies of the next batches are made before the step that uses them."""
+    import jax
+
+    from workloads.data.prefetch import overlapped
+
+    out, _ = shards
+    ds = imagenet.train_dataset(
+        out, batch_size=2, image_size=32, options=imagenet.PipelineOptions(shuffle_buffer=4)
+    )
+    pulled = []
+    base = iter(ds)
+
+    def counting():
+        for item in base:
+            pulled.append(1)
+            yield item
+
+    get_batch = overlapped(counting(), "jax")
+    images, _ = get_batch()
+    assert isinstance(images, jax.Array) and images.shape == (2, 32, 32, 3)
+    assert len(pulled) == 3  # the batch returned, plus two already on their way
+    assert "device_put" in get_batch.overlap

@@ -33,10 +33,14 @@ def _record(fields: dict) -> dict:
 
 
 def test_parameter_server_one_ps_two_workers() -> None:
-    rec = _record(distributed.run(_job(mode="ps", workers=2)))
+    """Synchronous parameter-server training (sync: a step barrier per round): one round
+    time per timed step, and the mode in the record."""
+    rec = _record(distributed.run(_job(mode="ps", workers=2, sync=True)))
     assert rec["status"] == "ok", rec.get("error")
     p = rec["params"]
     assert p["strategy"] == "ParameterServerStrategy"
+    assert p["ps_training"] == "synchronous (step barrier per round)"
+    assert len(rec["step_times_s"]) == 4 and all(t > 0 for t in rec["step_times_s"])
     assert sorted(p["tasks"]) == ["chief:0", "ps:0", "worker:0", "worker:1"]
     assert all(a.startswith("127.0.0.1:") for addrs in p["cluster"].values() for a in addrs)
     assert rec["global_batch"] == 32 and rec["images_per_sec"] > 0
@@ -90,6 +94,7 @@ def test_hosts_and_task_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
     ("options", "match"),
     [
         ({"mode": "ring"}, "'mode'"),
+        ({"sync": "yes"}, "'sync'"),
         ({"workers": 0}, "'workers'"),
         ({"hosts": []}, "'hosts'"),
         ({"hosts": ["10.0.0.9"]}, "'base_port'"),

@@ -41,10 +41,21 @@ def _record(fields: dict, scenario: str) -> dict:
 
 
 def test_shared_foreground_alone_then_beside_a_background_job() -> None:
-    rec = _record(
-        shared.run(_job("shared", background_model="mnist_cnn", background_batch=64)), "shared"
+    """Order alternated: repeat 1 runs the shared measurement first, then the alone one
+    (after the background is stopped); each instance's CUDA_VISIBLE_DEVICES recorded."""
+    job = _job(
+        "shared",
+        background_model="mnist_cnn",
+        background_batch=64,
+        order="alternate",
+        foreground_env={"CUDA_VISIBLE_DEVICES": ""},
+        background_env={"CUDA_VISIBLE_DEVICES": ""},
     )
+    job.repeat = 1
+    rec = _record(shared.run(job), "shared")
     assert rec["status"] == "ok", rec.get("error")
+    assert rec["params"]["run_order"] == "shared-first" and rec["params"]["order"] == "alternate"
+    assert rec["params"]["background_cuda_visible_devices"] == ""
     m = rec["metrics"]
     assert m["images_per_sec_alone"] > 0 and m["images_per_sec_shared"] > 0
     assert rec["images_per_sec"] == m["images_per_sec_shared"]
@@ -191,6 +202,57 @@ def test_sharing_wrapper_that_fails_is_a_failed_record() -> None:
     fields = sharing.run(_job("sharing", jobs=1, baseline_wrapper=["/bin/false"]))
     assert fields["status"] == "failed" and "baseline" in fields["error"]
     assert "exited 1" in fields["error"]
+
+
+def test_shared_order_alternates_and_random_is_seeded() -> None:
+    assert [shared.alone_first("alternate", r, 0) for r in range(4)] == [True, False, True, False]
+    assert all(shared.alone_first("alone-first", r, 0) for r in range(3))
+    draws = [shared.alone_first("random", r, 7) for r in range(40)]
+    assert draws == [shared.alone_first("random", r, 7) for r in range(40)]
+    assert 5 < sum(draws) < 35  # both orders occur
+
+
+def test_partition_mechanisms_and_their_absence(monkeypatch: pytest.MonkeyPatch) -> None:
+    from workloads import partition
+
+    monkeypatch.setattr(partition, "mps_available", lambda: False)
+    assert partition.choose("none", 0.25, None) == ("none", {})
+    mech, env = partition.choose("auto", 0.25, None)
+    assert mech == "memory" and env["GPULAB_GPU_SHARE"] == "0.25"
+    assert env["XLA_PYTHON_CLIENT_MEM_FRACTION"] == "0.250"
+    assert partition.choose("auto", 0.25, ["bitfusion", "run", "--"])[0] == "wrapper"
+    with pytest.raises(ValueError, match="MPS control daemon"):
+        partition.choose("mps", 0.25, None)
+    with pytest.raises(ValueError, match="needs a wrapper"):
+        partition.choose("wrapper", 0.25, None)
+    monkeypatch.setattr(partition, "mps_available", lambda: True)
+    mech, env = partition.choose("auto", 0.25, None)
+    assert mech == "mps" and env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "25"
+
+
+def test_partition_in_a_child_without_a_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    from workloads import partition
+
+    monkeypatch.delenv(partition.SHARE_ENV, raising=False)
+    assert partition.apply_in_child("tensorflow") is None
+    monkeypatch.setenv(partition.SHARE_ENV, "0.25")
+    monkeypatch.setenv(partition.MECHANISM_ENV, "memory")
+    monkeypatch.setattr(partition, "_gpu_memory_mib", lambda: [])
+    info = partition.apply_in_child("tensorflow")
+    assert info == {
+        "mechanism": "memory",
+        "share": 0.25,
+        "mps_active_thread_percentage": None,
+        "memory_cap": "not applied: no GPU visible",
+    }
+
+
+def test_sharing_mps_without_its_daemon_is_skipped(monkeypatch: pytest.MonkeyPatch) -> None:
+    from workloads import partition
+
+    monkeypatch.setattr(partition, "mps_available", lambda: False)
+    fields = sharing.run(_job("sharing", jobs=2, partition="mps"))
+    assert fields["status"] == "skipped" and "MPS control daemon" in fields["error"]
 
 
 @pytest.mark.parametrize(

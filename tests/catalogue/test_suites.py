@@ -123,3 +123,51 @@ def test_catalogue_smoke_covers_every_catalogue_scenario() -> None:
         "ps",
         "allreduce",
     }
+
+
+SEED_SUITES = ("closer2018", "vmware-mnist", "ibm-containers", "bitfusion-sharing")
+
+
+@pytest.mark.parametrize("name", SEED_SUITES)
+def test_seed_suites_state_their_deviations_and_five_repeats(name: str) -> None:
+    suite = load_suite(name)
+    assert suite.deviations and all(len(d) > 20 for d in suite.deviations)
+    assert all(e.repeats >= 5 for e in suite.entries)
+
+
+def test_closer2018_uses_the_papers_setups() -> None:
+    suite = load_suite("closer2018")
+    by = {(e.experiment, e.model): e for e in suite.entries}
+    single = by[("single_synthetic", "resnet50")]
+    assert single.options == {"variables": "cpu", "devices": 2}
+    dist = by[("distributed_synthetic", "alexnet")]
+    assert dist.options["mode"] == "ps" and dist.options["sync"] is True
+    sh = by[("shared", "resnet50")].options
+    assert (
+        sh["foreground_env"]["CUDA_VISIBLE_DEVICES"] != sh["background_env"]["CUDA_VISIBLE_DEVICES"]
+    )
+    assert sh["order"] == "alternate"
+
+
+def test_bitfusion_sharing_names_a_partition() -> None:
+    e = load_suite("bitfusion-sharing").entries[0]
+    assert e.options["partition"] == "auto" and e.options["share"] == 0.25
+
+
+@pytest.mark.parametrize("bad", ["one line", [""], [1], {"a": "b"}])
+def test_bad_deviations_are_refused(bad: object) -> None:
+    doc = {"experiments": [{"experiment": "x", "model": "alexnet"}], "deviations": bad}
+    with pytest.raises(InputError, match="'deviations' must be a list"):
+        parse_suite(doc, "t")
+
+
+def test_records_carry_the_suite_deviations(tmp_path: Path) -> None:
+    """Every record of a run carries its suite's deviations (params.suite_deviations)."""
+    from workloads.bench import run_bench
+
+    doc = {
+        "experiments": [{"experiment": "x", "model": "mnist_cnn", "repeats": 1}],
+        "deviations": ["not the paper's GPU"],
+    }
+    res = run_bench(parse_suite(doc, "t"), tmp_path / "o.jsonl", python="/bin/true")
+    assert res.records[0]["params"]["suite_deviations"] == ["not the paper's GPU"]

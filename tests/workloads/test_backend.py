@@ -69,3 +69,30 @@ def test_no_backend_or_a_missing_one_is_bad_input(installed):
         step.check_backend("jax")
     with pytest.raises(InputError, match="unknown backend 'mxnet'"):
         step.check_backend("mxnet")
+
+
+@pytest.mark.tf
+def test_central_storage_step_keeps_variables_on_the_cpu_and_averages() -> None:
+    """Central storage (variables on the CPU, batch split over the compute devices, averaged
+    gradients): here two "devices" are the CPU twice, so one step equals one plain SGD step
+    on the whole batch."""
+    import numpy as np
+
+    keras = pytest.importorskip("keras")
+    tf = pytest.importorskip("tensorflow")
+    from workloads.step import build_central_step, build_train_step, make_optimizer
+
+    def model() -> object:
+        keras.utils.set_random_seed(3)
+        return keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+
+    x = np.random.RandomState(0).rand(8, 4).astype("float32")
+    y = np.array([0, 1, 2, 0, 1, 2, 0, 1], dtype="int32")
+    with tf.device("/CPU:0"):
+        central = model()
+    build_central_step(central, ["/CPU:0", "/CPU:0"], make_optimizer(0.1))(x, y)
+    plain = model()
+    build_train_step(plain, make_optimizer(0.1))(x, y)
+    assert "CPU" in central.trainable_variables[0].value.device
+    for a, b in zip(central.get_weights(), plain.get_weights(), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

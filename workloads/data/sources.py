@@ -2,8 +2,9 @@
 
 The directory is the entry's option ``data_dir`` when its scenario takes one, else
 ``$GPULAB_DATA_DIR`` (a lab-specific path, so suites stay unchanged between labs). Batches come
-from :func:`workloads.data.imagenet.train_dataset` (tf_cnn_benchmarks' training preprocessing);
-on the JAX and PyTorch backends they are converted to that backend's tensors per step.
+from :func:`workloads.data.imagenet.train_dataset` (tf_cnn_benchmarks' training preprocessing),
+overlapped with compute on every backend (workloads.data.prefetch: TensorFlow prefetches onto
+the GPU, JAX and PyTorch double-buffer their device copies); ``get_batch.overlap`` says how.
 """
 
 from __future__ import annotations
@@ -47,18 +48,16 @@ def real_source(
         size,
         PipelineOptions(seed=seed if isinstance(seed, int) else None),
     )
-    it = iter(ds)
+    from workloads.data.prefetch import overlapped, tf_device_dataset
+
+    backend = keras.backend.backend()
     classes = spec.num_classes
-    convert = keras.backend.backend() != "tensorflow"
-
-    def get_batch() -> tuple[Any, Any]:
-        images, labels = next(it)
-        labels = labels % classes  # labels beyond the model's classes (1..1000 vs 1000) wrap
-        if convert:
-            return (
-                keras.ops.convert_to_tensor(images.numpy()),
-                keras.ops.convert_to_tensor(labels.numpy()),
-            )
-        return images, labels
-
-    return get_batch
+    # labels beyond the model's classes (1..1000 vs 1000) wrap, before any device copy
+    ds = ds.map(lambda images, labels: (images, labels % classes))
+    overlap = None
+    if backend == "tensorflow":
+        ds, overlap = tf_device_dataset(ds)
+    source = overlapped(iter(ds), backend)
+    if overlap is not None:
+        source.overlap = overlap
+    return source

@@ -15,6 +15,10 @@ Options::
     deadline_s: 600          every process is SIGKILLed after this; the run is then failed
     data_dir: DIR            ImageNet-format shards for data: real (default $GPULAB_DATA_DIR)
     learning_rate: 0.005
+    sync: false              ps mode: true = synchronous rounds, a step barrier after one step
+                             per worker (coordinator.join), round times kept as step_times_s;
+                             false = TF2's asynchronous scheduling. The record's
+                             params.ps_training says which ran (allreduce: always synchronous).
 
 Without ``hosts`` in the options, ``$GPULAB_DIST_HOSTS`` (comma-separated addresses, ports from
 ``$GPULAB_DIST_BASE_PORT``, default 2222) and ``$GPULAB_DIST_TASK`` (this host's task, which
@@ -52,6 +56,7 @@ DEFAULTS: dict[str, Any] = {
     "launch": "local",
     "deadline_s": 600.0,
     "learning_rate": 0.005,
+    "sync": False,
 }
 KNOWN = {*DEFAULTS, "task", "data_dir"}
 
@@ -92,6 +97,8 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
         _parse_task(out.get("task"))
     positive_number(out, "deadline_s")
     positive_number(out, "learning_rate")
+    if not isinstance(out["sync"], bool):
+        raise InputError(f"option 'sync' must be true or false, got {out['sync']!r}")
     return out
 
 
@@ -240,6 +247,7 @@ def run(job: Any) -> dict[str, Any]:
                     "data_dir": data_dir,
                     "result": str(result),
                     "learning_rate": float(opts["learning_rate"]),
+                    "sync": bool(opts["sync"]),
                 }
                 env = {
                     "TF_CONFIG": render_tf_config(cluster, role, idx),
@@ -272,6 +280,13 @@ def run(job: Any) -> dict[str, Any]:
         "deadline_s": deadline_s,
         "strategy": (
             "ParameterServerStrategy" if opts["mode"] == "ps" else "MultiWorkerMirroredStrategy"
+        ),
+        "ps_training": (
+            "synchronous all-reduce"
+            if opts["mode"] == "allreduce"
+            else "synchronous (step barrier per round)"
+            if opts["sync"]
+            else "asynchronous"
         ),
     }
     if not done or len(outputs) < len(reporters):

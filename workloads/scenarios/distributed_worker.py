@@ -66,13 +66,29 @@ def run_chief(spec: dict[str, Any], resolver: Any) -> dict[str, Any]:
         images, labels = next(it)
         return strategy.run(body, args=(images, labels))
 
-    for _ in range(spec["warmup"] * workers):
-        coord.schedule(train, args=(iterator,))
-    coord.join()
+    sync = bool(spec.get("sync", False))
+
+    def rounds(count: int) -> list[float]:
+        """``count`` x ``workers`` steps; with ``sync`` a barrier (join) after each round of
+        one step per worker, so no worker runs ahead (synchronous training), and the
+        round times are kept as step times."""
+        times: list[float] = []
+        if not sync:
+            for _ in range(count * workers):
+                coord.schedule(train, args=(iterator,))
+            coord.join()
+            return times
+        for _ in range(count):
+            t0 = time.perf_counter()
+            for _ in range(workers):
+                coord.schedule(train, args=(iterator,))
+            coord.join()
+            times.append(time.perf_counter() - t0)
+        return times
+
+    rounds(spec["warmup"])
     start = time.perf_counter()
-    for _ in range(spec["steps"] * workers):
-        coord.schedule(train, args=(iterator,))
-    coord.join()
+    step_times = rounds(spec["steps"])
     wall = time.perf_counter() - start
     images = spec["batch"] * spec["steps"] * workers
     return {
@@ -80,8 +96,9 @@ def run_chief(spec: dict[str, Any], resolver: Any) -> dict[str, Any]:
         "wall_s": wall,
         "images": images,
         "workers": workers,
-        "step_times_s": [],
+        "step_times_s": step_times,
         "size": size,
+        "sync": sync,
     }
 
 

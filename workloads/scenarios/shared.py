@@ -18,9 +18,13 @@ A result whose window_overlap is below ``min_overlap`` (0.8) is refused (status 
 metrics kept): the background stopped too early for the run to be "shared".
 
 Options: background_model (alexnet), background_batch (512), background_image_size (the
-model's full size), foreground_env / background_env (e.g. {CUDA_VISIBLE_DEVICES: "1"} to put
-them on different GPUs), deadline_s (600: every job is killed at it), min_overlap (0.8),
-plus the ``single`` options seed, learning_rate.
+model's full size), foreground_env / background_env (e.g. {CUDA_VISIBLE_DEVICES: "1"} to give
+each instance its own GPU, CLOSER's setting), deadline_s (600: every job is killed at it),
+min_overlap (0.8), order (``alone-first``; ``alternate``: alone first on even repeats, after
+the shared run on odd ones; ``random``: seeded by order_seed and the repeat), order_seed (0),
+plus the ``single`` options seed, learning_rate. The record carries ``params.run_order``
+(``alone-first`` or ``shared-first``), the order option and seed, and each instance's
+CUDA_VISIBLE_DEVICES.
 """
 
 from __future__ import annotations
@@ -43,7 +47,21 @@ DEFAULTS: dict[str, Any] = {
     "background_env": {},
     "deadline_s": 600.0,
     "min_overlap": 0.8,
+    "order": "alone-first",
+    "order_seed": 0,
 }
+ORDERS = ("alone-first", "alternate", "random")
+
+
+def alone_first(order: str, repeat: int, seed: int) -> bool:
+    """Whether the alone run goes before the shared one in repetition ``repeat``."""
+    if order == "alternate":
+        return repeat % 2 == 0
+    if order == "random":
+        import random
+
+        return random.Random(f"{seed}:{repeat}").random() < 0.5
+    return True
 
 
 def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -67,6 +85,11 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
             raise InputError(f"option {key!r} must map variable names to strings, got {v!r}")
     positive_number(out, "deadline_s")
     fraction(out, "min_overlap")
+    if out["order"] not in ORDERS:
+        raise InputError(f"option 'order' must be one of {', '.join(ORDERS)}, got {out['order']!r}")
+    seed = out["order_seed"]
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise InputError(f"option 'order_seed' must be an integer, got {seed!r}")
     return out
 
 
@@ -108,9 +131,14 @@ def run(job: Any) -> dict[str, Any]:
     )
     with tempfile.TemporaryDirectory(prefix="gpulab-shared-") as tmp, ProcGroup(Path(tmp)) as group:
         end = time.monotonic() + deadline_s
-        job.on_step("alone", 0, 2)
-        alone_p = jobs.start_job(group, "alone", fg_job, env=opts["foreground_env"])
-        alone = jobs.finish(group, [alone_p], end)[0]
+        first = alone_first(opts["order"], job.repeat, opts["order_seed"])
+
+        def run_alone() -> dict[str, Any]:
+            job.on_step("alone", 0, 2)
+            alone_p = jobs.start_job(group, "alone", fg_job, env=opts["foreground_env"])
+            return jobs.finish(group, [alone_p], end)[0]
+
+        alone: dict[str, Any] = run_alone() if first else {}
         job.on_step("background", 1, 2)
         bg = jobs.start_job(group, "background", bg_job, env=opts["background_env"])
         if not jobs.wait_timed(bg, end):
@@ -127,6 +155,9 @@ def run(job: Any) -> dict[str, Any]:
         bg_during = len(jobs.protocol(bg)[0]) - bg_before
         bg_alive = bg.popen.poll() is None
         bg_last = time.time() if bg_alive else _last_write(bg.log)
+        if not first:
+            group.kill(bg)  # the background is gone before the alone run
+            alone = run_alone()
         group.close()
     failed = [n for n, r in (("alone", alone), ("shared", shared)) if r.get("status") != "ok"]
     params = {
@@ -134,6 +165,11 @@ def run(job: Any) -> dict[str, Any]:
         "background_batch": bg_job.batch,
         "background_image_size": bg_job.image_size,
         "background_ran_throughout": bg_alive,
+        "run_order": "alone-first" if first else "shared-first",
+        "order": opts["order"],
+        "order_seed": opts["order_seed"],
+        "foreground_cuda_visible_devices": opts["foreground_env"].get("CUDA_VISIBLE_DEVICES"),
+        "background_cuda_visible_devices": opts["background_env"].get("CUDA_VISIBLE_DEVICES"),
         "alone_params": alone.get("params", {}),
         "alone_step_times_s": alone.get("step_times_s", []),
     }

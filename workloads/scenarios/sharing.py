@@ -31,6 +31,12 @@ every job), deadline_s (900: every job is killed at it), min_overlap (0.8), plus
 ``$GPULAB_SHARING_WRAPPER`` (a shell-quoted prefix) is used, so the execution environment
 (e.g. Bitfusion) can set it and the suite stays unchanged. The concurrent jobs run at least
 one warm-up step (the barrier follows the last one).
+
+Partitioning (workloads.partition): ``partition`` (``auto``, ``none``, ``memory``, ``mps``,
+``wrapper``; default ``none``) and ``share`` (default 1 / jobs) choose how each concurrent job
+gets its part of the GPU; ``params.partition`` records the mechanism chosen and what each job
+applied (``params.job_partitions``). A mechanism that cannot be had here (MPS without its
+daemon, a wrapper without a wrapper) is a ``skipped`` record naming why.
 """
 
 from __future__ import annotations
@@ -55,6 +61,8 @@ DEFAULTS: dict[str, Any] = {
     "env": {},
     "deadline_s": 900.0,
     "min_overlap": 0.8,
+    "partition": "none",
+    "share": None,
 }
 
 
@@ -70,6 +78,17 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
         raise InputError(f"option 'env' must map variable names to strings, got {env!r}")
     positive_number(out, "deadline_s")
     fraction(out, "min_overlap")
+    from workloads.partition import MECHANISMS
+
+    if out["partition"] not in MECHANISMS:
+        raise InputError(
+            f"option 'partition' must be one of {', '.join(MECHANISMS)}, got {out['partition']!r}"
+        )
+    if out["share"] is None:
+        out["share"] = 1.0 / n
+    share = out["share"]
+    if isinstance(share, bool) or not isinstance(share, int | float) or not 0 < share <= 1:
+        raise InputError(f"option 'share' must be a number > 0 and <= 1, got {share!r}")
     return out
 
 
@@ -84,6 +103,14 @@ def run(job: Any) -> dict[str, Any]:
     one = jobs.single_job(job)
     each = jobs.single_job(job, warmup=max(1, job.warmup))
     params: dict[str, Any] = {"jobs": n, "wrapper": opts["wrapper"]}
+    from workloads.partition import choose
+
+    try:
+        mechanism, part_env = choose(opts["partition"], float(opts["share"]), opts["wrapper"])
+    except ValueError as exc:
+        return {"status": "skipped", "error": str(exc), "params": params, "metrics": {}}
+    params["partition"] = {"asked": opts["partition"], "mechanism": mechanism}
+    params["partition"]["share"] = float(opts["share"])
     with (
         tempfile.TemporaryDirectory(prefix="gpulab-sharing-") as tmp,
         ProcGroup(Path(tmp)) as group,
@@ -97,7 +124,7 @@ def run(job: Any) -> dict[str, Any]:
         job.on_step("concurrent", 1, n + 1)
         gate = Barrier()
         try:
-            env = {**opts["env"], **gate.env(end - time.monotonic())}
+            env = {**opts["env"], **part_env, **gate.env(end - time.monotonic())}
             procs = [
                 jobs.start_job(group, f"job{i}", each, opts["wrapper"], env, pass_fds=gate.fds)
                 for i in range(n)
@@ -112,6 +139,7 @@ def run(job: Any) -> dict[str, Any]:
         finally:
             gate.close()
     params["single_params"] = base.get("params", {})
+    params["job_partitions"] = [(r.get("params") or {}).get("partition") for r in results]
     bad = [(f"job{i}", r) for i, r in enumerate(results) if r.get("status") != "ok"]
     if bad:
         return _failed(params, "; ".join(f"{name}: {r.get('error')}" for name, r in bad))

@@ -13,10 +13,14 @@ from typing import Any
 from workloads.errors import InputError
 from workloads.options import with_defaults
 
-OPTIONS = {"seed": int, "learning_rate": float}
+OPTIONS = {"seed": int, "learning_rate": float, "variables": str, "devices": int}
+PLACEMENTS = ("device", "cpu")
 
 
 def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """``variables``: ``device`` (default: one device holds and computes) or ``cpu`` (central
+    storage: variables on the CPU, the batch split over ``devices`` compute devices; TensorFlow
+    only; the entry's batch is per device, so the global batch is batch x devices)."""
     out = with_defaults(options, {}, "single", also=OPTIONS)
     for key, value in out.items():
         typ = OPTIONS[key]
@@ -25,6 +29,10 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
             raise InputError(f"option {key!r} must be {typ.__name__}, got {value!r}")
         if typ is float and value <= 0:
             raise InputError(f"option {key!r} must be > 0, got {value!r}")
+    if out.get("variables", "device") not in PLACEMENTS:
+        raise InputError(f"option 'variables' must be device or cpu, got {out['variables']!r}")
+    if out.get("devices", 1) < 1 or ("devices" in out and out.get("variables") != "cpu"):
+        raise InputError("option 'devices' must be >= 1 and goes with variables: cpu")
     return out
 
 
@@ -44,11 +52,34 @@ def run(job: Any) -> dict[str, Any]:
 
     spec = get_model(job.model)  # bad input fails before the framework import
     size = spec.check_image_size(job.image_size)
+    from workloads.partition import apply_in_child
+
+    partition = apply_in_child(job.backend)  # a memory cap before anything allocates
+    central = job.options.get("variables") == "cpu"
+    if central and job.backend != "tensorflow":
+        return {
+            "status": "skipped",
+            "error": f"variables: cpu (central storage) needs TensorFlow; backend {job.backend!r}",
+        }
     select_backend(job.backend)
-    model = spec.build(size)
     lr = float(job.options.get("learning_rate", DEFAULT_LEARNING_RATE))
-    step = build_train_step(model, make_optimizer(lr))
-    get_batch = DATA_SOURCES[job.data](spec, job.batch, size, job.options)
+    global_batch = job.batch
+    placement: dict[str, Any] = {"variables": "device", "compute_devices": None}
+    if central:
+        import tensorflow as tf
+
+        from workloads.step import build_central_step, compute_devices
+
+        devices = compute_devices(int(job.options.get("devices", 2)))
+        with tf.device("/CPU:0"):
+            model = spec.build(size)
+        step = build_central_step(model, devices, make_optimizer(lr))
+        global_batch = job.batch * len(devices)
+        placement = {"variables": "cpu (central storage)", "compute_devices": devices}
+    else:
+        model = spec.build(size)
+        step = build_train_step(model, make_optimizer(lr))
+    get_batch = DATA_SOURCES[job.data](spec, global_batch, size, job.options)
     run_step = blocking(step, get_batch)
     sampler = Sampler()
     timing = timed_loop(run_step, job.warmup, job.steps, on_step=job.on_step, window=sampler)
@@ -56,10 +87,10 @@ def run(job: Any) -> dict[str, Any]:
     metrics: dict[str, float] = dict(timing.summary())
     metrics.update(sampler.summary())
     return {
-        "images_per_sec": timing.images_per_sec(job.batch),
+        "images_per_sec": timing.images_per_sec(global_batch),
         "step_times_s": timing.step_times_s,
         "batch_size": job.batch,
-        "global_batch": job.batch,
+        "global_batch": global_batch,
         "metrics": metrics,
         "params": {
             "image_size": size,
@@ -80,5 +111,8 @@ def run(job: Any) -> dict[str, Any]:
             ),
             "nvml_samples": sampler.samples[-600:],
             "nvml_throttle_reasons": sampler.throttle_reasons(),
+            "partition": partition,
+            "variable_placement": placement,
+            "input_overlap": getattr(get_batch, "overlap", None),
         },
     }
