@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The main job on this machine alone (the `local` topology): set up the venv, then run the
-# smoke suite natively (and in a container when a Docker engine is reachable), print the
-# results table and write results/local/<run-id>.jsonl. Extra arguments go to `gpulab run local`.
+# built-in study studies/local-first-run.yaml (native, container when a Docker engine answers,
+# 2 concurrent jobs, 4-way sharing; CPU sizes), print its verdict table and write
+# results/study-local-first-run/. Extra arguments go to `gpulab study run`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-EXTRAS=${EXTRAS:-test} scripts/venv.sh
-exec .venv/bin/gpulab run local "$@"
+EXTRAS=${EXTRAS:-cpu} scripts/venv.sh  # a test venv (scripts/test.sh) has cpu too
+exec .venv/bin/gpulab study run local-first-run "$@"

@@ -137,7 +137,7 @@ def _report(j: Any, strict: bool, embed: bool = True) -> None:
     except NotPaired as exc:
         fail(str(exc))
         raise typer.Exit(1) from None
-    out = Console()
+    out = Console(soft_wrap=True)
     arms = Table(title=f"study {j.data['study']}: arms")
     for col in (
         "arm",

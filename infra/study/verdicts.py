@@ -94,11 +94,43 @@ def gpu_claim(pub: Any, claim: str) -> bool:
     return any(w in text for w in GPU_WORDS)
 
 
-def build(j: Journal, strict: bool = False, embed: bool = True) -> StudyReport:
+def _build_report(
+    files: list[Path], out_dir: Path, baseline: str, embed: bool, title: str
+) -> tuple[Any, str]:
+    """``report.build_report`` on the units' files; (result or None, a note when none).
+
+    The repeats of a study are separate runs, so they are pooled where the report asks
+    (``pool``). Should the streaming engine fail on these records, the Python engine is tried;
+    a report that cannot be built is a note, never a lost study.
+    """
+    import inspect
+
     from report import build_report
+    from report.build import build_report as real
+    from workloads.errors import InputError
+
+    params = inspect.signature(real).parameters
+    kw: dict[str, Any] = {"pool": True} if "pool" in params else {}
+    engines: list[dict[str, Any]] = [{}]
+    if "engine" in params:
+        engines.append({"engine": "python"})
+    note = ""
+    for extra in engines:
+        try:
+            rep = build_report(
+                files, out_dir, baseline=baseline, embed_figures=embed, title=title, **kw, **extra
+            )
+            return rep, ""
+        except InputError as exc:
+            return None, f"no report: {exc}"
+        except Exception as exc:  # the report's own fault never loses the study's results
+            note = f"no report (the report failed: {type(exc).__name__}: {exc})"
+    return None, note
+
+
+def build(j: Journal, strict: bool = False, embed: bool = True) -> StudyReport:
     from report.mapping import Arm as ReportArm
     from report.published import load_published
-    from workloads.errors import InputError
 
     files = [
         j.records_file(u)
@@ -131,16 +163,7 @@ def build(j: Journal, strict: bool = False, embed: bool = True) -> StudyReport:
     rep = None
     note = ""
     if records:
-        try:
-            rep = build_report(
-                files,
-                out_dir,
-                baseline=base.label,
-                embed_figures=embed,
-                title=f"study {j.data['study']}",
-            )
-        except InputError as exc:
-            note = f"no report: {exc}"
+        rep, note = _build_report(files, out_dir, base.label, embed, f"study {j.data['study']}")
     else:
         note = "no report: no unit has finished"
     pub = load_published()

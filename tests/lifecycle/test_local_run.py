@@ -203,3 +203,128 @@ def test_docker_arm_that_cannot_build_is_one_line_and_keeps_native(dockerd, tmp_
     assert [x["arm"] for x in records] == ["native"] and records[0]["status"] == "ok"
     assert summary["results"]["status"] == "ok"
     assert set(dockerd.docker("ps", "-aq").split()) <= before  # --force-rm: none left
+
+
+# --- the README's main command: `bash scripts/run-local.sh` runs the local first-run study ---
+
+FIRST_RUN_SUITES = {
+    "single.yaml": """name: fr-single
+defaults: {warmup: 1, steps: 2, repeats: 1, claims: [closer2018/single_synthetic]}
+experiments:
+  - {experiment: single_synthetic, model: mnist_cnn, batch: 16}
+""",
+    "shared.yaml": """name: fr-shared
+defaults: {scenario: shared, warmup: 1, steps: 3, repeats: 1, claims: [closer2018/shared]}
+experiments:
+  - experiment: shared
+    model: mnist_cnn
+    batch: 16
+    options: {background_model: mnist_cnn, background_batch: 16, min_overlap: 0.5}
+""",
+    "sharing.yaml": """name: fr-sharing
+defaults:
+  scenario: sharing
+  warmup: 1
+  steps: 3
+  repeats: 1
+  options: {jobs: 4, min_overlap: 0.3}
+  claims: [vmware_bitfusion_singularity/sharing_throughput]
+experiments:
+  - {experiment: sharing, model: mnist_cnn, batch: 16}
+""",
+}
+
+
+def test_run_local_script_runs_the_first_run_study() -> None:
+    script = (REPO / "scripts" / "run-local.sh").read_text().strip().splitlines()
+    assert script[-1] == 'exec .venv/bin/gpulab study run local-first-run "$@"'
+    from infra.study.model import load_study
+
+    study = load_study("local-first-run")
+    assert [(a.name, a.exec_env) for a in study.arms] == [
+        ("native", "native"),
+        ("docker", "docker"),
+        ("shared", "native"),
+        ("nway", "native"),
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.tf
+@pytest.mark.docker
+def test_first_run_study_native_docker_shared_nway(dockerd, tmp_path: Path) -> None:
+    """The built-in local-first-run study's arms, at the smallest sizes (its suites swapped for
+    MNIST-sized ones in a copy of the study file), with a real private dockerd."""
+    import yaml
+
+    doc = yaml.safe_load((REPO / "studies" / "local-first-run.yaml").read_text())
+    for name, text in FIRST_RUN_SUITES.items():
+        (tmp_path / name).write_text(text)
+    doc.update(repeats=1, suite="single.yaml")
+    doc["arms"][2]["suite"], doc["arms"][3]["suite"] = "shared.yaml", "sharing.yaml"
+    (tmp_path / "first.yaml").write_text(yaml.safe_dump(doc))
+    t0 = time.monotonic()
+    r = gpulab(
+        "study",
+        "run",
+        str(tmp_path / "first.yaml"),
+        "--results-dir",
+        str(tmp_path / "res"),
+        "--docker-host",
+        dockerd.host,
+        "--base-image",
+        dockerd.base_image,
+        "--docker-python",
+        "host",
+    )
+    print(f"\n[run-local] first-run study, 4 arms at MNIST size: {time.monotonic() - t0:.1f} s")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    out = tmp_path / "res" / "study-local-first-run"
+    j = json.loads((out / "study.json").read_text())
+    assert {k: v["status"] for k, v in j["units"].items()} == {
+        "native#1": "done",
+        "docker#1": "done",
+        "shared#1": "done",
+        "nway#1": "done",
+    }
+    recs = [json.loads(ln) for f in (out / "units").glob("*.r1.jsonl") for ln in f.open()]
+    assert {r["arm"] for r in recs} == {"native", "docker", "shared", "nway"}
+    assert {r["scenario"] for r in recs} == {"single", "shared", "sharing"}
+    rep = json.loads((out / "report" / "study.json").read_text())
+    labels = {v["claim"]: v["label"] for v in rep["verdicts"]}
+    assert set(labels.values()) == {"CPU-indicative"}
+    html = (out / "report" / "report.html").read_text()
+    assert "local/docker" in html and "local/nway" in html
+    assert "CPU-indicative" in r.stdout
+    assert list((out / "report" / "figures").glob("*.png"))
+
+
+@pytest.mark.tf
+def test_first_run_study_without_docker_skips_the_docker_arm_with_the_reason(
+    tmp_path: Path,
+) -> None:
+    import yaml
+
+    doc = yaml.safe_load((REPO / "studies" / "local-first-run.yaml").read_text())
+    (tmp_path / "single.yaml").write_text(FIRST_RUN_SUITES["single.yaml"])
+    doc.update(repeats=1, suite="single.yaml", arms=doc["arms"][:2])
+    (tmp_path / "first.yaml").write_text(yaml.safe_dump(doc))
+    sock = tmp_path / "no-such.sock"
+    r = gpulab(
+        "study",
+        "run",
+        str(tmp_path / "first.yaml"),
+        "--results-dir",
+        str(tmp_path / "res"),
+        "--docker-host",
+        f"unix://{sock}",
+    )
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    j = json.loads((tmp_path / "res/study-local-first-run/study.json").read_text())
+    assert j["units"]["native#1"]["status"] == "done"
+    assert j["units"]["docker#1"] == {
+        **j["units"]["docker#1"],
+        "status": "skipped",
+        "reason": f"no Docker engine reachable at unix://{sock}",
+    }
+    assert f"no Docker engine reachable at unix://{sock}" in r.stderr

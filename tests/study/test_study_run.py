@@ -1,0 +1,114 @@
+"""`gpulab study run` as a user runs it, with the real runner (TensorFlow) on this machine.
+
+The closer2018 study on the local topology (`--on-local`: each arm in its execution
+environment here; the docker arms need a Docker engine and are skipped with the reason when
+none answers) with a CPU-sized suite. The run is interrupted with SIGINT while an arm is
+measuring, then run again: the finished records stay, none is written twice, the study ends
+complete, and the report's verdict table labels the claims CPU-indicative.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.parts import REPO
+
+SUITE = Path(__file__).resolve().parent / "closer-cpu.yaml"
+
+
+def study(*args: str, results: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "infra.cli",
+        "study",
+        *args,
+        "--results-dir",
+        str(results),
+    ]
+
+
+def journal(results: Path) -> dict:
+    path = results / "study-closer2018" / "study.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def record_ids(results: Path) -> list[str]:
+    units = results / "study-closer2018" / "units"
+    return [
+        json.loads(line)["record_id"]
+        for f in sorted(units.glob("*.r[0-9].jsonl"))
+        for line in f.read_text().splitlines()
+        if line.strip()
+    ]
+
+
+@pytest.mark.slow
+@pytest.mark.tf
+def test_closer2018_on_local_interrupted_mid_arm_then_resumed(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    env = dict(os.environ, DOCKER_HOST="unix:///nonexistent/docker.sock", COLUMNS="200")
+    env.pop("GPULAB_RESULTS", None)
+    run = study("run", "closer2018", "--on-local", "--suite", str(SUITE), results=results)
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        run, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        # wait until the third unit (arm vm) is measuring, then Ctrl-C
+        deadline = time.monotonic() + 400
+        while time.monotonic() < deadline and proc.poll() is None:
+            units = journal(results).get("units", {})
+            if units.get("vm#1", {}).get("status") == "running":
+                break
+            time.sleep(0.5)
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(4)  # the runner has started
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err[-2000:]
+    assert "interrupted in arm vm, repeat 1" in err
+    j = journal(results)
+    status = {k: v["status"] for k, v in j["units"].items()}
+    assert status == {"bm#1": "done", "cbm#1": "skipped", "vm#1": "pending", "cvm#1": "pending"}
+    assert "no Docker engine" in j["units"]["cbm#1"]["reason"]
+    before = record_ids(results)
+    assert len(before) == j["units"]["bm#1"]["records"] == 1
+    print(f"\n[study] interrupted after {time.monotonic() - t0:.0f} s: records {len(before)}")
+
+    t1 = time.monotonic()
+    r = subprocess.run(run, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "resuming" in r.stderr and "[3/4] arm vm, repeat 1/1" in r.stderr
+    j = journal(results)
+    assert {k: v["status"] for k, v in j["units"].items()} == {
+        "bm#1": "done",
+        "cbm#1": "skipped",
+        "vm#1": "done",
+        "cvm#1": "skipped",
+    }
+    after = record_ids(results)
+    assert after[: len(before)] == before and len(after) == len(set(after)) == 2
+    print(
+        f"[study] resumed in {time.monotonic() - t1:.0f} s: records {len(before)} -> {len(after)}"
+    )
+    print(r.stdout)
+    # the verdict table: the claim the suite tests, judged on this CPU run and labelled so
+    rep = json.loads((results / "study-closer2018" / "report" / "study.json").read_text())
+    rows = {v["claim"]: v for v in rep["verdicts"]}
+    assert rows["closer2018/single_synthetic"]["label"] == "CPU-indicative"
+    assert rows["closer2018/single_synthetic"]["verdict"] != "not measured"
+    assert rows["closer2018/distributed_real"]["verdict"] == "not measured"
+    assert "closer2018/single_synthetic" in r.stdout and "CPU-indicative" in r.stdout
+    assert sorted(rep["missing_arms"]) == ["cbm", "cvm"]

@@ -1,0 +1,148 @@
+"""The study report from a journal and records made by a DOUBLE of the runner (no framework):
+the verdict table per claim (CPU-indicative without a GPU, GPU with one), the arms that are
+missing or failed, the paired-arm warnings on the claims they affect, and --strict."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from infra.cli import main
+from infra.study.driver import Driver, RunOptions
+from infra.study.model import load_study
+from infra.study.state import find_journal
+from tests.study.helpers import write_study
+from workloads.records import make_record
+
+SINGLE = "closer2018/single_synthetic"
+SHARED = "closer2018/shared"
+
+
+def fingerprint(tf: str, gpu: bool) -> dict:
+    fp: dict = {"cpu": {"model": "Xeon"}, "software": {"packages": {"tensorflow": tf}}}
+    fp["gpu"] = {"gpus": [{"name": "NVIDIA H100 80GB HBM3"}]} if gpu else {"gpus": []}
+    return fp
+
+
+class Runner:
+    """Records as the runner writes them: the native arm at 100 images/sec (10 s), the other
+    arm at ``rate`` (its elapsed time in proportion); ``tf`` per arm (a different framework version breaks the pairing)."""
+
+    def __init__(self, rate: float, tf: dict[str, str], gpu: bool = False) -> None:
+        self.rate, self.tf, self.gpu = rate, tf, gpu
+
+    def run(self, arm, suite, out, log, run_id):  # type: ignore[no-untyped-def]
+        from infra.study.local import UnitResult
+
+        if arm.name == "gone":
+            return UnitResult("failed", "runner exited 1: out of memory")
+        with out.open("a") as fh:
+            for i in range(3):
+                rec = make_record(
+                    run_id=run_id,
+                    suite="s",
+                    experiment="single_synthetic",
+                    model="mnist_cnn",
+                    batch_size=16,
+                    steps=5,
+                    warmup=1,
+                    repeat=i,
+                    arm=arm.label,
+                    topology="local",
+                    gpu_path="local",
+                    exec_env="native",
+                    virtualization="none" if arm.name == "native" else "container",
+                    sharing="exclusive",
+                    claims=[SINGLE],
+                    images_per_sec=(100.0 if arm.name == "native" else self.rate) + 0.1 * i,
+                    elapsed_s=10.0 if arm.name == "native" else 1000.0 / self.rate,
+                    fingerprint=fingerprint(self.tf[arm.name], self.gpu),
+                )
+                fh.write(json.dumps(rec) + "\n")
+        return UnitResult("done")
+
+
+def run_study(tmp_path: Path, runner: Runner) -> None:
+    write_study(
+        tmp_path,
+        repeats=1,
+        claims=[SINGLE, SHARED],
+        arms=[
+            {"name": "native", "stack": "local", "exec_env": "native"},
+            {"name": "box", "stack": "local", "exec_env": "native"},
+            {"name": "gone", "stack": "local", "exec_env": "native"},
+        ],
+    )
+    import io
+
+    from rich.console import Console
+
+    d = Driver(
+        load_study(str(tmp_path / "t.yaml")),
+        tmp_path / "results",
+        RunOptions(),
+        Console(file=io.StringIO()),
+    )
+    d.local = runner  # type: ignore[assignment]
+    d.run()
+
+
+def report(tmp_path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str]:
+    path = str(tmp_path / "t.yaml")
+    rc = main(["study", "report", path, "--results-dir", str(tmp_path / "results"), *extra])
+    cap = capsys.readouterr()
+    return rc, cap.out + cap.err
+
+
+def verdicts(tmp_path: Path) -> dict[str, dict]:
+    data = json.loads((tmp_path / "results/study-t/report/study.json").read_text())
+    return {v["claim"]: v for v in data["verdicts"]} | {"_": data}
+
+
+def test_verdict_table_cpu_indicative_and_missing_arms_double(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    run_study(tmp_path, Runner(95.0, {"native": "2.21.0", "box": "2.21.0", "gone": "2.21.0"}))
+    rc, out = report(tmp_path, capsys)
+    assert rc in (0, None)
+    v = verdicts(tmp_path)
+    assert v[SINGLE]["label"] == "CPU-indicative"
+    assert v[SINGLE]["verdict"] == "reproduced"  # 0.95x is within the paper's 15 %
+    assert "0.95" in v[SINGLE]["measured"]
+    assert v[SHARED]["verdict"] == "not measured"
+    assert v["_"]["missing_arms"] == ["gone"]
+    assert v["_"]["warnings"] == []
+    assert "arms without a finished unit: gone" in out
+    md = (tmp_path / "results/study-t/report/study.md").read_text()
+    assert "| gone | local | native | 0 | 1 | 0 | 0 | 0 | runner exited 1: out of memory |" in md
+    assert (tmp_path / "results/study-t/report/report.html").is_file()
+
+
+def test_a_slow_arm_is_not_reproduced_and_a_gpu_run_is_labelled_gpu_double(
+    tmp_path: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    run_study(tmp_path, Runner(50.0, dict.fromkeys(("native", "box", "gone"), "2.21.0"), gpu=True))
+    report(tmp_path, capsys)
+    v = verdicts(tmp_path)
+    assert (v[SINGLE]["verdict"], v[SINGLE]["label"]) == ("not reproduced", "GPU")
+
+
+def test_fingerprint_difference_warns_on_the_claim_and_strict_stops_double(
+    tmp_path: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    run_study(tmp_path, Runner(95.0, {"native": "2.21.0", "box": "2.20.0", "gone": "2.21.0"}))
+    rc, out = report(tmp_path, capsys)
+    v = verdicts(tmp_path)
+    assert v[SINGLE]["warnings"] == [
+        "box: framework: tensorflow 2.20.0 vs baseline native tensorflow 2.21.0"
+    ]
+    assert v[SHARED]["warnings"] == []  # the arm's records test single_synthetic only
+    assert "paired-arm warning, arm box: framework" in out
+    rc, out = report(tmp_path, capsys, "--strict")
+    assert rc == 1
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    assert lines == [
+        "gpulab: error: study t: arms not paired (1 difference(s)); first: arm box: "
+        "framework: tensorflow 2.20.0 vs baseline native tensorflow 2.21.0"
+    ]
+    assert find_journal(tmp_path / "results", "t").counts()["failed"] == 1
