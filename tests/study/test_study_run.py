@@ -73,7 +73,7 @@ def test_closer2018_on_local_interrupted_mid_arm_then_resumed(tmp_path: Path) ->
         assert proc.poll() is None, proc.communicate()
         time.sleep(4)  # the runner has started
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
+        _out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()

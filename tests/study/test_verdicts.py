@@ -28,7 +28,8 @@ def fingerprint(tf: str, gpu: bool) -> dict:
 
 class Runner:
     """Records as the runner writes them: the native arm at 100 images/sec (10 s), the other
-    arm at ``rate`` (its elapsed time in proportion); ``tf`` per arm (a different framework version breaks the pairing)."""
+    arm at ``rate`` (its elapsed time in proportion); ``tf`` per arm (a different framework
+    version breaks the pairing)."""
 
     def __init__(self, rate: float, tf: dict[str, str], gpu: bool = False) -> None:
         self.rate, self.tf, self.gpu = rate, tf, gpu
