@@ -41,12 +41,13 @@ class LabUnits:
         self.on_output = on_output
         self.auto = auto
         self.env = env or {}
-        self.repo = repo or REPO
+        self.repo = repo  # a fixed project (tests); else each arm's own
+        self.projects: dict[str, Path] = {}
 
-    def lab(self, stack: str) -> Lab:
+    def lab(self, stack: str, project: Path | None = None) -> Lab:
         return Lab(
             stack,
-            repo=self.repo,
+            repo=self.repo or project or REPO,
             auto=self.auto,
             on_output=self.on_output,
             env=self.env,
@@ -55,7 +56,7 @@ class LabUnits:
 
     def _configure(self, lab: Lab, arm: Arm) -> None:
         if arm.stack_file is not None:
-            target = self.repo / f"Pulumi.{arm.stack}.yaml"
+            target = (self.repo or REPO) / f"Pulumi.{arm.stack}.yaml"
             if not target.is_file():
                 shutil.copyfile(arm.stack_file, target)
         stack = lab._stack(create=True)
@@ -65,7 +66,8 @@ class LabUnits:
         stack.set_config("gpulab:execution_envs", cv(value=json.dumps([arm.exec_env])))
 
     def run(self, arm: Arm, rebuild: bool, out: Path) -> UnitResult:
-        lab = self.lab(arm.stack)
+        self.projects[arm.stack] = arm.project
+        lab = self.lab(arm.stack, arm.project)
         built = self.journal.built()
         started = time.time() - 1.0
         try:
@@ -76,7 +78,9 @@ class LabUnits:
                 built[arm.stack]["up"] = False
                 self.journal.save()
             if not built.get(arm.stack, {}).get("up"):
-                built.setdefault(arm.stack, {}).update(up=True, since=now())
+                built.setdefault(arm.stack, {}).update(
+                    up=True, since=now(), project=str(arm.project)
+                )
                 built[arm.stack].setdefault("arms", []).append(arm.name)
                 self.journal.save()  # before up: a failed up may leave resources to remove
                 outputs = lab.up()
@@ -115,6 +119,11 @@ class LabUnits:
                             n += 1
         return n
 
+    def _project(self, stack: str, info: dict[str, Any]) -> Path | None:
+        if stack in self.projects:
+            return self.projects[stack]
+        return Path(info["project"]) if info.get("project") else None
+
     def teardown(self, keep: bool) -> list[dict[str, Any]]:
         """``down`` on every stack the study built (it stays with ``keep``); one row each."""
         rows = []
@@ -125,7 +134,7 @@ class LabUnits:
                 rows.append({"stack": stack, "status": "kept", "reason": "--keep"})
                 continue
             try:
-                self.lab(stack).down()
+                self.lab(stack, self._project(stack, info)).down()
                 info["up"] = False
                 rows.append({"stack": stack, "status": "destroyed", "reason": ""})
             except (LabError, Exception) as exc:  # every stack gets its down, whatever fails

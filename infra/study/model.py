@@ -14,7 +14,7 @@ the repeats and their order, when to rebuild, and the published claims it checks
     claims: [closer2018/single_synthetic]  # ids of workloads/reference/published-results.yaml
     arms:
       - name: bm                           # plain name; the records' arm label
-        stack: ironic-bm                   # Pulumi.<stack>.yaml, or
+        stack: ironic-bm                   # Pulumi.<stack>.yaml (or examples/), or
         # stack_file: labs/bm.yaml         # a stack file (copied: Pulumi.study-<study>-<arm>.yaml)
         exec_env: native                   # infra/specs/execenv.py (aliases accepted)
         sharing: exclusive                 # optional, as the runner's --sharing
@@ -72,6 +72,11 @@ class Arm:
     sharing: str | None = None
     suite: str = ""  # resolved: a shipped name or an absolute .yaml path
     label: str = ""  # the records' arm label (default: the name)
+    project: Path = REPO  # the Pulumi project directory the stack belongs to
+
+    @property
+    def stack_path(self) -> Path:
+        return self.stack_file or self.project / f"Pulumi.{self.stack}.yaml"
 
     @property
     def is_local(self) -> bool:
@@ -99,6 +104,22 @@ class Study:
             if a.name == name:
                 return a
         raise KeyError(name)
+
+
+def stack_paths() -> dict[str, Path]:
+    """The project's stacks: ``Pulumi.<stack>.yaml`` at the root, or an example stack under
+    ``examples/<dir>/`` (a project of its own when that directory has a ``Pulumi.yaml``)."""
+    found: dict[str, Path] = {}
+    for path in sorted(REPO.glob("examples/*/Pulumi.*.yaml")) + sorted(REPO.glob("Pulumi.*.yaml")):
+        name = path.name[len("Pulumi.") : -len(".yaml")]
+        if name and NAME_RE.match(name):
+            found[name] = path  # the root's wins
+    return found
+
+
+def project_of(stack_path: Path) -> Path:
+    parent = stack_path.resolve().parent
+    return parent if (parent / "Pulumi.yaml").is_file() else REPO
 
 
 def find_study(ref: str) -> Path:
@@ -211,10 +232,11 @@ def _arm(where: str, i: int, raw: Any, study: str, base: Path, suite: str, cache
     stack_file: Path | None = None
     if "stack" in raw:
         stack = _name(where, f"{at}.stack", raw["stack"])
-        path = REPO / f"Pulumi.{stack}.yaml"
-        if not path.is_file():
-            known = ", ".join(sorted(p.name[7:-5] for p in REPO.glob("Pulumi.*.yaml")))
+        stacks = stack_paths()
+        if stack not in stacks:
+            known = ", ".join(sorted(stacks))
             raise _bad(where, f"{at}.stack", f"unknown stack {stack!r} (known: {known})")
+        path = stacks[stack]
     else:
         fraw = raw["stack_file"]
         if not isinstance(fraw, str) or not fraw.strip():
@@ -239,7 +261,8 @@ def _arm(where: str, i: int, raw: Any, study: str, base: Path, suite: str, cache
     if "suite" in raw:
         arm_suite = resolve_suite(where, f"{at}.suite", raw["suite"], base, cache)
     label = _name(where, f"{at}.label", raw["label"]) if "label" in raw else name
-    return Arm(name, exec_env, stack, topology, stack_file, sharing, arm_suite, label)
+    project = REPO if stack_file is not None else project_of(path)
+    return Arm(name, exec_env, stack, topology, stack_file, sharing, arm_suite, label, project)
 
 
 def parse_study(doc: Any, path: Path, digest: str = "") -> Study:

@@ -15,7 +15,7 @@ from pulumi.automation import CommandError, CommandResult
 from rich.console import Console
 
 from infra.study.driver import Driver, RunOptions
-from infra.study.model import REPO, load_study
+from infra.study.model import REPO, load_study, stack_paths
 from tests.lifecycle.test_automation_double import AutoDouble
 from tests.study.helpers import write_study
 from workloads.records import make_record
@@ -27,7 +27,7 @@ def project(tmp_path: Path) -> Path:
     proj = tmp_path / "project"
     proj.mkdir()
     shutil.copy(REPO / "Pulumi.yaml", proj)
-    doc = yaml.safe_load((REPO / "Pulumi.nova-pci.yaml").read_text())
+    doc = yaml.safe_load(stack_paths()["nova-pci"].read_text())
     doc["config"]["gpulab:ssh_public_key"] = KEY  # the example's placeholder is refused
     (proj / "Pulumi.nova-pci.yaml").write_text(yaml.safe_dump(doc))
     return proj

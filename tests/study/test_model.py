@@ -105,7 +105,7 @@ def test_built_in_studies_validate_and_name_what_exists(name: str) -> None:
     for arm in study.arms:
         assert arm.exec_env in execenv.names()
         load_suite(arm.suite)  # raises on a missing or bad suite
-        assert (STUDIES_DIR.parent / f"Pulumi.{arm.stack}.yaml").is_file()
+        assert arm.stack_path.is_file() and arm.stack_path.name == f"Pulumi.{arm.stack}.yaml"
     raw = yaml.safe_load(path.read_text())
     assert {a["name"] for a in raw["arms"]} == {a.name for a in study.arms}
 
