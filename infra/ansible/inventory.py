@@ -21,6 +21,11 @@ Host vars per host:
 
 Group names are sanitized to Ansible's rules (``gpu-hosts`` -> ``gpu_hosts``); every host is
 also in the group named after its gpu_path (``gpu_path_vgpu`` ...).
+
+Hosts the lab does not manage (``vars.managed_by_gpulab`` false: the Bitfusion server, an
+appliance gpulab neither builds nor configures) are not inventory hosts at all, so no play
+(``hosts: all`` included) reaches them; they are listed for reference in
+``all.vars.gpulab_unmanaged_hosts`` (name -> address, groups, gpu_path, vars).
 """
 
 from __future__ import annotations
@@ -81,11 +86,20 @@ def build_inventory(
     """The inventory dict for ``hosts``; ``common_vars`` go to ``all.vars``."""
     all_hosts: dict[str, dict[str, Any]] = {}
     children: dict[str, dict[str, Any]] = {}
+    unmanaged: dict[str, dict[str, Any]] = {}
     for host in hosts:
         if not host.name or not isinstance(host.name, str):
             raise InventoryError(f"host name must be a non-empty string, got {host.name!r}")
-        if host.name in all_hosts:
+        if host.name in all_hosts or host.name in unmanaged:
             raise InventoryError(f"host {host.name!r} appears twice")
+        if host.vars.get("managed_by_gpulab") is False:
+            unmanaged[host.name] = {
+                "address": host.address,
+                "groups": [group_name(g) for g in host.groups],
+                "gpu_path": host.gpu_path,
+                "vars": {k: v for k, v in host.vars.items() if k != "managed_by_gpulab"},
+            }
+            continue
         all_hosts[host.name] = host_vars(host)
         for g in [*host.groups, f"gpu_path_{host.gpu_path}"]:
             gname = group_name(g)
@@ -98,6 +112,8 @@ def build_inventory(
     if clash:
         raise InventoryError(f"names used both as host and group: {sorted(clash)}")
     inv: dict[str, Any] = {"all": {"hosts": all_hosts, "children": children}}
-    if common_vars:
-        inv["all"]["vars"] = dict(common_vars)
+    if common_vars or unmanaged:
+        inv["all"]["vars"] = dict(common_vars or {})
+    if unmanaged:
+        inv["all"]["vars"]["gpulab_unmanaged_hosts"] = unmanaged
     return inv

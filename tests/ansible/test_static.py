@@ -117,7 +117,8 @@ def test_playbooks_pick_hosts_by_gpu_path_group(tmp_path: Path) -> None:
         "NVIDIA vGPU guest driver, licensing and CUDA": {"vg"},
         "Bitfusion clients (remote GPUs; CUDA libraries are local)": {"bf"},
         "Container runtimes and the workload environment": {"bm", "pci", "cvm", "vg", "bf", "me"},
-        "Kubernetes GPU support": {"api"},
+        "Kubernetes GPU support": {"localhost"},  # the controller, with the kubeconfig
+        "Knowledge-worker load on CPU-only VMs": set(),
     }
     assert _plays_to_hosts("workloads.yml", inv) == {
         "Run the workloads on the hosts": {"bm", "pci", "cvm", "vg", "bf", "me"}

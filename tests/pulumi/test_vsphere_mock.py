@@ -167,6 +167,7 @@ def test_vsphere_bitfusion_mock_clients_and_server_record(pulumi_mocks: LabMocks
             ("vs-lab-bitfusion-server", "none"),
         ]
         assert hosts[-1].address == "10.0.0.50" and hosts[-1].groups == ["bitfusion_server"]
+        assert hosts[-1].vars["managed_by_gpulab"] is False  # no play configures it
         assert all(h.vars["bitfusion_server"] == "10.0.0.50" for h in hosts[:3])
 
     return check(go())
