@@ -79,17 +79,29 @@ def _arm_name(table: Table, arm: Any) -> str:
 
 
 def _ran_note(table: Table, rows: list[Row]) -> str:
-    """One line under a figure's title: the device(s), image sizes and steps of its rows."""
-    from report.environment import device_of
+    """One line under a figure's title: the device(s), image sizes and steps of its rows;
+    sizes below a model's full input size say REDUCED."""
+    from report.environment import device_of, full_image_size
 
     arms = {r.arm for r in rows}
     devices = {device_of(rec) for a in arms for rec in table.records_per_arm.get(a, [])}
     sizes = sorted({s for r in rows for s in r.image_sizes})
     steps = sorted({s for r in rows for s in r.steps})
+    reduced = sorted(
+        {
+            f"{r.key.model} {full} px"
+            for r in rows
+            for full in [full_image_size(r.key.model)]
+            if full is not None and any(s < full for s in r.image_sizes)
+        }
+    )
+    size = ", ".join(f"{s} px" for s in sizes) or "not recorded"
+    if reduced:
+        size += f" (REDUCED; full: {', '.join(reduced)})"
     return "; ".join(
         [
             ", ".join(sorted(devices)) or "device not recorded",
-            "image size " + (", ".join(f"{s} px" for s in sizes) or "not recorded"),
+            "image size " + size,
             "timed steps " + (", ".join(str(s) for s in steps) or "not recorded"),
         ]
     )

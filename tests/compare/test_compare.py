@@ -68,3 +68,11 @@ def test_bad_input_is_one_line_exit_2(results: Path, capsys) -> None:
     assert err.startswith("gpulab: error: run 'no-such-run': no records") and "\n" not in err
     assert main(["compare", "--since", "yesterday"]) == 2
     assert "is not a date" in capsys.readouterr().err
+
+
+def test_report_refuses_to_pool_runs_unless_asked(results: Path, capsys) -> None:
+    """What docs/report.md promises: one line naming the runs and --pool, exit 2."""
+    assert main(["report", str(results / "ironic-bm"), "--out-dir", "o"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "not pooled:" in err and "'run-a' and 'run-b'" in err and "--pool" in err
+    assert len(err.splitlines()) == 1

@@ -163,3 +163,20 @@ def test_figure_axes_units_scale_and_single_values(
     assert [len(c.get_segments()) for c in ratio.collections] == [1]
     el = cap.axes["smoke_single_synthetic_elapsed_s_absolute.png"]
     assert el.get_ylim()[0] == 0.0 and el.get_ylabel() == "elapsed time (s), median"
+
+
+def test_figure_note_says_reduced_image_size() -> None:
+    """The line under a figure's title says when the images were smaller than the model's."""
+    from report.figures_common import _ran_note
+    from report.mapping import Arm
+    from report.table import build_table
+
+    recs = synth.reps("local", "native", experiment="e", model="resnet50", ips=3.0,
+                      repeats=2, params={"image_size": 64})  # fmt: skip
+    table = build_table(recs, Arm("local", "native"))
+    note = _ran_note(table, table.rows)
+    assert "image size 64 px (REDUCED; full: resnet50 224 px)" in note
+    full = synth.reps("local", "native", experiment="e", model="resnet50", ips=3.0,
+                      repeats=2, params={"image_size": 224})  # fmt: skip
+    table = build_table(full, Arm("local", "native"))
+    assert "REDUCED" not in _ran_note(table, table.rows)
