@@ -9,6 +9,7 @@ from typing import Any
 import dill
 import pulumi
 import pytest
+import yaml
 
 from infra.topologies.vsphere_gpu import mmio_size_gb
 from tests.pulumi.helpers import check, run_stack, settle
@@ -251,3 +252,20 @@ def test_vgpu_sharing_detail_is_a_valid_records_sharing() -> None:
     ):
         got = sharing_detail(c)
         assert got == want and _SHARING.match(got)
+
+
+def test_published_vgpu_claims_carry_numbers_tolerances_and_the_policy_values() -> None:
+    """The VMware paper's mixed-workload and scheduling claims in the published data: the
+    ML-time range parses as report.published reads values, and the policies' RmPVMRL values
+    are those the vsphere-gpu arm records."""
+    from infra.clouds.vgpu_policy import RMPVMRL
+    from report.published import DEFAULT_PATH, load_published, parse_value
+
+    pub = load_published()
+    assert "vmware_vgpu_containers/mixed_workloads" in pub.claim_texts
+    doc = yaml.safe_load(DEFAULT_PATH.read_text())
+    claims = {c["id"]: c for c in doc["vmware_vgpu_containers"]["claims"]}
+    mixed = claims["mixed_workloads"]
+    assert parse_value(mixed["value"], "mixed_workloads") == (1.02, 1.18)
+    assert mixed["factor"] == {"kw_vms": [32, 96]} and 0 < mixed["tolerance"] < 0.1
+    assert claims["vgpu_scheduling"]["factor"]["vgpu_policy"] == RMPVMRL
