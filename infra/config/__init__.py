@@ -17,8 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infra.config.fields import BY_KEY, FIELDS, TOPOLOGIES, SecretRef
-from infra.config.model import ConfigError, LabConfig, validate
+from infra.config.fields import BY_KEY, FIELDS, TOPOLOGIES, LabConfig, SecretRef
+from infra.config.model import ConfigError, validate
 from infra.errors import UsageError
 
 NAMESPACE = "gpulab"
@@ -73,14 +73,36 @@ def raw_from_stack_file(path: str | Path) -> dict[str, Any]:
         if namespace != NAMESPACE:
             continue
         if isinstance(value, dict) and set(value) == {"secure"}:
-            value = SecretRef(key)
+            value = SecretRef(key, placeholder=_placeholder(value["secure"]))
         raw[key] = value
     return raw
 
 
-def load_stack_file(path: str | Path) -> LabConfig:
-    """Read and validate a ``Pulumi.<stack>.yaml`` without Pulumi."""
-    return validate(raw_from_stack_file(path))
+def _placeholder(ciphertext: Any) -> bool:
+    from infra.config.placeholders import MARKERS
+
+    return isinstance(ciphertext, str) and MARKERS.search(ciphertext) is not None
+
+
+def load_stack_file(path: str | Path, *, allow_placeholders: bool = False) -> LabConfig:
+    """Read and validate a ``Pulumi.<stack>.yaml`` without Pulumi.
+
+    A value still holding an example's placeholder (``examples/``: ``ReplaceWithYourOwn...``,
+    ``CHANGEME``, ``example.com`` hosts, a placeholder secret) is refused naming its key, after
+    the type checks, unless ``allow_placeholders`` (the tests that build the examples).
+    """
+    from infra.config import extras, placeholders
+
+    raw = raw_from_stack_file(path)
+    found = [] if allow_placeholders else placeholders.problems(raw)
+    try:
+        cfg = validate(raw)
+    except ConfigError as exc:
+        raise ConfigError(exc.problems + found) from None
+    if found:
+        raise ConfigError(found)
+    extras.require(cfg.topology)
+    return cfg
 
 
 def from_pulumi_config() -> LabConfig:
@@ -112,4 +134,8 @@ def from_pulumi_config() -> LabConfig:
             raw[key] = cfg.require_secret(key)
         else:
             raw[key] = runtime_config.get_config(full_key)
-    return validate(raw)
+    from infra.config import extras
+
+    lab = validate(raw)
+    extras.require(lab.topology)  # a ConfigError too: the program stops with one line
+    return lab

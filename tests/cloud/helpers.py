@@ -13,7 +13,7 @@ from tests.parts import REPO
 
 def stack(kind: str, **changes: Any) -> LabConfig:
     """The example ``Pulumi.<kind>.yaml`` with ``changes`` (None removes a key), validated."""
-    raw = raw_from_stack_file(REPO / f"Pulumi.{kind}.yaml")
+    raw = raw_from_stack_file(REPO / "examples" / kind / f"Pulumi.{kind}.yaml")
     for k, v in changes.items():
         if v is None:
             raw.pop(k, None)
@@ -26,7 +26,7 @@ def write_stack(path: Path, kind: str, **changes: Any) -> Path:
     """A stack file like the example one with ``changes`` (the secret stays encrypted)."""
     import yaml
 
-    data = yaml.safe_load((REPO / f"Pulumi.{kind}.yaml").read_text())
+    data = yaml.safe_load((REPO / "examples" / kind / f"Pulumi.{kind}.yaml").read_text())
     for k, v in changes.items():
         if v is None:
             data["config"].pop(f"gpulab:{k}", None)

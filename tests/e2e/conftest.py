@@ -82,7 +82,7 @@ class Lab:
     def stack(self, topology: str, lab: str, **overrides: Any) -> dict[str, Any]:
         """A test stack file: the example ``Pulumi.<topology>.yaml`` plus the lab's settings,
         written out and read back as ``gpulab up`` reads one; ``None`` removes a key."""
-        raw = raw_from_stack_file(REPO / f"Pulumi.{topology}.yaml")
+        raw = raw_from_stack_file(REPO / "examples" / topology / f"Pulumi.{topology}.yaml")
         raw.update(
             {
                 "lab": lab,

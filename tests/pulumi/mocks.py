@@ -14,7 +14,7 @@ from infra.config import SecretRef, raw_from_stack_file
 
 REPO = Path(__file__).resolve().parents[2]
 STACKS = {
-    t: REPO / f"Pulumi.{t}.yaml"
+    t: (REPO if t == "local" else REPO / "examples" / t) / f"Pulumi.{t}.yaml"
     for t in ("ironic-bm", "nova-pci", "magnum-k8s", "vsphere-gpu", "local")
 }
 # Plaintext the tests hand the program as decrypted secrets; no output may show them.

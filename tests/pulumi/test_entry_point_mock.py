@@ -43,7 +43,7 @@ VGPU_MODE = {
 # (stack name, stack file, config overrides): every stack file, plus vsphere-gpu in vGPU mode
 CASES: list[tuple[str, Path, dict[str, Any]]] = [
     (p.name[len("Pulumi.") : -len(".yaml")], p, {}) for p in STACK_FILES
-] + [("vsphere-gpu-vgpu", REPO / "Pulumi.vsphere-gpu.yaml", VGPU_MODE)]
+] + [("vsphere-gpu-vgpu", REPO / "examples/vsphere-gpu/Pulumi.vsphere-gpu.yaml", VGPU_MODE)]
 
 
 def check_flow(
@@ -120,7 +120,7 @@ def test_site_config_reaches_the_site_run_under_the_program_variables_mock(
         "gpulab_topology": "not-this",
     }
     raw = stack_config(
-        REPO / "Pulumi.nova-pci.yaml",
+        REPO / "examples/nova-pci/Pulumi.nova-pci.yaml",
         {
             "site": site,
             "execution_envs": ["native", "docker", "singularity"],
@@ -203,7 +203,7 @@ def test_parallel_workload_runs_fail_the_check_mock(monkeypatch: pytest.MonkeyPa
         original(self, *args, opts=pulumi.ResourceOptions(), **kw)
 
     monkeypatch.setattr(workload_run.WorkloadRun, "__init__", no_depends_on)
-    raw = stack_config(REPO / "Pulumi.nova-pci.yaml", {"execution_envs": ["native", "docker"]})
+    raw = stack_config(REPO / "examples/nova-pci/Pulumi.nova-pci.yaml", {"execution_envs": ["native", "docker"]})
     problem = _flow_problem(monkeypatch, "nova-pci", raw)
     assert "workloads-native does not wait for" in problem and "site" in problem
 
@@ -219,7 +219,7 @@ def test_a_site_run_before_the_vgpu_attach_fails_the_check_mock(
         original(self, *args, opts=pulumi.ResourceOptions(), **kw)
 
     monkeypatch.setattr(ansible_run.AnsibleRun, "__init__", no_depends_on)
-    raw = stack_config(REPO / "Pulumi.vsphere-gpu.yaml", VGPU_MODE)
+    raw = stack_config(REPO / "examples/vsphere-gpu/Pulumi.vsphere-gpu.yaml", VGPU_MODE)
     assert "site run does not wait for" in _flow_problem(monkeypatch, "vsphere-gpu", raw)
 
 
@@ -265,7 +265,7 @@ def test_vsphere_vms_are_deleted_before_they_are_replaced_mock(
     """A vSphere VM's name is fixed and unique in its folder, so its replacement must delete
     the old VM first (deleteBeforeReplace in the request the engine would get); the vGPU attach
     too. Other resources keep Pulumi's create-before-delete."""
-    raw = stack_config(REPO / "Pulumi.vsphere-gpu.yaml", VGPU_MODE)
+    raw = stack_config(REPO / "examples/vsphere-gpu/Pulumi.vsphere-gpu.yaml", VGPU_MODE)
 
     @pulumi.runtime.test
     def body() -> Any:

@@ -11,30 +11,63 @@ import pytest
 from infra.cli import main
 from tests.pulumi.mocks import REPO, STACKS
 
+EXAMPLES = sorted(t for t in STACKS if t != "local")  # examples/<topology>/, placeholders
 
-@pytest.mark.parametrize("topology", sorted(STACKS))
-def test_validate_accepts_every_example_stack(
+
+def own_values(topology: str) -> str:
+    """The example stack with its placeholders replaced, as a user's stack file would be."""
+    text = STACKS[topology].read_text()
+    text = text.replace(
+        "AAAAIReplaceWithYourOwnPublicKey operator@example", "AAAAIb3BlcmF0b3I op@lab"
+    )
+    text = text.replace("vcenter.example.org", "vcenter.lab.internal")
+    return text.replace("v1:REPLACE_ME:run-pulumi-config-set-secret", "v1:c2FsdA==:ZW5jcnlwdGVk")
+
+
+@pytest.mark.parametrize("topology", EXAMPLES)
+def test_validate_refuses_an_example_naming_each_placeholder_key(
     topology: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["validate", str(STACKS[topology])]) == 0
+    assert main(["validate", str(STACKS[topology])]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("gpulab: error: ")
+    want = {
+        "ironic-bm": ["gpulab:ssh_public_key"],
+        "nova-pci": ["gpulab:ssh_public_key"],
+        "magnum-k8s": ["gpulab:ssh_public_key"],
+        "vsphere-gpu": ["gpulab:vsphere_server", "gpulab:vsphere_password"],
+    }[topology]
+    assert f"{', '.join(want)} still hold" in err and "placeholder" in err
+    assert "ReplaceWithYourOwn" not in err and "REPLACE_ME" not in err  # keys, not values
+
+
+@pytest.mark.parametrize("topology", sorted(STACKS))
+def test_validate_accepts_every_example_with_own_values(
+    topology: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mine = tmp_path / "Pulumi.mine.yaml"
+    mine.write_text(own_values(topology))
+    assert main(["validate", str(mine)]) == 0, capsys.readouterr().err
     out = capsys.readouterr().out
     assert f"valid {topology} stack" in out and "gpulab:lab" in out
     assert "mock-" not in out
 
 
-def test_validate_shows_secrets_only_as_set(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["validate", str(STACKS["vsphere-gpu"])]) == 0
+def test_validate_shows_secrets_only_as_set(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mine = tmp_path / "Pulumi.mine.yaml"
+    mine.write_text(own_values("vsphere-gpu"))
+    assert main(["validate", str(mine)]) == 0
     out = capsys.readouterr().out
-    assert "(secret, set)" in out and "REPLACE_ME" not in out
+    assert "(secret, set)" in out and "ZW5jcnlwdGVk" not in out
 
 
 def test_validate_bad_stack_is_one_line_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = tmp_path / "Pulumi.bad.yaml"
-    text = (
-        STACKS["nova-pci"].read_text().replace("gpulab:pci_alias: p100:1", "gpulab:pci_alias: p100")
-    )
+    text = own_values("nova-pci").replace("gpulab:pci_alias: p100:1", "gpulab:pci_alias: p100")
     bad.write_text(text.replace("gpulab:host_count: 2", "gpulab:host_count: 0"))
     assert main(["validate", str(bad)]) == 2
     err = capsys.readouterr().err
@@ -42,6 +75,23 @@ def test_validate_bad_stack_is_one_line_exit_2(
     assert err.startswith(
         "gpulab: error: gpulab:host_count must be an integer >= 1, got 0; "
         "gpulab:pci_alias must be <alias>:<count>"
+    )
+
+
+def test_validate_type_errors_and_placeholders_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "Pulumi.bad.yaml"
+    bad.write_text(
+        STACKS["nova-pci"].read_text().replace("gpulab:host_count: 2", "gpulab:host_count: true")
+    )
+    assert main(["validate", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "gpulab:host_count must be an integer >= 1, got True; " in err
+    assert err.rstrip().endswith(
+        "gpulab:ssh_public_key still holds an example's placeholder value: "
+        "set your own (pulumi config set [--secret] KEY VALUE)"
     )
 
 
@@ -62,4 +112,5 @@ def test_gpulab_console_script_validate_by_stack_name() -> None:
         [*cmd, "validate", "no-such-stack"], cwd=REPO, capture_output=True, text=True, timeout=120
     )
     assert bad.returncode == 2
-    assert bad.stderr.strip() == "gpulab: error: stack file 'no-such-stack' does not exist"
+    assert bad.stderr.count("\n") == 1
+    assert bad.stderr.startswith("gpulab: error: stack 'no-such-stack' has no stack file")

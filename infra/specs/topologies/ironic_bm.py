@@ -56,7 +56,7 @@ SPEC = Topology(
     preflight=preflight,
     audit=audit,
     describe=describe,
-    stack_file="Pulumi.ironic-bm.yaml",
+    stack_file="examples/ironic-bm/Pulumi.ironic-bm.yaml",
     # Display-only flavor sizes: a bare-metal flavor asks Placement for none of them.
     defaults={"flavor_vcpus": 1, "flavor_ram_mb": 1024, "flavor_disk_gb": 10},
 )

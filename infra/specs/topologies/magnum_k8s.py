@@ -87,5 +87,5 @@ SPEC = Topology(
     audit=audit,
     default_envs=("k8s",),
     check_config=check_config,
-    stack_file="Pulumi.magnum-k8s.yaml",
+    stack_file="examples/magnum-k8s/Pulumi.magnum-k8s.yaml",
 )

@@ -37,5 +37,5 @@ SPEC = Topology(
     settings={"pci-passthrough": "vm-passthrough"},
     preflight=preflight,
     audit=audit,
-    stack_file="Pulumi.nova-pci.yaml",
+    stack_file="examples/nova-pci/Pulumi.nova-pci.yaml",
 )

@@ -104,5 +104,5 @@ SPEC = Topology(
     audit=audit,
     mode_envs={"bitfusion": ("bitfusion",)},
     check_config=check_config,
-    stack_file="Pulumi.vsphere-gpu.yaml",
+    stack_file="examples/vsphere-gpu/Pulumi.vsphere-gpu.yaml",
 )

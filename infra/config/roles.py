@@ -1,0 +1,159 @@
+"""Parsers of the mapping keys of a stack: ``gpulab:site`` and ``gpulab:workload_variables``
+(role inputs, checked against the roles' ``meta/argument_specs.yml``) and ``gpulab:labels``.
+
+Each takes the raw value (YAML, or the JSON text the Pulumi engine hands the program) and returns
+a plain dict, or raises :class:`BadValue` whose text says what is allowed (the model in
+:mod:`infra.config.fields` turns it into ``gpulab:<key> must be <text>, got ...``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+MAX_STR = 1024  # characters of any string key
+
+
+class BadValue(ValueError):
+    """Raised by a parser; the text says what is allowed."""
+
+
+def maybe_json(raw: Any) -> Any:
+    """The engine hands structured config to the program as JSON text."""
+    if isinstance(raw, str) and raw[:1] in "[{":
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+    return raw
+
+
+LABEL_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def p_labels(raw: Any) -> dict[str, str]:
+    raw = maybe_json(raw)
+    if not isinstance(raw, dict) or not all(
+        isinstance(k, str) and LABEL_KEY_RE.match(k) and isinstance(v, str | int | bool)
+        for k, v in raw.items()
+    ):
+        raise BadValue("a mapping of label names to string values")
+    if len(raw) > SITE_MAX_KEYS or any(
+        len(k) > 255 or len(str(v)) > MAX_STR for k, v in raw.items()
+    ):
+        raise BadValue(
+            f"a mapping of at most {SITE_MAX_KEYS} label names to string values "
+            f"of up to {MAX_STR} characters"
+        )
+    return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in raw.items()}
+
+
+ROLES_DIR = Path(__file__).resolve().parents[2] / "playbooks" / "roles"
+
+
+def role_inputs(role: str) -> frozenset[str]:
+    """The variables a role takes as inputs: the options its meta/argument_specs.yml lists."""
+    import yaml
+
+    spec = ROLES_DIR / role / "meta" / "argument_specs.yml"
+    try:
+        doc = yaml.safe_load(spec.read_text(encoding="utf-8")) or {}
+        specs = doc.get("argument_specs") or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError):
+        return frozenset()
+    names: set[str] = set()
+    for entry in specs.values():
+        if isinstance(entry, dict) and isinstance(entry.get("options"), dict):
+            names.update(str(k) for k in entry["options"])
+    return frozenset(names)
+
+
+def p_variables(raw: Any) -> dict[str, Any]:
+    """Extra inputs of the workload_run role: only the options its argument_specs.yml lists
+    (no ansible_* connection variables, no role-internal names), plain values, bounded."""
+    raw = maybe_json(raw)
+    what = (
+        "a mapping of Ansible variable names to values: workload_run role inputs "
+        "(its meta/argument_specs.yml lists them)"
+    )
+    if not isinstance(raw, dict):
+        raise BadValue(what)
+    if len(raw) > SITE_MAX_KEYS:
+        raise BadValue(f"{what}; at most {SITE_MAX_KEYS} keys")
+    allowed = role_inputs("workload_run")
+    for key, value in raw.items():
+        if not isinstance(key, str) or not ANSIBLE_VAR_RE.match(key):
+            raise BadValue(f"{what}; {str(key)[:60]!r} is not an Ansible variable name")
+        if key.startswith("ansible_"):
+            raise BadValue(f"{what}; {key!r}: ansible_* connection variables are not role inputs")
+        if key not in allowed:
+            raise BadValue(f"{what}; {key!r} is not one of its inputs")
+        if not _plain_yaml(value):
+            raise BadValue(
+                f"{what}; {key!r} is not a plain value (secrets: `pulumi config set --secret`)"
+            )
+    if len(json.dumps(raw, default=str)) > SITE_MAX_CHARS:
+        raise BadValue(f"{what}; at most {SITE_MAX_CHARS} characters as JSON")
+    return dict(raw)
+
+
+ANSIBLE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SITE_MAX_KEYS = 64
+SITE_MAX_CHARS = 16384
+
+
+def _site_prefixes() -> tuple[str, ...]:
+    roles = sorted(d.name for d in ROLES_DIR.iterdir() if d.is_dir()) if ROLES_DIR.is_dir() else []
+    return (*(f"{r}_" for r in roles), "gpulab_")
+
+
+def _plain_yaml(value: Any, depth: int = 0) -> bool:
+    if depth > 8:
+        return False
+    if value is None or isinstance(value, str | int | float | bool):
+        return True
+    if isinstance(value, list):
+        return all(_plain_yaml(v, depth + 1) for v in value)
+    if isinstance(value, dict):
+        if set(value) == {"secure"}:  # an encrypted value: secrets do not go here
+            return False
+        return all(isinstance(k, str) and _plain_yaml(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def p_site(raw: Any) -> dict[str, Any]:
+    """Role inputs of the site run: ``<role>_*`` (a role under playbooks/roles/) or
+    ``gpulab_*`` Ansible variables, plain YAML values, bounded in size."""
+    raw = maybe_json(raw)
+    prefixes = _site_prefixes()
+    what = (
+        "a mapping of role inputs named <role>_... (a role under playbooks/roles/: "
+        + ", ".join(p.rstrip("_") for p in prefixes[:-1])
+        + ") or gpulab_..., with plain YAML values"
+    )
+    if not isinstance(raw, dict):
+        raise BadValue(what)
+    if len(raw) > SITE_MAX_KEYS:
+        raise BadValue(f"{what}; at most {SITE_MAX_KEYS} keys")
+    for key, value in raw.items():
+        if not isinstance(key, str) or not ANSIBLE_VAR_RE.match(key):
+            raise BadValue(f"{what}; {key!r} is not an Ansible variable name")
+        if key.startswith("ansible_"):
+            raise BadValue(f"{what}; {key!r}: ansible_* connection variables are not role inputs")
+        if not key.startswith(prefixes):
+            raise BadValue(f"{what}; {key!r} names no role")
+        if not _plain_yaml(value):
+            raise BadValue(
+                f"{what}; {key!r} is not a plain value (secrets: `pulumi config set --secret`)"
+            )
+        role = next((p[:-1] for p in prefixes[:-1] if key.startswith(p)), None)
+        if role is not None and key not in role_inputs(role):
+            raise BadValue(
+                f"{what}; {key!r} is not an input of role {role} "
+                "(its meta/argument_specs.yml lists them)"
+            )
+    if len(json.dumps(raw, default=str)) > SITE_MAX_CHARS:
+        raise BadValue(f"{what}; at most {SITE_MAX_CHARS} characters as JSON")
+    return dict(raw)

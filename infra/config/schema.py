@@ -1,0 +1,169 @@
+"""The ``config:`` blocks of the Pulumi project files, written from the key table.
+
+Pulumi checks a stack against its project's ``config:`` declarations before the program runs:
+a declared type must match, a ``secret: true`` key must be encrypted. Two rules of the engine
+decide what can be declared: a key of the project's namespace declared without a ``default``
+is required in every stack, and a declared ``default`` is injected into every stack that lacks
+the key. So a project file declares only what holds for each of its stacks:
+
+- ``Pulumi.yaml`` (this repository's project, stacks of every topology): the keys every topology
+  uses, required ones without a default, the others with the model's default;
+- ``examples/<topology>/Pulumi.yaml`` (a one-topology project, the template of ``pulumi new``):
+  that topology's keys that are required (no default, ``secret: true`` for secrets) or have a
+  fixed default, outside the vSphere mode-specific ones; ``template.config`` asks for each
+  required key, with the example's value as the default.
+
+The remaining keys (optional without a fixed default, mode-specific, mappings) are checked by the
+model alone. Usage: ``python -m infra.config.schema [--check]`` rewrites the files (or exits 1
+naming the ones that differ); ``tests/pulumi/test_config_schema.py`` fails while they drift.
+"""
+
+from __future__ import annotations
+
+import sys
+import typing
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from infra.config.fields import FIELDS, TOPOLOGIES, Key
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples"
+RUNTIME = {"name": "python", "options": {"toolchain": "pip", "virtualenv": ".venv"}}
+HEADER = "# The config: block is written by `python -m infra.config.schema` from infra/config.\n"
+
+
+def pulumi_type(spec: Key) -> dict[str, Any] | None:
+    """The Pulumi config type of a key (None: a mapping, which Pulumi cannot type)."""
+    if spec.secret:
+        return {"type": "string"}
+    core = typing.get_args(spec.value)[0]
+    origin = typing.get_origin(core) or core
+    if core is bool:
+        return {"type": "boolean"}
+    if core is int:
+        return {"type": "integer"}
+    if core is str:
+        return {"type": "string"}
+    if origin is list:
+        return {"type": "array", "items": {"type": "string"}}
+    return None
+
+
+def _declare(spec: Key, topology: str | None) -> dict[str, Any] | None:
+    """The declaration of ``spec`` in a project of ``topology`` (None: every topology)."""
+    typ = pulumi_type(spec)
+    if typ is None or spec.modes:
+        return None
+    required = spec.required == spec.topologies if topology is None else topology in spec.required
+    entry: dict[str, Any] = {**typ, "description": spec.help}
+    if spec.secret:
+        entry["secret"] = True
+    if required:
+        return entry
+    if callable(spec.default) or spec.default is None:
+        return None
+    entry["default"] = list(spec.default) if isinstance(spec.default, tuple) else spec.default
+    return entry
+
+
+def project_config(topology: str | None = None) -> dict[str, Any]:
+    """The ``config:`` block of the project of ``topology`` (None: the repository's)."""
+    out: dict[str, Any] = {}
+    for spec in FIELDS:
+        if (topology is None and spec.topologies != frozenset(TOPOLOGIES)) or (
+            topology is not None and topology not in spec.topologies
+        ):
+            continue
+        entry = _declare(spec, topology)
+        if entry is not None:
+            out[spec.key] = entry
+    if topology is not None:  # the project's stacks are of its topology
+        out["topology"] = {**out["topology"], "default": topology}
+    return out
+
+
+def template_config(topology: str, example: dict[str, Any]) -> dict[str, Any]:
+    """``template.config``: what ``pulumi new`` asks for, the example stack's values as
+    defaults (secrets without one)."""
+    out: dict[str, Any] = {}
+    for key, entry in project_config(topology).items():
+        if "default" in entry:
+            continue
+        ask: dict[str, Any] = {"description": entry["description"]}
+        if entry.get("secret"):
+            ask["secret"] = True
+        elif isinstance(example.get(key), str | int | bool):
+            value = example[key]
+            ask["default"] = str(value).lower() if isinstance(value, bool) else str(value)
+        out[f"gpulab:{key}"] = ask
+    return out
+
+
+def example_stack(topology: str) -> Path:
+    return EXAMPLES / topology / f"Pulumi.{topology}.yaml"
+
+
+def _dump(data: dict[str, Any]) -> str:
+    return yaml.safe_dump(data, sort_keys=False, width=100, allow_unicode=True)
+
+
+def render_root() -> str:
+    data = {
+        "name": "gpulab",
+        "description": "GPU deep-learning performance lab (" + ", ".join(TOPOLOGIES) + ")",
+        "runtime": RUNTIME,
+        "config": project_config(),
+    }
+    return HEADER + _dump(data)
+
+
+def render_example(topology: str) -> str:
+    from infra.config import raw_from_stack_file
+    from infra.specs.topology import get
+
+    example = raw_from_stack_file(example_stack(topology))
+    data = {
+        "name": "gpulab",
+        "description": f"gpulab lab, topology {topology}: {get(topology).summary}",
+        # no virtualenv: the python on PATH, i.e. the activated venv that has gpulab installed
+        "runtime": {"name": "python", "options": {"toolchain": "pip"}},
+        "config": project_config(topology),
+        "template": {
+            "description": f"A gpulab {topology} lab (pulumi new ./examples/{topology})",
+            "config": template_config(topology, example),
+        },
+    }
+    return HEADER + _dump(data)
+
+
+def targets() -> dict[Path, str]:
+    """Every generated file and its text."""
+    out = {REPO / "Pulumi.yaml": render_root()}
+    for topology in TOPOLOGIES:
+        if example_stack(topology).is_file():
+            out[EXAMPLES / topology / "Pulumi.yaml"] = render_example(topology)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    check = "--check" in argv
+    stale = []
+    for path, text in targets().items():
+        if path.is_file() and path.read_text(encoding="utf-8") == text:
+            continue
+        stale.append(path)
+        if not check:
+            path.write_text(text, encoding="utf-8")
+    if check and stale:
+        names = ", ".join(str(p.relative_to(REPO)) for p in stale)
+        print(f"gpulab: error: {names} differ from infra/config: run python -m infra.config.schema",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
