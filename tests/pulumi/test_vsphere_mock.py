@@ -269,3 +269,36 @@ def test_published_vgpu_claims_carry_numbers_tolerances_and_the_policy_values() 
     assert parse_value(mixed["value"], "mixed_workloads") == (1.02, 1.18)
     assert mixed["factor"] == {"kw_vms": [32, 96]} and 0 < mixed["tolerance"] < 0.1
     assert claims["vgpu_scheduling"]["factor"]["vgpu_policy"] == RMPVMRL
+
+
+def test_study_keys_validate_and_kw_load_inputs_pass_through_site() -> None:
+    """What docs/topologies.md promises a vGPU arm's stack may say: the policy, VMs per GPU,
+    knowledge-worker VMs and the kw_load role's inputs in gpulab:site; bad values refused."""
+    import pytest
+
+    from infra.config import ConfigError
+    from tests.cloud.helpers import stack
+
+    base = {k: None for k in ("gpu_host", "pci_device_ids", "gpus_per_vm", "gpu_bar_gb")}
+    cfg = stack(
+        "vsphere-gpu",
+        mode="vgpu",
+        vgpu_profile="grid_p100-4q",
+        vgpu_policy="fixed-share",
+        vgpu_vms_per_gpu=4,
+        kw_vm_count=96,
+        site={"kw_load_cpu_load": 50, "kw_load_vm_bytes": "25%"},
+        **base,
+    )
+    assert (cfg.vgpu_policy, cfg.vgpu_vms_per_gpu, cfg.kw_vm_count) == ("fixed-share", 4, 96)
+    assert cfg.vgpu_policy_apply is False and cfg.site["kw_load_cpu_load"] == 50
+    for key, value in (
+        ("vgpu_policy", "round-robin"),
+        ("kw_vm_count", 10_000),
+        ("site", {"kw_load_bogus": 1}),
+    ):
+        with pytest.raises(ConfigError) as exc:
+            stack("vsphere-gpu", mode="vgpu", vgpu_profile="grid_p100-4q", **base, **{key: value})
+        assert f"gpulab:{key}" in str(exc.value)
+    with pytest.raises(ConfigError, match="gpulab:vgpu_policy"):  # a vgpu-mode key only
+        stack("vsphere-gpu", vgpu_policy="equal-share")
