@@ -45,7 +45,7 @@ def record_ids(results: Path) -> list[str]:
     units = results / "study-closer2018" / "units"
     return [
         json.loads(line)["record_id"]
-        for f in sorted(units.glob("*.r[0-9].jsonl"))
+        for f in sorted(units.glob("*.r[0-9].jsonl"), key=lambda f: f.stat().st_mtime)
         for line in f.read_text().splitlines()
         if line.strip()
     ]
@@ -81,7 +81,15 @@ def test_closer2018_on_local_interrupted_mid_arm_then_resumed(tmp_path: Path) ->
     assert "interrupted in arm vm, repeat 1" in err
     j = journal(results)
     status = {k: v["status"] for k, v in j["units"].items()}
-    assert status == {"bm#1": "done", "cbm#1": "skipped", "vm#1": "pending", "cvm#1": "pending"}
+    # the study's 2 repeats, interleaved: bm cbm vm cvm, then cbm vm cvm bm
+    assert [k for k in j["order"]] == [
+        [a, r] for r, arms in ((1, "bm cbm vm cvm"), (2, "cbm vm cvm bm")) for a in arms.split()
+    ]
+    assert status == {
+        **dict.fromkeys(status, "pending"),
+        "bm#1": "done",
+        "cbm#1": "skipped",
+    }
     assert "no Docker engine" in j["units"]["cbm#1"]["reason"]
     before = record_ids(results)
     assert len(before) == j["units"]["bm#1"]["records"] == 1
@@ -90,16 +98,15 @@ def test_closer2018_on_local_interrupted_mid_arm_then_resumed(tmp_path: Path) ->
     t1 = time.monotonic()
     r = subprocess.run(run, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "resuming" in r.stderr and "[3/4] arm vm, repeat 1/1" in r.stderr
+    assert "resuming" in r.stderr and "[3/8] arm vm, repeat 1/2" in r.stderr
     j = journal(results)
     assert {k: v["status"] for k, v in j["units"].items()} == {
-        "bm#1": "done",
-        "cbm#1": "skipped",
-        "vm#1": "done",
-        "cvm#1": "skipped",
+        f"{arm}#{r}": "done" if arm in ("bm", "vm") else "skipped"
+        for arm in ("bm", "cbm", "vm", "cvm")
+        for r in (1, 2)
     }
     after = record_ids(results)
-    assert after[: len(before)] == before and len(after) == len(set(after)) == 2
+    assert set(before) <= set(after) and len(after) == len(set(after)) == 4
     print(
         f"[study] resumed in {time.monotonic() - t1:.0f} s: records {len(before)} -> {len(after)}"
     )

@@ -147,3 +147,22 @@ def test_fingerprint_difference_warns_on_the_claim_and_strict_stops_double(
         "framework: tensorflow 2.20.0 vs baseline native tensorflow 2.21.0"
     ]
     assert find_journal(tmp_path / "results", "t").counts()["failed"] == 1
+
+
+def test_status_lists_every_unit_with_its_reason_double(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("COLUMNS", "250")  # a wide terminal: one table row per unit
+    run_study(tmp_path, Runner(95.0, dict.fromkeys(("native", "box", "gone"), "2.21.0")))
+    rc = main(
+        ["study", "status", str(tmp_path / "t.yaml"), "--results-dir", str(tmp_path / "results")]
+    )
+    out = capsys.readouterr().out
+    assert rc in (0, None)
+    assert "2 done, 1 failed, 0 skipped, 0 not run; order interleaved" in out
+    assert "runner exited 1: out of memory" in out
+    assert (
+        main(["study", "status", str(tmp_path / "t.yaml"), "--results-dir", str(tmp_path / "x")])
+        == 2
+    )
+    assert "not run yet" in capsys.readouterr().err
