@@ -91,7 +91,10 @@ def run_cmd(
         )
     st = load_study(study)
     if suite is not None:
-        suite = resolve_suite("--suite", "--suite", suite, st.path.parent, {})
+        try:
+            suite = resolve_suite("", "", suite, st.path.parent, {})
+        except UsageError as exc:
+            raise UsageError("--suite: " + str(exc).split(": ", 2)[-1]) from None
     opts = RunOptions(
         keep=keep,
         fail_fast=fail_fast,

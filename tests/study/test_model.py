@@ -88,6 +88,14 @@ def test_not_yaml_and_unknown_study_are_one_line(tmp_path: Path, capsys) -> None
     assert "not valid YAML at line" in capsys.readouterr().err
     assert main(["study", "report", "no-such-study"]) == 2
     assert "built-in: bitfusion-sharing, closer2018" in capsys.readouterr().err
+    assert (
+        main(
+            ["study", "run", "local-first-run", "--suite", "nosuch", "--results-dir", str(tmp_path)]
+        )
+        == 2
+    )
+    assert capsys.readouterr().err.startswith("gpulab: error: --suite: unknown suite 'nosuch'")
+    assert not list(tmp_path.glob("study-*"))
 
 
 SEED_STUDIES = ("closer2018", "vmware-vgpu", "ibm-containers", "bitfusion-sharing")
