@@ -25,6 +25,32 @@ from workloads.errors import InputError
 
 BACKENDS = ("tensorflow", "jax", "torch")
 DEFAULT_LEARNING_RATE = 0.005  # tf_cnn_benchmarks AlexNet default; throughput ignores it
+# tf_cnn_benchmarks --weight_decay default: weight_decay x sum(l2_loss(v)) over the trainable
+# variables outside batch normalization (l2_loss = sum(v^2) / 2) is added to the loss.
+TF_CNN_WEIGHT_DECAY = 4e-5
+
+
+def decayed_mask(model: Any) -> list[bool]:
+    """Per trainable variable of ``model``: True when L2 weight decay applies (not a batch
+    normalization variable, as tf_cnn_benchmarks filters them)."""
+    import keras
+
+    skip = {
+        id(v)
+        for layer in model._flatten_layers()
+        if isinstance(layer, keras.layers.BatchNormalization)
+        for v in layer.trainable_weights
+    }
+    return [id(v) not in skip for v in model.trainable_variables]
+
+
+def l2_penalty(values: list[Any], mask: list[bool], weight_decay: float) -> Any:
+    """weight_decay x sum(v^2) / 2 over the masked values (backend-neutral keras.ops)."""
+    import keras
+
+    ops = keras.ops
+    terms = [ops.sum(ops.square(v)) for v, keep in zip(values, mask, strict=True) if keep]
+    return weight_decay * 0.5 * ops.sum(ops.stack(terms)) if terms else 0.0
 
 
 def installed_backends() -> list[str]:
@@ -90,6 +116,19 @@ def default_loss() -> Any:
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
 
+class DecayedLoss:
+    """``loss(labels, logits) + l2_penalty`` over the model's decayed variables (their current
+    values, or ``values`` when given: JAX's stateless step passes its traced ones)."""
+
+    def __init__(self, base: Any, model: Any, weight_decay: float) -> None:
+        self.base, self.weight_decay = base, weight_decay
+        self.mask, self.variables = decayed_mask(model), model.trainable_variables
+
+    def __call__(self, labels: Any, logits: Any, values: Any = None) -> Any:
+        vals = values if values is not None else [v.value for v in self.variables]
+        return self.base(labels, logits) + l2_penalty(vals, self.mask, self.weight_decay)
+
+
 class TrainStep:
     """``step(images, labels) -> loss``; ``finish()`` writes carried state back to the model."""
 
@@ -106,17 +145,25 @@ class TrainStep:
 
 
 def build_train_step(
-    model: Any, optimizer: Any | None = None, loss_fn: Any | None = None, compile: bool = True
+    model: Any,
+    optimizer: Any | None = None,
+    loss_fn: Any | None = None,
+    compile: bool = True,
+    weight_decay: float = 0.0,
 ) -> TrainStep:
     """A training step for ``model`` on the active backend.
 
     ``compile=False`` returns the plain step body (TensorFlow: for wrapping in a distribution
     strategy's ``run`` inside the caller's own ``tf.function``; JAX: un-jitted).
+    ``weight_decay`` > 0 adds tf_cnn's L2 term (:func:`l2_penalty`) to the loss.
     """
     import keras
 
     optimizer = optimizer or make_optimizer()
     loss_fn = loss_fn or default_loss()
+    if weight_decay > 0:
+        loss_fn = DecayedLoss(loss_fn, model, weight_decay)
+
     optimizer.build(model.trainable_variables)
     backend = keras.backend.backend()
     if backend == "tensorflow":
@@ -149,6 +196,8 @@ def _jax_step(model: Any, optimizer: Any, loss_fn: Any, compile: bool) -> TrainS
         logits, non_trainable = model.stateless_call(
             trainable, non_trainable, images, training=True
         )
+        if isinstance(loss_fn, DecayedLoss):  # the L2 term over the traced values
+            return loss_fn(labels, logits, trainable), non_trainable
         return loss_fn(labels, logits), non_trainable
 
     grad_fn = jax.value_and_grad(compute_loss, has_aux=True)
@@ -219,7 +268,11 @@ def compute_devices(count: int) -> list[str]:
 
 
 def build_central_step(
-    model: Any, devices: list[str], optimizer: Any | None = None, loss_fn: Any | None = None
+    model: Any,
+    devices: list[str],
+    optimizer: Any | None = None,
+    loss_fn: Any | None = None,
+    weight_decay: float = 0.0,
 ) -> TrainStep:
     """TensorFlow central storage (tf_cnn_benchmarks ``variable_update=parameter_server`` with
     ``local_parameter_device=cpu``, CLOSER 2018 Table 1): the variables live on the CPU, the
@@ -230,6 +283,8 @@ def build_central_step(
 
     optimizer = optimizer or make_optimizer()
     loss_fn = loss_fn or default_loss()
+    if weight_decay > 0:
+        loss_fn = DecayedLoss(loss_fn, model, weight_decay)
     with tf.device("/CPU:0"):
         optimizer.build(model.trainable_variables)
     n = len(devices)

@@ -160,7 +160,7 @@ def task(t: dict[str, Any]) -> dict[str, Any]:
             scenario="kernel",
             warmup=int(t["warmup"]),
             steps=int(t["iters"]),
-            options=dict(t["options"]),
+            options={"iterations": "steps", **t["options"]},
         )
         return kernel_run(job)
     if kind == "rnn":
@@ -175,11 +175,11 @@ def task(t: dict[str, Any]) -> dict[str, Any]:
         for hidden, batch, steps in t["shapes"]:
             for cell in t["cells"]:
                 shape = (int(hidden), int(batch), int(steps), cell)
-                if framework == "tensorflow":
-                    res = tf_rnn(shape, int(t["warmup"]), int(t["iters"]), mode=t["mode"])
+                if framework == "tensorflow":  # one row per phase (forward, backward-*)
+                    rows = tf_rnn(shape, int(t["warmup"]), int(t["iters"]), mode=t["mode"])
                 else:
-                    res = _rnn_torch(shape, int(t["warmup"]), int(t["iters"]), t["mode"])
-                results.append({"id": shape_id(res), **res.as_dict()})
+                    rows = [_rnn_torch(shape, int(t["warmup"]), int(t["iters"]), t["mode"])]
+                results.extend({"id": shape_id(res), **res.as_dict()} for res in rows)
         return {"framework": framework, "results": results}
     raise ValueError(f"unknown kernel task {kind!r}")
 

@@ -142,9 +142,9 @@ def _rnn_record(ctx: Context, backend: str, out: dict[str, Any], common: dict) -
         metrics[f"{row['id']}.time_per_call_s"] = row["time_per_call_s"]
         metrics[f"{row['id']}.tflops"] = row["tflops"]
         s = row["shape"]
-        by_shape.setdefault((s["hidden"], s["batch"], s["timesteps"]), {})[s["cell"]] = row[
-            "time_per_call_s"
-        ]
+        cells = by_shape.setdefault((s["hidden"], s["batch"], s["timesteps"]), {})
+        # a training step is the sum of its phases (forward, backward-data, -weights rows)
+        cells[s["cell"]] = cells.get(s["cell"], 0.0) + row["time_per_call_s"]
     for (h, b, t), cells in by_shape.items():
         if "gru" in cells and "lstm" in cells:
             metrics[f"rnn_h{h}_b{b}_t{t}.gru_over_lstm_time_ratio"] = cells["gru"] / cells["lstm"]

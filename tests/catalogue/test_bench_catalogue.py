@@ -25,7 +25,7 @@ def test_catalogue_entries_run_through_python_m_workloads_bench(tmp_path: Path) 
     mnist.write_mnist_like(idx, train=256, test=64, gz=False)
     suite = {
         "name": "catalogue-e2e",
-        "defaults": {"warmup": 1, "steps": 2, "timeout_s": 240},
+        "defaults": {"warmup": 1, "steps": 2, "repeats": 1, "timeout_s": 240},
         "experiments": [
             {
                 "experiment": "single_real",

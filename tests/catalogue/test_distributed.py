@@ -211,3 +211,10 @@ def test_gpu_placement_with_an_nvml_double(monkeypatch: pytest.MonkeyPatch) -> N
     assert distributed._gpu_placement(tasks) == {}
     env = procs.child_env()
     assert env["TF_FORCE_GPU_ALLOW_GROWTH"] == "true"
+
+
+def test_other_backend_is_skipped_with_the_reason() -> None:
+    job = _job(mode="ps")
+    job.backend = "jax"
+    fields = distributed.run(job)
+    assert fields["status"] == "skipped" and "needs TensorFlow" in fields["error"]

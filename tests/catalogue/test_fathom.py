@@ -25,6 +25,8 @@ def test_fathom_model_trains_and_is_timed(name: str) -> None:
         options={"size": "tiny"},
     )
     fields = fathom.run(job)
+    assert fields["params"]["fathom_port"] == "Fathom-like"
+    assert fields["params"]["fathom_differences"][0] == fathom.DIFFERENCES[name][0]
     rec = make_record(
         run_id="r", suite="t", experiment="fathom", model=name, scenario="fathom", **fields
     )
@@ -64,3 +66,11 @@ def test_fathom_bad_input() -> None:
         fathom.check_options({"epochs": 3})
     with pytest.raises(InputError, match="'googlenet'"):
         fathom.build("googlenet", 1)
+
+
+def test_fathom_models_are_named_fathom_like_with_their_differences() -> None:
+    from workloads import fathom
+
+    assert set(fathom.DIFFERENCES) == set(fathom.FATHOM_MODELS)
+    assert fathom.PORT == "Fathom-like"
+    assert all(fathom.DIFFERENCES[m] for m in fathom.FATHOM_MODELS)

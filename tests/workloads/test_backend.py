@@ -96,3 +96,26 @@ def test_central_storage_step_keeps_variables_on_the_cpu_and_averages() -> None:
     assert "CPU" in central.trainable_variables[0].value.device
     for a, b in zip(central.get_weights(), plain.get_weights(), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.tf
+def test_l2_weight_decay_as_tf_cnn_skips_batch_norm() -> None:
+    """tf_cnn's L2 term: weight_decay x sum(v^2)/2 over the variables outside batch norm."""
+    import numpy as np
+
+    keras = pytest.importorskip("keras")
+    from workloads.step import TF_CNN_WEIGHT_DECAY, DecayedLoss, decayed_mask, default_loss
+
+    keras.utils.set_random_seed(5)
+    m = keras.Sequential(
+        [keras.Input((4,)), keras.layers.Dense(3), keras.layers.BatchNormalization()]
+    )
+    assert decayed_mask(m) == [True, True, False, False]  # kernel, bias | gamma, beta
+    x = np.ones((2, 4), "float32")
+    y = np.array([0, 1], "int32")
+    base = float(default_loss()(y, m(x)))
+    decayed = float(DecayedLoss(default_loss(), m, TF_CNN_WEIGHT_DECAY)(y, m(x)))
+    kernel, bias = (v.numpy() for v in m.trainable_variables[:2])
+    want = TF_CNN_WEIGHT_DECAY * 0.5 * (np.sum(kernel**2) + np.sum(bias**2))
+    assert decayed - base == pytest.approx(want, rel=1e-4)
+    assert TF_CNN_WEIGHT_DECAY == 4e-5

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.tf, pytest.mark.slow]
 
 
 def start_suite(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
-    quick = {"model": "mnist_cnn", "batch": 16, "steps": 3, "warmup": 1}
+    quick = {"model": "mnist_cnn", "batch": 16, "steps": 3, "warmup": 1, "repeats": 1}
     suite = tmp_path / "kill.yaml"
     suite.write_text(
         yaml.safe_dump(

@@ -30,6 +30,8 @@ def test_models_run_on_the_jax_backend(tmp_path: Path, model: str, size: int | N
         "3",
         "--warmup",
         "1",
+        "--repeats",
+        "1",
         "--backend",
         "jax",
         "--out",

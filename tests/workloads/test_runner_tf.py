@@ -90,6 +90,9 @@ def test_record_schema_and_tf_cnn_arithmetic(smoke_run):
         assert sum(rec["step_times_s"]) == pytest.approx(wall, rel=1e-6)
         assert rec["images_per_sec"] == pytest.approx(rec["global_batch"] * STEPS / wall)
         assert len(rec["params"]["warmup_times_s"]) == WARMUP
+        # tf_cnn's L2 weight decay on its models; the Keras MNIST example has none
+        assert rec["params"]["weight_decay"] == (0.0 if rec["model"] == "mnist_cnn" else 4e-5)
+        assert rec["params"]["variable_placement"]["variables"] == "device"
         # elapsed runs from launch (imports, build, data, warm-up) to finish
         assert rec["elapsed_s"] > wall + sum(rec["params"]["warmup_times_s"])
         assert rec["started_at"] < rec["finished_at"]
@@ -113,6 +116,7 @@ def test_timeout_is_a_failed_record_and_exit_1(tmp_path):
                         "batch": 2,
                         "steps": 1000,
                         "warmup": 1,
+                        "repeats": 1,
                         "timeout_s": 2,
                     },
                 ]

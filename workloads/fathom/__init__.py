@@ -1,4 +1,7 @@
-"""Fathom-style workloads (rdadolf/fathom, as used by the IBM containers study, seed 003).
+"""Fathom-like workloads: the eight models of rdadolf/fathom (used by the IBM containers study,
+seed 003) re-implemented in Keras 3. They are *not* ports: :data:`DIFFERENCES` lists, per model,
+how each differs from rdadolf/fathom (compared with its source), and every record carries
+``params.fathom_port = "Fathom-like"`` and ``params.fathom_differences``.
 
 Eight Keras 3 models with synthetic inputs made once on the device, trained with the runner's
 own compiled step and timed like the CNNs (W warm-up steps excluded, T timed steps):
@@ -67,6 +70,37 @@ DEFAULT_BATCH = {
     "deepq": 32,
 }
 SIZES = ("full", "tiny")
+PORT = "Fathom-like"
+# Every model: synthetic inputs made once (Fathom reads its datasets: ImageNet, WMT, bAbI,
+# TIMIT, an Atari emulator), the runner's SGD step (Fathom: each model's own optimizer),
+# Keras 3 layers on TensorFlow 2 (Fathom: TensorFlow 1 graphs).
+COMMON_DIFFERENCES = (
+    "synthetic inputs made once on the device; Fathom reads its datasets",
+    "the runner's SGD step for every model; Fathom uses each model's own optimizer",
+    "Keras 3 layers on TensorFlow 2 (or JAX/PyTorch); Fathom is TensorFlow 1 graph code",
+)
+DIFFERENCES: dict[str, tuple[str, ...]] = {
+    "seq2seq": (
+        "3-layer LSTM encoder-decoder with dot-product attention and a full softmax; Fathom "
+        "uses legacy embedding_attention_seq2seq with a sampled softmax",
+    ),
+    "memnet": ("SGD; Fathom's memory network trains with Adam",),
+    "speech": (
+        "2 conv + 3 bidirectional GRU layers + CTC; Fathom's speech model is 3 fully connected "
+        "layers (1024) + one bidirectional RNN + a fully connected layer, CTC",
+    ),
+    "autoenc": ("MLP 784-500-500-20 variational autoencoder; Fathom's has one hidden layer",),
+    "residual": (
+        "ResNet-34 basic blocks, default batch 32; Fathom's residual uses bottleneck blocks "
+        "and batch 16",
+    ),
+    "vgg": ("default batch 32; Fathom's VGG-19 uses batch 8 and learning rate 1e-4",),
+    "alexnet": ("no LRN, default batch 128; Fathom's AlexNet has LRN and batch 64",),
+    "deepq": (
+        "Q-learning loss on a synthetic replay batch, SGD; Fathom plays an Atari emulator and "
+        "trains with RMSProp (learning rate 0.00025)",
+    ),
+}
 
 
 def model_names() -> tuple[str, ...]:
@@ -113,6 +147,8 @@ def run(job: Any) -> dict[str, Any]:
         "metrics": dict(timing.summary()),
         "params": {
             "suite_model": "fathom",
+            "fathom_port": PORT,
+            "fathom_differences": [*DIFFERENCES[job.model], *COMMON_DIFFERENCES],
             "size": opts["size"],
             "unit": work.unit,
             "param_count": int(work.model.count_params()),

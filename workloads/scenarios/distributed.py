@@ -29,7 +29,9 @@ job's elapsed time (``metrics.job_elapsed_s``: first task launched to reporting 
 A worker whose peers never come hangs and ignores SIGTERM: at the deadline every process
 group is SIGKILLed and the record is ``failed`` naming the tasks killed. Launched locally on a
 GPU host, worker i gets GPU i mod n and the chief and parameter servers the CPU (unless
-CUDA_VISIBLE_DEVICES is already set); every task grows GPU memory on demand.
+CUDA_VISIBLE_DEVICES is already set); every task grows GPU memory on demand. TensorFlow only:
+under another backend the record is ``skipped`` with that reason (never run on TensorFlow
+behind the backend's name).
 """
 
 from __future__ import annotations
@@ -213,9 +215,20 @@ def _reporters(mode: str, cluster: Mapping[str, list[str]]) -> list[tuple[str, i
     return [("worker", i) for i in range(len(cluster["worker"]))]
 
 
+NEEDS_TF = (
+    "the distributed scenario needs TensorFlow (ParameterServerStrategy / "
+    "MultiWorkerMirroredStrategy); backend {backend!r} has no equivalent here, so it is skipped "
+    "(run this entry with --backend tensorflow)"
+)
+
+
 def run(job: Any) -> dict[str, Any]:
     from workloads.scenarios.procs import ProcGroup
 
+    backend = getattr(job, "backend", "tensorflow")
+    if backend != "tensorflow":
+        why = NEEDS_TF.format(backend=backend)
+        return {"status": "skipped", "error": why, "params": {"backend": backend}}
     opts = check_options(_env_options(job.options))
     cluster = cluster_spec(opts["mode"], opts["hosts"], opts["workers"], opts["base_port"])
     tasks = [(role, i) for role, addrs in cluster.items() for i in range(len(addrs))]

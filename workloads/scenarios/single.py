@@ -13,7 +13,15 @@ from typing import Any
 from workloads.errors import InputError
 from workloads.options import with_defaults
 
-OPTIONS = {"seed": int, "learning_rate": float, "variables": str, "devices": int}
+OPTIONS = {
+    "seed": int,
+    "learning_rate": float,
+    "variables": str,
+    "devices": int,
+    "weight_decay": float,
+}
+# tf_cnn_benchmarks' models get its default L2 weight decay; the Keras MNIST example has none
+WEIGHT_DECAY_MODELS = ("alexnet", "inception_v3", "resnet50")
 PLACEMENTS = ("device", "cpu")
 
 
@@ -27,7 +35,7 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
         ok = isinstance(value, typ) or (typ is float and isinstance(value, int))
         if not ok or isinstance(value, bool):
             raise InputError(f"option {key!r} must be {typ.__name__}, got {value!r}")
-        if typ is float and value <= 0:
+        if typ is float and (value < 0 if key == "weight_decay" else value <= 0):
             raise InputError(f"option {key!r} must be > 0, got {value!r}")
     if out.get("variables", "device") not in PLACEMENTS:
         raise InputError(f"option 'variables' must be device or cpu, got {out['variables']!r}")
@@ -42,6 +50,7 @@ def run(job: Any) -> dict[str, Any]:
     from workloads.scenarios import DATA_SOURCES
     from workloads.step import (
         DEFAULT_LEARNING_RATE,
+        TF_CNN_WEIGHT_DECAY,
         blocking,
         build_train_step,
         device_summary,
@@ -64,6 +73,8 @@ def run(job: Any) -> dict[str, Any]:
     select_backend(job.backend)
     lr = float(job.options.get("learning_rate", DEFAULT_LEARNING_RATE))
     global_batch = job.batch
+    default_wd = TF_CNN_WEIGHT_DECAY if job.model in WEIGHT_DECAY_MODELS else 0.0
+    wd = float(job.options.get("weight_decay", default_wd))
     placement: dict[str, Any] = {"variables": "device", "compute_devices": None}
     if central:
         import tensorflow as tf
@@ -73,12 +84,12 @@ def run(job: Any) -> dict[str, Any]:
         devices = compute_devices(int(job.options.get("devices", 2)))
         with tf.device("/CPU:0"):
             model = spec.build(size)
-        step = build_central_step(model, devices, make_optimizer(lr))
+        step = build_central_step(model, devices, make_optimizer(lr), weight_decay=wd)
         global_batch = job.batch * len(devices)
         placement = {"variables": "cpu (central storage)", "compute_devices": devices}
     else:
         model = spec.build(size)
-        step = build_train_step(model, make_optimizer(lr))
+        step = build_train_step(model, make_optimizer(lr), weight_decay=wd)
     get_batch = DATA_SOURCES[job.data](spec, global_batch, size, job.options)
     run_step = blocking(step, get_batch)
     sampler = Sampler()
@@ -99,6 +110,7 @@ def run(job: Any) -> dict[str, Any]:
             "param_count": int(model.count_params()),
             "optimizer": "sgd",
             "learning_rate": lr,
+            "weight_decay": wd,
             "data_format": "NHWC",
             "backend": job.backend,
             "devices": device_summary(),
