@@ -116,8 +116,8 @@ def write_records(root: Path, n: int) -> int:
             "setting_flags": [],
             "host": f"{setting}-host",
             "claims": [],
-            "fingerprint": fingerprint(setting),
         }
+        fp_text = json.dumps(fingerprint(setting))  # spliced in: one dumps per arm, not per line
         lines: list[str] = []
         parts = [0]
 
@@ -134,37 +134,43 @@ def write_records(root: Path, n: int) -> int:
 
         for _, (exp, scenario, data, scale), model in [c for c in cells if c[0] == arm_key]:
             ips0, batch = MODELS[model]
+            cell = dict(base)
+            cell.update(
+                experiment=exp,
+                model=model,
+                scenario=scenario,
+                data=data,
+                batch_size=batch,
+                global_batch=batch * (2 if scenario == "distributed" else 1),
+                error=None,
+                metrics={},
+                started_at="2026-11-01T00:00:00.000+00:00",
+                finished_at="2026-11-01T00:01:00.000+00:00",
+            )
+            size = 224 if model != "inception_v3" else 299
+            tail = json.dumps(cell)[1:-1] + ', "fingerprint": ' + fp_text + "}\n"
             for i in range(per_cell):
                 if written >= n:
                     break
                 noise = 1.0 + 0.03 * (((i * 7919) % 101) / 50.0 - 1.0)
                 ips = ips0 * scale * factor * noise
-                rec = dict(base)
-                rec.update(
-                    record_id=uuid.uuid4().hex,
-                    experiment=exp,
-                    model=model,
-                    scenario=scenario,
-                    data=data,
-                    batch_size=batch,
-                    global_batch=batch * (2 if scenario == "distributed" else 1),
-                    repeat=i,
-                    status="ok",
-                    error=None,
-                    images_per_sec=ips,
-                    elapsed_s=batch * 100 / ips + 20.0,
-                    step_times_s=[round(batch / ips, 6)] * 5,
-                    metrics={},
-                    params={"image_size": 224 if model != "inception_v3" else 299},
-                    started_at="2026-11-01T00:00:00.000+00:00",
-                    finished_at="2026-11-01T00:01:00.000+00:00",
+                status, params = "ok", f'{{"image_size": {size}}}'
+                if i % 1000 == 500:
+                    params = f'{{"image_size": {size}, "nvml_samples": [{{"throttle_mask": 4}}]}}'
+                head = (
+                    f'{{"record_id": "{uuid.UUID(int=(written << 8) + len(ARMS) + 1).hex}", '
+                    f'"repeat": {i}, "status": "{status}", "images_per_sec": {ips!r}, '
+                    f'"elapsed_s": {batch * 100 / ips + 20.0!r}, '
+                    f'"step_times_s": {[round(batch / ips, 6)] * 5}, "params": {params}, '
                 )
                 if i % 1000 == 999:
-                    rec.update(status="failed", error="ResourceExhaustedError: OOM")
-                    rec["images_per_sec"] = None
-                elif i % 1000 == 500:
-                    rec["params"] = {**rec["params"], "nvml_samples": [{"throttle_mask": 4}]}
-                lines.append(json.dumps(rec) + "\n")
+                    head = head.replace('"status": "ok"', '"status": "failed"').replace(
+                        f'"images_per_sec": {ips!r}', '"images_per_sec": null'
+                    )
+                    tail_i = tail.replace('"error": null', '"error": "ResourceExhaustedError: OOM"')
+                    lines.append(head + tail_i)
+                else:
+                    lines.append(head + tail)
                 written += 1
                 if len(lines) >= FILE_LINES:
                     flush(lines, arm_key, run_id)

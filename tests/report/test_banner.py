@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from report import build_report, figures
+from report import build_report
 from report.build import ReportResult
 from tests.report import synth
 
@@ -125,13 +125,16 @@ def test_two_arms_get_ratio_figures_and_reduced_sizes_are_named(tmp_path: Path) 
 class Captured:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.axes: dict[str, Any] = {}
-        real = figures._save
+        from report import figures_absolute, figures_common, figures_ratio, figures_special
+
+        real = figures_common._save
 
         def save(fig: Any, path: Path) -> None:
             self.axes[path.name] = fig.axes[0]
             real(fig, path)
 
-        monkeypatch.setattr(figures, "_save", save)
+        for mod in (figures_absolute, figures_ratio, figures_special):  # each draws and saves
+            monkeypatch.setattr(mod, "_save", save)
 
 
 def test_figure_axes_units_scale_and_single_values(

@@ -103,7 +103,7 @@ def poisoned_records() -> list[dict[str, Any]]:
 def rep(tmp_path_factory: pytest.TempPathFactory) -> ReportResult:
     d = tmp_path_factory.mktemp("inject")
     src = synth.write(d / "in" / "r.jsonl", poisoned_records())
-    return build_report([src], d / "out")
+    return build_report([src], d / "out", pool=True)  # every run_id carries a payload
 
 
 def test_the_payloads_reach_every_output(rep: ReportResult) -> None:
@@ -224,7 +224,7 @@ def test_console_output_of_gpulab_report(rep: ReportResult, tmp_path: Path) -> N
     from infra.cli import app
 
     src = next(rep.out_dir.parent.glob("in/*.jsonl"))
-    res = CliRunner().invoke(app, ["report", str(src), "--out", str(tmp_path / "o")])
+    res = CliRunner().invoke(app, ["report", str(src), "--out", str(tmp_path / "o"), "--pool"])
     assert res.exit_code == 0, res.output
     out = res.output
     assert "\r" not in out and "\t" not in out and "\x1b" not in out
