@@ -49,6 +49,9 @@ def vgpu_stack(path: Path, vcsim: Any, **changes: Any) -> Path:
         vsphere_server=f"{vcsim.host}:{vcsim.port}",
         vsphere_user=vcsim.user,
         vsphere_insecure=True,
+        # an encrypted value of the user's own (the example's REPLACE_ME one is refused);
+        # the CLI reads the password from VSPHERE_PASSWORD, never from the stack file
+        vsphere_password={"secure": "v1:dGVzdC1zdGFjay1zZWNyZXQ="},
         datacenter="DC0",
         cluster="DC0_C0",
         datastore="LocalDS_0",

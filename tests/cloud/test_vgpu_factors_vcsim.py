@@ -177,3 +177,30 @@ def test_policy_apply_on_the_simulator_fails_with_one_line(vcsim: Any) -> None:
         VgpuPolicyProvider().create(props)
     assert "\n" not in str(exc.value) and "nvidia" in str(exc.value)
     print(exc.value)
+
+
+def test_gpulab_preflight_shows_the_policy_command_and_vms_per_gpu(
+    vcsim: Any, tmp_path: Any
+) -> None:
+    """`gpulab preflight` on a vGPU arm's stack, as a user runs it against vCenter."""
+    from tests.cloud.test_cli_vsphere import gpulab, vgpu_stack
+
+    stack = vgpu_stack(
+        tmp_path / "Pulumi.arm.yaml",
+        vcsim,
+        vgpu_profile="grid_p100-8q",
+        vgpu_vms_per_gpu=2,
+        vgpu_policy="fixed-share",
+        kw_vm_count=32,
+    )
+    p = gpulab("preflight", str(stack), password=vcsim.password)
+    assert p.returncode == 0, p.stdout + p.stderr
+    out = " ".join(p.stdout.split())
+    assert "vgpu VMs per GPU grid_p100-8q" in out and "2 VM(s) per GPU" in out
+    assert "vgpu policy fixed-share" in out
+    assert "NVreg_RegistryDwords=RmPVMRL=0x11" in out
+    bad = vgpu_stack(
+        tmp_path / "Pulumi.bad.yaml", vcsim, vgpu_profile="grid_p100-8q", vgpu_vms_per_gpu=4
+    )
+    p = gpulab("preflight", str(bad), password=vcsim.password)
+    assert p.returncode == 1 and "puts 2 VM(s) on a GPU here" in " ".join(p.stdout.split())
