@@ -3,9 +3,10 @@
 Every kind the topologies create is listed: servers, floating IPs, ports, volumes, routers,
 subnets, networks, security groups, flavors, keypairs, server groups, and for Magnum clusters
 and cluster templates. A resource belongs to the lab when its name is ``<lab>`` or starts with
-``<lab>-`` (how the topologies name everything), or when it carries the lab's name as a tag (Nova, Neutron), a
-metadata value (Nova, Cinder) or a label value (Magnum); ``gpulab-lab=<lab>`` / ``lab:<lab>``
-style tags count too. One failing row per leftover, with the command that removes it.
+``<lab>-`` (how the topologies name everything), or when it carries the lab's name as a tag
+(Nova, Neutron), a metadata value (Nova, Cinder) or a label value (Magnum);
+``gpulab-lab=<lab>`` / ``lab:<lab>`` style tags count too. One failing row per leftover, with
+the command that removes it.
 """
 
 from __future__ import annotations
