@@ -1,0 +1,154 @@
+"""report.table's record-to-row helpers, pinned where mutation testing found them loose: group
+keys, image sizes, experiment names, metric extraction, arms and lookups."""
+
+from __future__ import annotations
+
+import math
+
+from report.mapping import Arm
+from report.table import (
+    GroupKey,
+    arm_of,
+    build_table,
+    collect,
+    experiment_base,
+    higher_is_better,
+    image_size,
+    is_relative,
+    key_of,
+    metric_values,
+)
+from tests.report import synth
+
+REC = {
+    "suite": "closer2018",
+    "experiment": "single_synthetic-resnet50",
+    "model": "resnet50",
+    "scenario": "single",
+    "data": "synthetic",
+    "batch_size": 32,
+}
+
+
+def test_key_of_takes_every_field_and_the_variant() -> None:
+    assert key_of(dict(REC, params={"variant": "fp16"})) == GroupKey(
+        "closer2018", "single_synthetic-resnet50", "resnet50", "single", "synthetic", 32, "fp16"
+    )
+    bare = {k: v for k, v in REC.items() if k not in ("data", "batch_size")}
+    assert key_of(bare) == GroupKey(
+        "closer2018", "single_synthetic-resnet50", "resnet50", "single", "", 0, ""
+    )
+    assert key_of(dict(bare, data=None, batch_size=None, params=None)).data == ""
+    assert key_of(dict(REC, params={"variant": None})).variant == ""
+    assert key_of(dict(REC, params={"variant": 3})).variant == "3"
+
+
+def test_sharing_records_group_by_their_job_count_unless_a_variant_is_set() -> None:
+    sharing = dict(REC, scenario="sharing", params={"jobs": 4})
+    assert key_of(sharing).variant == "4 jobs"
+    assert key_of(dict(sharing, params={"jobs": 4, "variant": "mps"})).variant == "mps"
+    assert key_of(dict(sharing, params={"jobs": "4"})).variant == ""
+    assert key_of(dict(REC, params={"jobs": 4})).variant == ""  # not the sharing scenario
+
+
+def test_group_label() -> None:
+    k = key_of(dict(REC, params={"variant": "fp16"}))
+    assert k.label() == "resnet50 b32 fp16"
+    assert key_of(dict(REC, batch_size=0)).label() == "resnet50"
+
+
+def test_image_size_from_params_or_the_input_shape() -> None:
+    assert image_size({"params": {"image_size": 224}}) == 224
+    assert image_size({"params": {"image_size": True, "input_shape": [299, 299, 3]}}) == 299
+    assert image_size({"params": {"image_size": "224"}}) is None
+    assert image_size({"params": {"input_shape": [28, 28, 1]}}) == 28
+    assert image_size({"params": {"input_shape": []}}) is None
+    assert image_size({"params": {"input_shape": ["a"]}}) is None
+    assert image_size({"params": {"input_shape": "224"}}) is None
+    assert image_size({"params": None}) is None
+    assert image_size({"params": ["not", "a", "dict"]}) is None
+    assert image_size({}) is None
+
+
+def test_experiment_base_drops_the_model_and_the_batch() -> None:
+    assert experiment_base("single_synthetic-alexnet", "alexnet") == "single_synthetic"
+    assert experiment_base("shared_alexnet_b32", "alexnet") == "shared"
+    assert experiment_base("shared_alexnet-b64", "alexnet") == "shared"
+    assert experiment_base("fig6", "alexnet") == "fig6"
+    assert experiment_base("alexnet_b32x", "alexnet") == "alexnet_b32x"
+    assert experiment_base("single-resnet50", "alexnet") == "single-resnet50"
+
+
+def test_which_metrics_are_relative_and_which_are_better_higher() -> None:
+    assert is_relative("completion_time_ratio") and is_relative("aggregate_throughput_ratio")
+    assert is_relative("x_ratio") and is_relative("elapsed_degradation")
+    assert not is_relative("images_per_sec") and not is_relative("ratio_of_things")
+    for m in ("images_per_sec", "kernel.gflops_per_sec", "tflops", "gbps", "throughput"):
+        assert higher_is_better(m), m
+    assert not higher_is_better("elapsed_s")
+    assert not higher_is_better("images_per_sec_degradation")
+
+
+def test_arm_of_defaults() -> None:
+    assert arm_of({"topology": "nova-pci", "arm": "docker"}) == Arm("nova-pci", "docker")
+    assert arm_of({}) == Arm("unknown", "native")
+    assert arm_of({"topology": "", "arm": ""}) == Arm("unknown", "native")
+
+
+def test_metric_values_take_finite_numbers_and_derive_degradations() -> None:
+    rec = {
+        "images_per_sec": 100,
+        "elapsed_s": True,
+        "metrics": {
+            "alone_elapsed_s": 10.0,
+            "shared_elapsed_s": 15.0,
+            "alone_images_per_sec": 200.0,
+            "shared_images_per_sec": 150.0,
+            "bad": math.nan,
+            "text": "1",
+        },
+    }
+    assert metric_values(rec) == {
+        "images_per_sec": 100.0,
+        "elapsed_alone_s": 10.0,
+        "elapsed_shared_s": 15.0,
+        "images_per_sec_alone": 200.0,
+        "images_per_sec_shared": 150.0,
+        "elapsed_degradation": 0.5,
+        "images_per_sec_degradation": 0.25,
+    }
+    given = {"metrics": {"elapsed_alone_s": 10.0, "elapsed_shared_s": 30.0,
+                         "elapsed_increase": 0.7}}  # fmt: skip
+    assert metric_values(given)["elapsed_degradation"] == 0.7  # recorded: not derived
+    zero = {"metrics": {"elapsed_alone_s": 0.0, "elapsed_shared_s": 3.0,
+                        "images_per_sec_alone": 0.0, "images_per_sec_shared": 1.0}}  # fmt: skip
+    assert "elapsed_degradation" not in metric_values(zero)
+    assert "images_per_sec_degradation" not in metric_values(zero)
+    assert metric_values({"elapsed_s": math.inf, "metrics": None}) == {}
+
+
+def test_collect_counts_records_per_arm_and_model_and_keeps_shapes() -> None:
+    recs = synth.reps("local", "native", experiment="e", model="resnet50", ips=100.0, repeats=3)
+    recs += synth.reps("local", "docker", experiment="e", model="alexnet", ips=90.0, repeats=2)
+    col = collect(recs)
+    native, docker = Arm("local", "native"), Arm("local", "docker")
+    assert col.counts == {native: 3, docker: 2}
+    assert col.model_counts == {"resnet50": 3, "alexnet": 2}
+    assert [len(v) for v in col.reps.values()] == [3, 2]
+    key = key_of(recs[0])
+    assert col.values[(key, native, "images_per_sec")] == [r["images_per_sec"] for r in recs[:3]]
+    assert col.kinds[key] == recs[0]["kind"]
+
+
+def test_per_shape_metrics_become_variants_and_tables_find_them() -> None:
+    recs = synth.reps("local", "native", experiment="k", model="gru", ips=1.0, repeats=1)
+    for r in recs:
+        r["metrics"] = {"h512.time_per_call_s": 0.5, "h1024.time_per_call_s": 0.9}
+        r["params"] = dict(r.get("params") or {}, variant="fp32")
+    table = build_table(recs, Arm("local", "native"))
+    rows = table.find(metric="time_per_call_s")
+    assert sorted(r.key.variant for r in rows) == ["fp32/h1024", "fp32/h512"]
+    (h512,) = table.find(metric="time_per_call_s", variant="fp32/h512")
+    assert h512.summary.median == 0.5
+    assert table.find(metric="time_per_call_s", variant="nothing") == []
+    assert table.experiments() == [(recs[0]["suite"], "k")]
