@@ -5,6 +5,7 @@ converge needs a systemd host; the unit's command is what this checks)."""
 from __future__ import annotations
 
 import re
+
 import jinja2
 import yaml
 
