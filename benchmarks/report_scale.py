@@ -196,14 +196,16 @@ print("RESULT", len(res.table.rows), took["load"])
 """
 
 
-def run_child(records: Path, out: Path, engine: str) -> tuple[float, float, float]:
-    """(seconds, peak RSS MiB, seconds to the table) of one full report in a fresh process."""
+def run_child(records: Path, out: Path, engine: str) -> tuple[float, float, float, float]:
+    """(seconds, peak RSS MiB, seconds to the table, CPU seconds) of one full report in a
+    fresh process (CPU: user + system of that process, its DuckDB threads included)."""
     code = (
         "import resource, subprocess, sys\n"
         "p = subprocess.run([sys.executable, '-c', sys.argv[1], *sys.argv[2:]],"
         " capture_output=True, text=True)\n"
         "sys.stderr.write(p.stderr[-2000:])\n"
-        "print(p.stdout.strip(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+        "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "print(p.stdout.strip(), u.ru_maxrss, u.ru_utime + u.ru_stime)\n"
         "sys.exit(p.returncode)\n"
     )
     # the wrapper process is fresh too, so RUSAGE_CHILDREN sees only this report's process
@@ -219,8 +221,8 @@ def run_child(records: Path, out: Path, engine: str) -> tuple[float, float, floa
     if p.returncode != 0:
         raise SystemExit(f"report_scale: the {engine} report failed:\n{p.stderr[-3000:]}")
     line = next(ln for ln in reversed(p.stdout.splitlines()) if ln.startswith("RESULT"))
-    _, _rows, load_s, maxrss_kib = line.split()  # wall: interpreter start and imports too
-    return wall, int(maxrss_kib) / 1024.0, float(load_s)
+    _, _rows, load_s, maxrss_kib, cpu_s = line.split()  # wall: start and imports too
+    return wall, int(maxrss_kib) / 1024.0, float(load_s), float(cpu_s)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -234,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         print("report_scale: error: --sizes takes counts of 100 or more", file=sys.stderr)
         return 2
     base = args.keep or Path(tempfile.mkdtemp(prefix="gpulab-report-scale-", dir="/tmp"))
-    rows: list[tuple[int, str, float, float, float, float]] = []
+    rows: list[tuple[int, str, float, float, float, float, float]] = []
     try:
         for n in args.sizes:
             recs = base / f"records-{n}"
@@ -246,11 +248,11 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{n:>9,} records written in {gen:.1f} s ({size:,.0f} MiB)", flush=True)
             engines = ["duckdb"] + (["python"] if args.legacy and n in args.legacy_sizes else [])
             for engine in engines:
-                secs, rss, load_s = run_child(recs, base / f"report-{n}-{engine}", engine)
-                rows.append((n, engine, secs, n / secs, rss, load_s))
+                secs, rss, load_s, cpu = run_child(recs, base / f"report-{n}-{engine}", engine)
+                rows.append((n, engine, secs, n / secs, rss, load_s, cpu))
                 print(
                     f"{n:>9,} {engine:<7} {secs:8.1f} s {n / secs:>11,.0f} rec/s {rss:8.0f} MiB"
-                    f"  (records to table {load_s:.1f} s)",
+                    f"  (records to table {load_s:.1f} s; CPU {cpu:.1f} s)",
                     flush=True,
                 )
             if args.keep is None:
@@ -258,11 +260,17 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)
-    print("\n| records | engine | full report (s) | records/s | peak RSS (MiB) | to table (s) |")
-    print("|---:|---|---:|---:|---:|---:|")
-    for n, engine, secs, rate, rss, load_s in rows:
-        print(f"| {n:,} | {engine} | {secs:.1f} | {rate:,.0f} | {rss:,.0f} | {load_s:.1f} |")
-    by = {(n, e): s for n, e, s, _, _, _ in rows}
+    print(
+        "\n| records | engine | full report (s) | records/s | peak RSS (MiB) | to table (s) "
+        "| CPU (s) |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    for n, engine, secs, rate, rss, load_s, cpu in rows:
+        print(
+            f"| {n:,} | {engine} | {secs:.1f} | {rate:,.0f} | {rss:,.0f} | {load_s:.1f} "
+            f"| {cpu:.1f} |"
+        )
+    by = {(n, e): s for n, e, s, *_ in rows}
     for n in sorted({r[0] for r in rows}):
         if (n, "python") in by:
             ratio = by[(n, "python")] / by[(n, "duckdb")]
