@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import enum
+import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
-from infra.cli.options import JsonOpt, StateUrlOpt, add_examples, print_json
-from infra.cli.stack_ref import StackArg, StackOpt, resolve
+from infra.cli.options import (
+    BackendOldOpt,
+    JsonOpt,
+    StateUrlOpt,
+    add_examples,
+    print_json,
+    state_url_of,
+)
+from infra.cli.stack_ref import StackArg, StackOpt, pick, resolve_value
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -149,14 +157,14 @@ def _report_local(run: Any, console: Any) -> None:
     console.print(f"report:  {rep.html} ({len(rep.figures)} figures)")
 
 
-def _lab(positional: str | None, option: str | None, state_url: str | None) -> tuple[Lab, Console]:
-    """The stack's Lab; engine and progress lines go to stderr, so stdout holds only the
-    command's result (JSON)."""
+def _lab(stack: str, state_url: str | None) -> tuple[Lab, Console]:
+    """The Lab of ``stack`` (a name or a path, see infra/cli/stack_ref.py); engine and
+    progress lines go to stderr, so stdout holds only the command's result (JSON)."""
     from rich.console import Console
 
     from infra.automation import Lab
 
-    ref = resolve(positional, option)
+    ref = resolve_value(stack)
     console = Console(stderr=True)
     env = {"PULUMI_BACKEND_URL": state_url} if state_url else {}
 
@@ -220,76 +228,73 @@ def _show(console: Console, data: Any, as_json: bool) -> None:
         Console().print_json(data=data, default=str, sort_keys=True)
 
 
-def up(
+def down(
     stack: StackArg = None,
     stack_opt: StackOpt = None,
     state_url: StateUrlOpt = None,
-    refresh: RefreshOpt = False,
-    json_out: JsonOpt = False,
+    backend_old: BackendOldOpt = None,
 ) -> None:
-    """Build or update the lab: the topology's hosts (vGPU attach on vsphere-gpu vgpu), then
-    the site Ansible run (playbooks/site.yml) on every host, then one workload run per
-    execution environment, one after another on the same GPUs; records are fetched to
-    results/<stack>/ ($GPULAB_RESULTS, else ./results). Prints the outputs as JSON on stdout
-    (engine lines on stderr). Unchanged parts are not re-run; `gpulab measure` re-runs only
-    the workloads. Exit 1 on a failed step (one line naming the host and the step, then the
-    finished hosts' records on disk; what was made stays for `gpulab down`), 2 on bad input,
-    130 on Ctrl-C (the engine stops after the steps in flight; the lab and the records stay)."""
-    lab, console = _lab(stack, stack_opt, state_url)
-    _show(console, _run(lambda: lab.up(refresh=refresh), console), json_out)
-
-
-def measure(
-    stack: StackArg = None,
-    stack_opt: StackOpt = None,
-    state_url: StateUrlOpt = None,
-    refresh: RefreshOpt = False,
-    json_out: JsonOpt = False,
-) -> None:
-    """Measure a built lab again without rebuilding it: sets gpulab:measure_id to a fresh UTC
-    time id in Pulumi.<stack>.yaml and runs up; only the workload runs re-run, their records go
-    to results/<stack>/. Prints the outputs as JSON."""
-    lab, console = _lab(stack, stack_opt, state_url)
-    _show(console, _run(lambda: lab.measure(refresh=refresh), console), json_out)
-
-
-def down(stack: StackArg = None, stack_opt: StackOpt = None, state_url: StateUrlOpt = None) -> None:
     """Destroy the lab's resources; results/<stack>/ and the stack config stay."""
-    lab, _console = _lab(stack, stack_opt, state_url)
+    lab, _console = _lab(pick(stack, stack_opt), state_url_of(state_url, backend_old))
     saved = _run(lab.down)
     typer.echo(f"destroyed {lab.stack_name}" + (f"; last outputs kept in {saved}" if saved else ""))
 
 
-def _outputs_command(
-    name: str, doc: str, call: Callable[[Lab], Callable[[], Any]]
+def _lab_command(
+    name: str, doc: str, call: Callable[[Lab, bool], Any], refresh: bool = False
 ) -> Callable[..., None]:
-    """A command that runs ``call(lab)`` and prints its result as JSON."""
+    """A command that runs ``call(lab, refresh)`` and prints its result as JSON (``--refresh``
+    only where ``refresh``)."""
 
     def command(
         stack: StackArg = None,
         stack_opt: StackOpt = None,
         state_url: StateUrlOpt = None,
+        refresh_opt: RefreshOpt = False,
         json_out: JsonOpt = False,
+        backend_old: BackendOldOpt = None,
     ) -> None:
-        lab, console = _lab(stack, stack_opt, state_url)
-        _show(console, _run(call(lab), console), json_out)
+        lab, console = _lab(pick(stack, stack_opt), state_url_of(state_url, backend_old))
+        _show(console, _run(lambda: call(lab, refresh_opt), console), json_out)
 
     command.__name__, command.__doc__ = name, doc
+    if not refresh:
+        sig = inspect.signature(command, eval_str=True)
+        params = [p for p in sig.parameters.values() if p.name != "refresh_opt"]
+        command.__signature__ = sig.replace(parameters=params)  # type: ignore[attr-defined]
     return command
 
 
-rebuild = _outputs_command(
-    "rebuild", "Destroy, then up again with the same stack config. Prints the outputs as JSON.",
-    lambda lab: lab.rebuild,
-)  # fmt: skip
-status = _outputs_command(
-    "status", "The stack's last update and what its outputs hold, as JSON.", lambda lab: lab.status
+UP_DOC = """Build or update the lab: the topology's hosts (vGPU attach on vsphere-gpu vgpu), then
+the site Ansible run (playbooks/site.yml) on every host, then one workload run per
+execution environment, one after another on the same GPUs; records are fetched to
+results/<stack>/ ($GPULAB_RESULTS, else ./results). Prints the outputs as JSON on stdout
+(engine lines on stderr). Unchanged parts are not re-run; `gpulab measure` re-runs only
+the workloads. Exit 1 on a failed step (one line naming the host and the step, then the
+finished hosts' records on disk; what was made stays for `gpulab down`), 2 on bad input,
+130 on Ctrl-C (the engine stops after the steps in flight; the lab and the records stay)."""
+
+MEASURE_DOC = """Measure a built lab again without rebuilding it: sets gpulab:measure_id to a fresh
+UTC time id in Pulumi.<stack>.yaml and runs up; only the workload runs re-run, their records go
+to results/<stack>/. Prints the outputs as JSON."""
+
+up = _lab_command("up", UP_DOC, lambda lab, r: lab.up(refresh=r), refresh=True)
+measure = _lab_command("measure", MEASURE_DOC, lambda lab, r: lab.measure(refresh=r), refresh=True)
+rebuild = _lab_command(
+    "rebuild",
+    "Destroy, then up again with the same stack config. Prints the outputs as JSON.",
+    lambda lab, _r: lab.rebuild(),
 )
-outputs = _outputs_command(
+status = _lab_command(
+    "status",
+    "The stack's last update and what its outputs hold, as JSON.",
+    lambda lab, _r: lab.status(),
+)
+outputs = _lab_command(
     "outputs",
     "The stack outputs as JSON (secrets masked); when the last up failed in a workload run, "
     "also results_partial: that run's finished records as found in results/<stack>/.",
-    lambda lab: lab.outputs,
+    lambda lab, _r: lab.outputs(),
 )
 
 

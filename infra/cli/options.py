@@ -55,6 +55,15 @@ StateUrlOpt = Annotated[
     ),
 ]
 
+BackendOldOpt = Annotated[str | None, typer.Option("--backend", hidden=True, metavar="URL")]
+
+
+def state_url_of(state_url: str | None, backend_old: str | None) -> str | None:
+    """``--state-url``, or the deprecated ``--backend`` with a one-line warning."""
+    if backend_old is not None:
+        typer.echo("gpulab: warning: --backend is deprecated here, use --state-url", err=True)
+    return state_url or backend_old
+
 
 def print_json(data: Any) -> None:
     """``data`` as JSON on stdout, nothing else there."""

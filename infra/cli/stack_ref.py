@@ -102,11 +102,16 @@ def resolve_value(value: str, cwd: Path | None = None) -> StackRef:
     )
 
 
-def resolve(positional: str | None, option: str | None = None, cwd: Path | None = None) -> StackRef:
-    """The stack given as ``STACK`` or ``-s/--stack`` (exactly one of them)."""
+def pick(positional: str | None, option: str | None = None) -> str:
+    """The stack value given as ``STACK`` or ``-s/--stack`` (exactly one of them)."""
     if positional is not None and option is not None and positional != option:
         raise UsageError(f"give the stack once: STACK {positional!r} or --stack {option!r}")
     value = positional if positional is not None else option
     if value is None or not value.strip():
         raise UsageError("no stack given: name one (gpulab <command> local, or -s/--stack NAME)")
-    return resolve_value(value, cwd)
+    return value
+
+
+def resolve(positional: str | None, option: str | None = None, cwd: Path | None = None) -> StackRef:
+    """The stack given as ``STACK`` or ``-s/--stack`` (exactly one of them), resolved."""
+    return resolve_value(pick(positional, option), cwd)
