@@ -76,3 +76,10 @@ def test_summary_of_nothing_is_refused() -> None:
         summarize([], "k")
     with pytest.raises(ValueError, match=r"^bootstrap of no values$"):
         bootstrap_ci([], "k")
+
+
+def test_two_values_are_resampled_and_one_value_is_its_own_interval() -> None:
+    """Medians of two resampled values are the low one, the mean or the high one (1/4, 1/2,
+    1/4): the 95 % interval runs from the low to the high value."""
+    assert bootstrap_ci([1.0, 3.0], "k") == (1.0, 3.0)
+    assert bootstrap_ci([2.5], "k") == (2.5, 2.5)
