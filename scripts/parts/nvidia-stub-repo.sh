@@ -10,6 +10,8 @@
 #   .cache/nvidia-stub-repo/pypi/simple/           a PyPI index with one stub package
 #                                                  (gpulab-probe 1.0) for workload_env's pip path
 #   .cache/nvidia-stub-repo/SHA256SUMS             checksums of files/*
+#   .cache/nvidia-stub-repo/keys/stub.asc, stub.fpr the repositories' signing key (InRelease)
+#                                                  and its fingerprint, pinned by the tests
 # Usage: nvidia-stub-repo.sh prepare|clean
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -155,6 +157,9 @@ pkg nvidia-linux-grid-550 550.127.05 "$OUT.tmp/files" "" "the NVIDIA vGPU guest 
 script apptainer usr/bin/apptainer '#!/bin/sh
 case "$1" in
   --version|version) echo "apptainer version 1.3.4 (gpulab stub)"; exit 0 ;;
+  build) # "build [--force] SIF SOURCE": a text file naming its source instead of an image
+     shift; [ "$1" = --force ] && shift
+     echo "gpulab STUB SIF built from $2" > "$1"; exit 0 ;;
 esac
 echo "apptainer (gpulab stub): cannot run containers here: $*" >&2
 exit 1'
@@ -224,9 +229,27 @@ idx = root / "simple" / "gpulab-probe"; idx.mkdir(parents=True)
     f'<a href="../../packages/{whl.name}#sha256={sha}">{whl.name}</a>\n')
 PY
 
+# A signing key of its own (like NVIDIA's repositories, the roles trust a repository only
+# through a key whose fingerprint they pin): keys/stub.asc, its fingerprint in keys/stub.fpr.
+command -v gpg >/dev/null || { echo "nvidia-stub-repo: needs gpg" >&2; exit 2; }
+export GNUPGHOME=$WORK/gnupg
+mkdir -m 0700 "$GNUPGHOME" "$OUT.tmp/keys"
+gpg --batch --quiet --passphrase '' --quick-gen-key \
+  "gpulab stub NVIDIA repository <stub@gpulab.invalid>" ed25519 sign never 2>/dev/null
+FPR=$(gpg --batch --with-colons --list-keys 2>/dev/null | awk -F: '$1 == "fpr" {print $10; exit}')
+gpg --batch --armor --export "$FPR" > "$OUT.tmp/keys/stub.asc"
+echo "$FPR" > "$OUT.tmp/keys/stub.fpr"
+
 for repo in cuda libnvidia-container; do
   (cd "$OUT.tmp/$repo" && dpkg-scanpackages --multiversion . /dev/null 2>/dev/null > Packages \
-     && gzip -9nkf Packages)
+     && gzip -9nkf Packages \
+     && { echo "Origin: gpulab-stub"; echo "Label: gpulab-stub-$repo"
+          echo "Date: Thu, 01 Jan 2026 00:00:00 UTC"; echo "SHA256:"
+          for f in Packages Packages.gz; do
+            echo " $(sha256sum "$f" | cut -d' ' -f1) $(stat -c %s "$f") $f"
+          done; } > Release \
+     && gpg --batch --yes --local-user "$FPR" --clearsign -o InRelease Release \
+     && gpg --batch --yes --local-user "$FPR" --armor --detach-sign -o Release.gpg Release)
 done
 (cd "$OUT.tmp/files" && sha256sum -- * > ../SHA256SUMS)
 rm -rf "$OUT"

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.parts import REPO
+
 HERE = Path(__file__).resolve().parent
 PLAYBOOKS = HERE / "playbooks"
 
@@ -12,12 +14,14 @@ ALL_ROLES = [
     "gpu_facts",
     "nvidia_driver",
     "cuda_toolkit",
+    "docker_engine",
     "nvidia_container_toolkit",
     "nvidia_vgpu_guest",
     "apptainer",
     "bitfusion_client",
     "k8s_gpu",
     "workload_env",
+    "workload_image",
 ]
 
 # GPU-hardware steps, excluded on test hosts (no GPU): each role's *_hardware_steps switch.
@@ -30,29 +34,53 @@ NO_HARDWARE = {
 }
 
 
+def stub_key_fingerprint() -> str:
+    """Fingerprint of the stub repository's signing key (scripts/parts/nvidia-stub-repo.sh)."""
+    return (REPO / ".cache/nvidia-stub-repo/keys/stub.fpr").read_text().strip()
+
+
 def stub_vars(stub_url: str, sums: dict[str, str]) -> dict[str, Any]:
-    """Role variables that point every repository and download at the stub repository."""
+    """Role variables that point every repository and download at the stub repository; its
+    signed apt repositories are trusted through its own key, pinned by fingerprint."""
     files = f"{stub_url}/files"
+    key, fpr = f"{stub_url}/keys/stub.asc", stub_key_fingerprint()
     grid = "nvidia-linux-grid-550_550.127.05_amd64.deb"
     app = "apptainer_1.3.4_amd64.deb"
     bf = "bitfusion-client-ubuntu2204_4.5.4-1_amd64.deb"
     return {
         **NO_HARDWARE,
         "nvidia_driver_cuda_repo_url": f"{stub_url}/cuda/",
-        "nvidia_driver_cuda_repo_trusted": True,
+        "nvidia_driver_cuda_repo_key_url": key,
+        "nvidia_driver_cuda_repo_key_fingerprint": fpr,
         "nvidia_driver_install_kernel_headers": False,  # nspawn runs the machine's kernel
         "nvidia_driver_reboot": False,  # a reboot would end the nspawn container
         "cuda_toolkit_repo_url": f"{stub_url}/cuda/",
-        "cuda_toolkit_repo_trusted": True,
+        "cuda_toolkit_repo_key_url": key,
+        "cuda_toolkit_repo_key_fingerprint": fpr,
         "nvidia_container_toolkit_repo_url": f"{stub_url}/libnvidia-container/",
-        "nvidia_container_toolkit_repo_trusted": True,
+        "nvidia_container_toolkit_repo_key_url": key,
+        "nvidia_container_toolkit_repo_key_fingerprint": fpr,
         "nvidia_vgpu_guest_driver_url": f"{files}/{grid}",
         "nvidia_vgpu_guest_driver_sha256": sums[grid],
+        "nvidia_vgpu_guest_install_kernel_headers": False,  # nspawn runs the machine's kernel
+        "nvidia_vgpu_guest_reboot": False,  # a reboot would end the nspawn container
+        # a small stand-in for build-essential + dkms (about 150 MB), to keep the suite short:
+        # the prerequisite step itself runs for real
+        "nvidia_vgpu_guest_build_packages": ["make"],
         "apptainer_package_url": f"{files}/{app}",
         "apptainer_package_sha256": sums[app],
         "bitfusion_client_package_url": f"{files}/{bf}",
         "bitfusion_client_package_sha256": sums[bf],
         "k8s_gpu_mode": "operator",
+        # Docker's repository is unreachable here: Debian's docker.io through apt-cacher-ng.
+        "docker_engine_source": "distro",
+        # No registry and no container can run inside the nspawn host (its cgroups are
+        # read-only), so the image is built FROM scratch without RUN steps: the build, tags,
+        # label and id-based idempotence run for real, the pinned CUDA/TensorFlow layers not.
+        "workload_image_base": "scratch",
+        "workload_image_apt_packages": [],
+        "workload_image_pip_packages": [],
+        "workload_image_venv": "",
         # no route to PyPI from the test namespace: the stub index's one package, pinned
         "workload_env_pip_packages": ["gpulab-probe==1.0"],
         "workload_env_pip_index_url": f"{stub_url}/pypi/simple/",

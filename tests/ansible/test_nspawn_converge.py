@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 import shutil
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from infra.ansible import PlaybookError, PlaybookResult, run_playbook
-from tests.ansible.helpers import ALL_ROLES, PLAYBOOKS, Events, stub_vars
+from tests.ansible.helpers import ALL_ROLES, PLAYBOOKS, Events, stub_key_fingerprint, stub_vars
 from tests.parts import REPO
 from tests.parts.fixtures_nspawn import NspawnHost, NspawnLab
 from workloads.records import read_records
@@ -65,7 +66,7 @@ def _converge(
         extravars=extra,
         secrets=SECRETS,
         event_handler=ev,
-        timeout_s=600,
+        timeout_s=1500,  # under load 10-16 on 2 cores the first converge took over 600 s
         **kw,
     )
     return r, ev
@@ -114,7 +115,18 @@ def test_first_converge_installs_and_configures(first, nspawn_host: NspawnHost) 
     assert "cuda-drivers-550 550.127.08-1" in pk and "nvidia-container-toolkit 1.17.3-1" in pk
     assert "python3-venv " in pk  # a real Debian package, through apt-cacher-ng
     assert "blacklist nouveau" in ssh("cat /etc/modprobe.d/blacklist-nouveau.conf").stdout
-    assert "/cuda/ /" in ssh("cat /etc/apt/sources.list.d/nvidia-cuda.list").stdout
+    # repository keys: the stub's key, accepted because its fingerprint is the pinned one, and
+    # apt verified the signed repositories with it (no trusted=yes anywhere)
+    stub_key = (REPO / ".cache/nvidia-stub-repo/keys/stub.asc").read_text()
+    for key in ("nvidia-cuda.asc", "nvidia-container-toolkit.asc"):
+        assert ssh(f"stat -c '%a %U:%G' /etc/apt/keyrings/{key}").stdout.split() == [
+            "644",
+            "root:root",
+        ]
+        assert ssh(f"cat /etc/apt/keyrings/{key}").stdout == stub_key
+    cuda_list = ssh("cat /etc/apt/sources.list.d/nvidia-cuda.list").stdout
+    assert "signed-by=/etc/apt/keyrings/nvidia-cuda.asc" in cuda_list and "/cuda/ /" in cuda_list
+    assert "trusted=yes" not in ssh("cat /etc/apt/sources.list.d/*.list").stdout
     # driver facts: changed, but no reboot (disabled here) and no GPU seen
     facts = ev.facts("nspawn-a")
     assert facts["nvidia_driver_changed"] is True
@@ -124,7 +136,18 @@ def test_first_converge_installs_and_configures(first, nspawn_host: NspawnHost) 
     # CUDA toolkit pinned and on PATH
     assert ssh("readlink /usr/local/cuda").stdout.strip() == "/usr/local/cuda-12.4"
     assert "release 12.4" in ssh("bash -lc 'nvcc --version'").stdout
-    # container toolkit: docker's other keys kept, containerd gets the runtime
+    # Docker engine (Debian's docker.io here), started; the login user is not in group docker
+    assert ssh("systemctl is-active docker").stdout.strip() == "active"
+    assert ssh("systemctl is-enabled docker").stdout.strip() == "enabled"
+    assert facts["docker_engine_server_version"].startswith("20.10.")
+    assert "docker" not in ssh("id -nG debian").stdout.split()
+    # container toolkit through `nvidia-ctk runtime configure --runtime=docker`, docker
+    # restarted by its handler; docker's other keys kept, containerd gets the runtime
+    ctk = ev.results("Add the nvidia runtime to Docker")
+    assert ctk and ctk[0]["cmd"][:4] == ["nvidia-ctk", "runtime", "configure", "--runtime=docker"]
+    assert any(e.get("event") == "runner_on_ok" and e["event_data"].get("task") == "Restart docker"
+               for e in ev.events)  # fmt: skip
+    assert ssh("stat -c '%a %U:%G' /etc/docker/daemon.json").stdout.split() == ["644", "root:root"]
     daemon = json.loads(ssh("cat /etc/docker/daemon.json").stdout)
     assert daemon["log-driver"] == "journald" and daemon["data-root"] == "/srv/docker"
     assert daemon["runtimes"]["runsc"] == {"path": "/usr/bin/runsc"}
@@ -133,20 +156,41 @@ def test_first_converge_installs_and_configures(first, nspawn_host: NspawnHost) 
     assert "sandbox_image" in toml and "containerd.runtimes.nvidia]" in toml
     # vGPU guest: gridd.conf, token (NVIDIA's documented mode 744), nvidia-gridd restarted by
     # its handler after gridd.conf was written
+    # this host's gpu_path is pci-passthrough: a physical GPU, so the product's FeatureType (4,
+    # vCS); prerequisites first (make stands in for build-essential + dkms), reboot disabled
     assert "FeatureType=4" in ssh("cat /etc/nvidia/gridd.conf").stdout
+    assert ssh("stat -c '%a %U:%G' /etc/nvidia/gridd.conf").stdout.split() == ["644", "root:root"]
+    assert ssh("dpkg-query -W -f='${Status}' make").stdout == "install ok installed"
+    assert facts["nvidia_vgpu_guest_changed"] is True
+    assert facts["nvidia_vgpu_guest_reboot_wanted"] is False
     tok = "/etc/nvidia/ClientConfigToken/client_configuration_token_gpulab.tok"
     assert ssh(f"cat {tok}").stdout == TOKEN
     assert ssh(f"stat -c %a {tok}").stdout.strip() == "600"
     assert ssh("systemctl is-active nvidia-gridd").stdout.strip() == "active"
     assert "started with FeatureType=4" in ssh("journalctl -u nvidia-gridd --no-pager").stdout
+    # the workloads image, built on the host from templates/Dockerfile.j2, labelled with the
+    # project version and tagged as workload_run's default; the SIF from the same image
+    ctx = "/var/lib/gpulab/image"
+    files = f"{ctx}/Dockerfile {ctx}/workloads.def {ctx}/workloads.tar /opt/gpulab/workloads.sif"
+    assert ssh(f"stat -c '%a %U:%G' {files}.source").stdout.split() == ["644", "root:root"] * 4
+    dockerfile = ssh(f"cat {ctx}/Dockerfile").stdout
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    assert dockerfile.startswith("# gpulab workloads image") and "FROM scratch\n" in dockerfile
+    assert f'org.opencontainers.image.version="{version}"' in dockerfile
+    assert "ADD workloads.tar /opt/gpulab/" in dockerfile
+    assert "Bootstrap: docker\nFrom: scratch\n" in ssh(f"cat {ctx}/workloads.def").stdout
+    fmt = '{{ index .Config.Labels "org.opencontainers.image.version" }}'
+    for tag in ("gpulab/workloads:latest", f"gpulab/workloads:{version}"):
+        assert ssh(f"docker image inspect --format '{fmt}' {tag}").stdout.strip() == version
+    image_id = ssh("docker image inspect --format '{{.Id}}' gpulab/workloads:latest").stdout
+    assert facts["workload_image_docker_id"] == image_id.strip()
+    sif = ssh("cat /opt/gpulab/workloads.sif").stdout  # the stub apptainer writes its source
+    assert sif == "gpulab STUB SIF built from docker-daemon://gpulab/workloads:latest\n"
     # apptainer pinned, --nv via nvliblist.conf
     assert "use nvidia-container-cli = no" in ssh("cat /etc/apptainer/apptainer.conf").stdout
     # bitfusion token files, readable by root's group only
     assert ssh("cat /etc/bitfusion/client.yaml").stdout == f"token: {BF_TOKEN}\n"
     assert ssh("stat -c %a /etc/bitfusion/client.yaml").stdout.strip() == "640"
-    # k8s_gpu values: no host driver loaded -> the operator's driver container stays enabled
-    values = ssh("cat /etc/gpulab/k8s_gpu/operator-values.yaml").stdout
-    assert "driver:" in values and "enabled: true" in values.split("toolkit:")[0]
     # workload_env: the repo's workloads/ importable from the venv
     out = ssh("cd /opt/gpulab && venv/bin/python -c 'import workloads.records as r; "
               "print(r.SCHEMA_VERSION)'").stdout  # fmt: skip
@@ -194,8 +238,9 @@ def _changed_tasks(ev: Events) -> list[str]:
     ]
 
 
-SITE_ROLES = {"gpu_facts", "nvidia_driver", "cuda_toolkit", "nvidia_container_toolkit",
-              "apptainer", "workload_env"}  # fmt: skip
+SITE_ROLES = {"gpu_facts", "nvidia_driver", "cuda_toolkit", "repo_key", "docker_engine",
+              "nvidia_container_toolkit", "apptainer", "workload_env",
+              "workload_image"}  # fmt: skip
 
 
 def test_second_converge_changes_nothing(
@@ -219,6 +264,7 @@ def test_second_converge_changes_nothing(
         (e["event_data"] or {}).get("role") for e in ev.events if e.get("event") == "runner_on_ok"
     }
     assert ran - {None} == SITE_ROLES
+    print(f"\nsite.yml second pass: {r.summary()}")
     rest = [role for role in ALL_ROLES if role not in SITE_ROLES]
     assert rest == ["nvidia_vgpu_guest", "bitfusion_client", "k8s_gpu"]
     r2, ev2 = _converge(nspawn_lab, nspawn_host, roles=rest)
@@ -296,8 +342,8 @@ def test_workload_run_failure_names_host_and_keeps_records(
 @pytest.mark.parametrize("env", ["docker", "singularity"])
 def test_container_wrappers(first, nspawn_lab, nspawn_host, tmp_path, env) -> None:  # type: ignore[no-untyped-def]
     """The docker / Apptainer command lines for real on the host; neither can run a container
-    here (no Docker engine in the test host; the Apptainer stub refuses), so the run fails with
-    the host and task named."""
+    here (the nspawn host's cgroups are read-only and it has no GPU for --gpus; the Apptainer
+    stub refuses), so the run fails with the host and task named."""
     ev = Events()
     r = run_playbook(
         "workloads.yml",
@@ -359,3 +405,57 @@ def test_reboot_only_when_the_driver_changes_over_ssh(first, nspawn_lab, nspawn_
     reboot = ev2.results("Reboot into the new driver")
     assert len(reboot) == 1 and reboot[0].get("changed") is True
     assert nspawn_host.ssh("ps -o lstart= -p 1").stdout == started
+
+
+def test_repository_key_with_another_fingerprint_fails_the_play(
+    first, nspawn_lab, nspawn_host
+) -> None:  # type: ignore[no-untyped-def]
+    """The stub repository's key against a pin that is not its fingerprint (NVIDIA's real one):
+    the play stops at the check, naming the variable, the URL and both fingerprints, and the
+    installed key is left as it was."""
+    before = nspawn_host.ssh("sha256sum /etc/apt/keyrings/nvidia-container-toolkit.asc").stdout
+    pin = "C95B 321B 61E8 8C18 09C4  F759 DDCA E044 F796 ECB0"
+    with pytest.raises(PlaybookError) as exc:
+        run_playbook(PLAYBOOKS / "one_role.yml", [nspawn_host.host],
+                     extravars={**_vars(nspawn_lab), "one_role": "nvidia_container_toolkit",
+                                "nvidia_container_toolkit_repo_key_fingerprint": pin})  # fmt: skip
+    msg = str(exc.value)
+    assert "host 'nspawn-a' failed at task 'Refuse a key that is not the pinned one'" in msg
+    assert f"{nspawn_lab.stub_url}/keys/stub.asc" in msg
+    assert stub_key_fingerprint() in msg and "C95B321B61E88C1809C4F759DDCAE044F796ECB0" in msg
+    assert "(nvidia_container_toolkit_repo_key_fingerprint)" in msg
+    after = nspawn_host.ssh("sha256sum /etc/apt/keyrings/nvidia-container-toolkit.asc").stdout
+    assert after == before
+
+
+def test_secure_boot_stops_unless_the_module_is_signed(first, nspawn_lab, nspawn_host) -> None:  # type: ignore[no-untyped-def]
+    """Secure Boot through a mokutil DOUBLE on the host (the firmware state cannot be set in a
+    container): nvidia_driver stops before touching the driver, naming the host; with
+    nvidia_driver_secure_boot_sign and an enrolled MOK's files it configures DKMS to sign."""
+    ssh = nspawn_host.ssh
+    ssh("printf '#!/bin/sh\\necho SecureBoot enabled\\n' > /usr/local/bin/mokutil && "
+        "chmod 0755 /usr/local/bin/mokutil && mkdir -p /root/mok && "
+        "echo key > /root/mok/MOK.priv && echo cert > /root/mok/MOK.der")  # fmt: skip
+    base = {**_vars(nspawn_lab), "one_role": "nvidia_driver"}
+    try:
+        assert ssh("mokutil --sb-state").stdout == "SecureBoot enabled\n"
+        with pytest.raises(PlaybookError) as exc:
+            run_playbook(PLAYBOOKS / "one_role.yml", [nspawn_host.host], extravars=base)
+        msg = str(exc.value)
+        assert "failed at task 'Stop on Secure Boot unless the module is signed'" in msg
+        assert "nspawn-a: Secure Boot is enabled (mokutil --sb-state)" in msg
+        assert "nvidia_driver_secure_boot_sign" in msg
+        ev = Events()
+        signed = {**base, "nvidia_driver_secure_boot_sign": True,
+                  "nvidia_driver_mok_key": "/root/mok/MOK.priv",
+                  "nvidia_driver_mok_cert": "/root/mok/MOK.der"}  # fmt: skip
+        r = run_playbook(PLAYBOOKS / "one_role.yml", [nspawn_host.host], extravars=signed,
+                         event_handler=ev)  # fmt: skip
+        assert r.ok and ev.facts("nspawn-a")["nvidia_driver_secure_boot"] is True
+        conf = "/etc/dkms/framework.conf"
+        assert ssh(f"stat -c '%a %U:%G' {conf}").stdout.split() == ["644", "root:root"]
+        assert ssh(f"cat {conf}").stdout == (
+            'mok_signing_key="/root/mok/MOK.priv"\nmok_certificate="/root/mok/MOK.der"\n'
+        )
+    finally:
+        ssh("rm -rf /usr/local/bin/mokutil /root/mok /etc/dkms/framework.conf")
