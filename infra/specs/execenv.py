@@ -157,7 +157,7 @@ ENVS: dict[str, ExecEnv] = {
         ExecEnv(
             name="docker",
             container=True,
-            roles=("nvidia_container_toolkit", "workload_env"),
+            roles=("docker_engine", "nvidia_container_toolkit", "workload_env", "workload_image"),
             launch=DOCKER_LAUNCH,
             flags=DOCKER_FLAGS,
             image=Image(
@@ -184,7 +184,7 @@ ENVS: dict[str, ExecEnv] = {
         ExecEnv(
             name="apptainer",
             container=True,
-            roles=("apptainer", "workload_env"),
+            roles=("apptainer", "workload_env", "workload_image"),
             launch=APPTAINER_LAUNCH,
             flags=Flags(
                 gpu="--nv (the host's driver libraries bound in)",
