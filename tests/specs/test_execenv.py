@@ -66,7 +66,7 @@ def test_names_and_aliases() -> None:
     with pytest.raises(execenv.UnknownExecEnv, match=r"'podman' is not one of native, docker"):
         execenv.canonical("podman")
     assert execenv.site_roles(["native", "docker", "singularity"]) == [
-        "workload_env", "nvidia_container_toolkit", "apptainer"
+        "workload_env", "docker_engine", "nvidia_container_toolkit", "workload_image", "apptainer"
     ]  # fmt: skip
 
 
@@ -159,7 +159,7 @@ def test_a_new_execution_environment_is_one_entry(monkeypatch: pytest.MonkeyPatc
     )
     monkeypatch.setitem(ENVS, "podman", podman)
     assert "podman" in execenv.names() and execenv.canonical("pm") == "podman"
-    assert execenv.site_roles(["pm"]) == ["nvidia_container_toolkit", "workload_env"]
+    assert execenv.site_roles(["pm"]) == list(ENVS["docker"].roles)
     argv = render_launch("pm", inner=["true"], image="i", env_names=["A"], gpus="all",
                          mounts=[Mount("/a", "/b", True)])  # fmt: skip
     assert argv == ["podman", "run", "--rm", "--device=nvidia.com/gpu=all", "--env=A",
