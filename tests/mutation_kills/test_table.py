@@ -152,3 +152,28 @@ def test_per_shape_metrics_become_variants_and_tables_find_them() -> None:
     assert h512.summary.median == 0.5
     assert table.find(metric="time_per_call_s", variant="nothing") == []
     assert table.experiments() == [(recs[0]["suite"], "k")]
+
+
+def test_collect_keeps_image_sizes_steps_and_kinds_per_group_and_arm() -> None:
+    recs = synth.reps("local", "native", experiment="e", model="resnet50", ips=100.0, repeats=2)
+    recs[0] = dict(recs[0], steps=50, params={"image_size": 224})
+    recs[1] = dict(recs[1], steps=True, params={"input_shape": [112, 112, 3]})
+    col = collect(recs)
+    native = Arm("local", "native")
+    key = key_of(recs[0])
+    assert col.shapes[(key, native)] == ({224, 112}, {50})
+    assert col.kinds == {key: recs[0]["kind"]}
+    nested = dict(recs[0], metrics={"a.b.time_per_call_s": 1.0})
+    col = collect([nested])
+    assert any(k.variant == "a.b" and m == "time_per_call_s" for k, _, m in col.values)
+
+
+def test_find_by_arm_setting_and_metric() -> None:
+    recs = synth.reps("local", "native", experiment="e", model="resnet50", ips=100.0)
+    recs += synth.reps("local", "docker", experiment="e", model="resnet50", ips=80.0)
+    table = build_table(recs, Arm("local", "native"))
+    docker = table.find(arm=Arm("local", "docker"), metric="images_per_sec")
+    assert [r.arm.arm for r in docker] == ["docker"]
+    assert {r.setting for r in table.find(setting="cbm")} == {"cbm"}
+    assert {r.arm.arm for r in table.find(setting="cbm")} == {"docker"}
+    assert table.find(arm=Arm("local", "docker"), setting="bm") == []
