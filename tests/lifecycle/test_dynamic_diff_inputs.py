@@ -18,7 +18,7 @@ import pytest
 
 from infra.dynamic import ansible_run, vgpu, workload_run
 from infra.dynamic.ansible_run import AnsibleRun, AnsibleRunProvider
-from infra.dynamic.vgpu import VgpuProfile, VgpuProfileProvider
+from infra.dynamic.vgpu import VgpuPolicy, VgpuPolicyProvider, VgpuProfile, VgpuProfileProvider
 from infra.dynamic.workload_run import WorkloadRun, WorkloadRunProvider
 
 HOST = {"name": "gpu-0", "address": "10.0.0.5", "user": "ubuntu", "groups": ["gpu"]}
@@ -61,6 +61,21 @@ CASES: dict[str, dict[str, Any]] = {
             "vm_uuid": "4210b2a1-0000-0000-0000-000000000001",
             "vm_name": "gpu-vm-0",
             "profile": "grid_p100-4q",
+            "server": "vcenter.example:443",
+            "user": "administrator@vsphere.local",
+            "password": "pw-one",
+            "insecure": False,
+        },
+    },
+    "VgpuPolicy": {
+        "cls": VgpuPolicy,
+        "provider": VgpuPolicyProvider,
+        "outputs": {"plan"},
+        "args": {
+            "cluster": "gpu-cluster",
+            "policy": "best-effort",
+            "profile": "grid_p100-4q",
+            "apply": False,
             "server": "vcenter.example:443",
             "user": "administrator@vsphere.local",
             "password": "pw-one",
@@ -155,6 +170,26 @@ def test_each_input_alone_changes_the_diff(
     assert diff.changes is True, f"{case}: a change of {key!r} alone is not seen"
     if case == "VgpuProfile":
         assert (key in diff.replaces) == (key in vgpu.REPLACE_ON)
+
+
+def test_every_dynamic_resource_has_a_case() -> None:
+    """A new dynamic resource under infra/dynamic/ fails here until its inputs are covered."""
+    import importlib
+    import pkgutil
+
+    import infra.dynamic
+
+    found = set()
+    for info in pkgutil.iter_modules(infra.dynamic.__path__):
+        module = importlib.import_module(f"infra.dynamic.{info.name}")
+        for obj in vars(module).values():
+            if (
+                isinstance(obj, type)
+                and issubclass(obj, pulumi.dynamic.Resource)
+                and obj.__module__ == module.__name__
+            ):
+                found.add(obj.__name__)
+    assert found == set(CASES)
 
 
 def test_the_inputs_found_are_the_resources_inputs(monkeypatch: pytest.MonkeyPatch) -> None:
