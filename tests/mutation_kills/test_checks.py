@@ -149,3 +149,23 @@ def test_per_arm_and_the_extreme_of_each_arm() -> None:
     # the min per arm: 0.7 is below 0.9
     out = extreme_within([v1, v2, c1], False, 0.9, 1.0, 0.0, "x")
     assert out == Outcome("fail", "outside: " + fmt(v1))
+
+
+def test_bounds_are_inclusive_and_the_extreme_is_held_to_both() -> None:
+    at_lo = row(VM, norm=0.5)
+    assert within([at_lo], 0.5, 1.0, 0.0, "x").status == "pass"
+    assert within([row(VM, norm=1.0)], 0.5, 1.0, 0.0, "x").status == "pass"
+    high = [row(VM, model="a", norm=0.95), row(VM, model="b", norm=1.2)]
+    out = extreme_within(high, True, 0.9, 1.0, 0.0, "x")
+    assert out == Outcome("fail", "outside: " + fmt(high[1]))
+
+
+def test_pick_orders_rows_by_arm_and_model_whatever_the_table_order() -> None:
+    rows = [row(VM, model="vgg16", experiment="e-vgg16"), row(CBM, model="alexnet", setting="cbm"),
+            row(VM, model="alexnet", experiment="e-alexnet")]  # fmt: skip
+    got = pick(table(*rows), "images_per_sec")
+    assert [(r.arm.label, r.key.model) for r in got] == [
+        ("magnum-k8s/container-bm", "alexnet"),
+        ("nova-pci/native", "alexnet"),
+        ("nova-pci/native", "vgg16"),
+    ]
