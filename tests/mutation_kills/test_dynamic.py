@@ -100,3 +100,37 @@ def test_vgpu_policy_diff_replaces_on_host_settings_and_updates_credentials() ->
     assert d.changes is True and d.replaces == ["apply"]
     d = p.diff("id", olds, dict(olds, password="p2"))
     assert d.changes is True and d.replaces == []
+
+
+def test_secrets_digest_is_order_free_takes_any_value_and_needs_secrets_and_salt() -> None:
+    from datetime import date
+
+    from infra.dynamic.ansible_run import new_salt, secrets_digest
+
+    salt = new_salt()
+    assert secrets_digest({"a": 1, "b": 2}, salt) == secrets_digest({"b": 2, "a": 1}, salt)
+    assert secrets_digest({"a": 1}, salt) != secrets_digest({"a": 2}, salt)
+    assert secrets_digest({"a": 1}, salt) != secrets_digest({"a": 1}, new_salt())
+    assert len(secrets_digest({"d": date(2026, 1, 1)}, salt) or "") == 64
+    assert secrets_digest({"a": 1}, None) is None
+    assert secrets_digest({}, salt) is None and secrets_digest(None, salt) is None
+
+
+def test_ansible_run_names_a_changed_secret_and_ignores_engine_keys() -> None:
+    from infra.dynamic.ansible_run import new_salt, secrets_digest
+
+    p = AnsibleRunProvider()
+    salt = new_salt()
+    base = {"hosts": [HOST], "playbook": "site.yml", "variables": {}, "triggers": []}
+    olds = dict(base, secrets_salt=salt, secrets_digest=secrets_digest({"t": "1"}, salt))
+    assert p.changed_inputs(olds, dict(base, secrets={"t": "2"})) == ["secrets"]
+    assert p.changed_inputs(olds, dict(base, secrets={"t": "1"})) == []
+    # the engine's own keys (the serialized provider) are not inputs
+    assert p.changed_inputs(olds, dict(base, secrets={"t": "1"}, __provider="x")) == []
+    assert p.diff("id", olds, dict(base, secrets={"t": "1"}, __provider="y")).changes is False
+
+
+def test_a_replaced_vgpu_is_detached_before_the_new_one_is_attached() -> None:
+    p = VgpuProfileProvider()
+    d = p.diff("id", VGPU, dict(VGPU, profile="grid_p100-8q"))
+    assert d.replaces == ["profile"] and d.delete_before_replace is True
