@@ -101,6 +101,9 @@ class Topology:
     stack_file: str = field(default="")  # the example stack, Pulumi.<name>.yaml
     # Its own defaults of shared keys (the key table's default is for every other topology).
     defaults: Mapping[str, Any] = field(default_factory=dict)
+    # Nothing to build: this machine is the lab, measured by the local runner (gpulab run local,
+    # a study's local arms) instead of the Automation API.
+    runs_here: bool = False
 
     @property
     def fields(self) -> tuple[Any, ...]:

@@ -80,7 +80,9 @@ class Arm:
 
     @property
     def is_local(self) -> bool:
-        return self.topology == "local"
+        from infra.specs.topology import get
+
+        return get(self.topology).runs_here
 
 
 @dataclass(frozen=True)

@@ -31,4 +31,5 @@ SPEC = Topology(
     audit=audit,
     stack_file="Pulumi.local.yaml",
     defaults={"ssh_user": "root"},
+    runs_here=True,
 )
