@@ -4,10 +4,10 @@ cannot run here; ``pulumi.runtime.set_mocks`` stands in for the engine and the c
 The Python language host runs the program directory as ``__main__`` (``runpy.run_path`` of the
 directory) with cwd = that directory and ``sys.path[0]`` = that directory. Pulumi.yaml has no
 ``main:``, so that is the repository root: these tests do exactly that, for the config of every
-``Pulumi.*.yaml`` in the repository (found by glob, so a new stack file is covered), and check
-the exports and the dependency chain the engine would see in each ``RegisterResource`` request:
-site AnsibleRun after every host resource (and every vGPU attach), each WorkloadRun after the
-previous one, the first after the site run.
+``Pulumi.*.yaml`` at the root and under ``examples/`` (found by glob, so a new stack file is
+covered), and check the exports and the dependency chain the engine would see in each
+``RegisterResource`` request: site AnsibleRun after every host resource (and every vGPU
+attach), each WorkloadRun after the previous one, the first after the site run.
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ ANSIBLE = "pulumi-python:dynamic/gpulab:AnsibleRun"
 WORKLOAD = "pulumi-python:dynamic/gpulab:WorkloadRun"
 VGPU = "pulumi-python:dynamic:Resource"  # VgpuProfile has no module/name of its own
 REQUIRED_EXPORTS = {"topology", "lab", "hosts", "provision", "results"}
-STACK_FILES = sorted(REPO.glob("Pulumi.*.yaml"))
+# the root's real stacks and every example stack (examples/<topology>/Pulumi.<topology>.yaml)
+STACK_FILES = sorted(REPO.glob("Pulumi.*.yaml")) + sorted(REPO.glob("examples/*/Pulumi.*.yaml"))
 VGPU_MODE = {
     "mode": "vgpu",
     "vgpu_profile": "grid_p100-4q",
@@ -203,7 +204,9 @@ def test_parallel_workload_runs_fail_the_check_mock(monkeypatch: pytest.MonkeyPa
         original(self, *args, opts=pulumi.ResourceOptions(), **kw)
 
     monkeypatch.setattr(workload_run.WorkloadRun, "__init__", no_depends_on)
-    raw = stack_config(REPO / "examples/nova-pci/Pulumi.nova-pci.yaml", {"execution_envs": ["native", "docker"]})
+    raw = stack_config(
+        REPO / "examples/nova-pci/Pulumi.nova-pci.yaml", {"execution_envs": ["native", "docker"]}
+    )
     problem = _flow_problem(monkeypatch, "nova-pci", raw)
     assert "workloads-native does not wait for" in problem and "site" in problem
 
@@ -241,14 +244,24 @@ def test_layout_program_and_virtualenv_at_the_project_root() -> None:
 
 
 def test_nothing_at_the_root_shadows_an_installed_module() -> None:
-    """With cwd = the project root first on sys.path, a top-level directory named like an
-    installed or standard module would replace it in the program and the provider host."""
-    ours = {"infra", "workloads"}
+    """With cwd = the project root first on sys.path, a top-level module or package named like
+    an installed or standard module would replace it in the program and the provider host.
+
+    A directory without ``__init__.py`` (``collections/``, Ansible's standard place for
+    ``requirements.yml``) is only a namespace portion: the import system keeps looking and a
+    regular module of that name found later wins, so it shadows only another namespace
+    package."""
+    ours = {"infra", "workloads", "report"}
     others = [p for p in sys.path if p and Path(p).resolve() != REPO]
     shadowing = []
     for entry in REPO.iterdir():
         name = entry.stem if entry.suffix == ".py" else entry.name
         if not name.isidentifier() or name in ours or name.startswith("__"):
+            continue
+        if entry.is_dir() and not (entry / "__init__.py").exists():
+            spec = importlib.machinery.PathFinder.find_spec(name, others)
+            if spec is not None and spec.origin is None:  # another namespace package
+                shadowing.append(name)
             continue
         if name in sys.stdlib_module_names:
             shadowing.append(name)
@@ -257,6 +270,22 @@ def test_nothing_at_the_root_shadows_an_installed_module() -> None:
         if spec is not None:
             shadowing.append(name)
     assert shadowing == []
+
+
+def test_collections_directory_does_not_replace_the_standard_collections(tmp_path: Path) -> None:
+    """The program's interpreter, started in the project root, still imports the standard
+    library's ``collections`` (not the root's ``collections/`` directory)."""
+    import subprocess
+
+    out = subprocess.run(
+        [sys.executable, "-c", "import collections, sys; print(collections.__file__)"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    assert out and Path(out).parent.parent != REPO, out
+    assert Path(out).name == "__init__.py"
 
 
 def test_vsphere_vms_are_deleted_before_they_are_replaced_mock(
