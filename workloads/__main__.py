@@ -14,9 +14,10 @@ Used by Ansible's ``workload_run`` role and by ``gpulab run local``; keep it sta
 
 ``--suite`` takes a name under ``workloads/suites/`` or a path to a ``.yaml`` file. ``--out``
 is a JSON Lines file that records are appended to, one per measurement as it finishes.
-Defaults: the model's batch and full image size, 100 timed steps, 10 warm-up steps, 1 repeat,
-topology ``local``, arm ``native``, backend TensorFlow (JAX or PyTorch only when named with
---keras-backend or KERAS_BACKEND, or with GPULAB_BACKEND_FALLBACK=1 where TensorFlow is absent).
+Defaults: the model's batch and full image size, 100 timed steps, 10 warm-up steps, 3 repeats
+(a suite's own count where it gives one), topology ``local``, arm ``native``, backend
+TensorFlow (JAX or PyTorch only when named with --keras-backend or KERAS_BACKEND, or with
+GPULAB_BACKEND_FALLBACK=1 where TensorFlow is absent).
 ``--topology``, ``--arm``, ``--gpu-path``, ``--exec-env`` and ``--sharing`` default to
 ``GPULAB_TOPOLOGY``, ``GPULAB_ARM``, ``GPULAB_GPU_PATH``, ``GPULAB_EXEC_ENV`` and
 ``GPULAB_SHARING`` (workloads/setting.py): every record carries that setting, cross-checked

@@ -76,8 +76,8 @@ OPTIONS: tuple[BenchOption, ...] = (
                 1, MAX_BATCH),
     BenchOption("--steps", "timed steps (default 100)", int, "T", 1, MAX_STEPS),
     BenchOption("--warmup", "warm-up steps, not timed (default 10)", int, "W", 0, MAX_WARMUP),
-    BenchOption("--repeats", "repetitions, each its own process (default 1; 10000 "
-                "measurements in all)", int, "R", 1, MAX_REPEATS),
+    BenchOption("--repeats", "repetitions, each its own process (default: the suite's, else 3; "
+                "10000 measurements in all)", int, "R", 1, MAX_REPEATS),
     BenchOption("--image-size", "square input size in px (default: the model's; --model only)",
                 int, "PX", 1, MAX_IMAGE_SIZE),
     BenchOption("--out", "JSON Lines file the records are appended to", metavar="FILE",
