@@ -65,7 +65,7 @@ def _connect(tmp: Path) -> Any:
     con = duckdb.connect()
     threads = os.environ.get("GPULAB_REPORT_THREADS") or str(os.cpu_count() or 2)
     con.execute(f"SET threads={int(threads)}")
-    con.execute("SET memory_limit='640MB'")
+    con.execute("SET memory_limit='480MB'")
     con.execute("SET preserve_insertion_order=true")
     con.execute("SET enable_progress_bar=false")
     con.execute(f"SET temp_directory='{tmp}'")
