@@ -44,7 +44,8 @@ def test_openmetrics_parsed_by_prometheus_client(records: Path, tmp_path: Path) 
     want = {"model": "inception_v3", "setting": "bm", "experiment": "single_synthetic"}
     s = next(s for s in ips.samples if want.items() <= s.labels.items())
     assert s.value == pytest.approx(100.0)
-    assert sum(s.value for s in families["gpulab_records"].samples) == 40  # ok records
+    # ok records: 40, plus the power-capped run (kept); the failed and throttled ones are not
+    assert sum(s.value for s in families["gpulab_records"].samples) == 41
 
 
 def test_bad_format_is_exit_2(records: Path, tmp_path: Path, capsys) -> None:
