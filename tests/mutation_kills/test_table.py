@@ -177,3 +177,28 @@ def test_find_by_arm_setting_and_metric() -> None:
     assert {r.setting for r in table.find(setting="cbm")} == {"cbm"}
     assert {r.arm.arm for r in table.find(setting="cbm")} == {"docker"}
     assert table.find(arm=Arm("local", "docker"), setting="bm") == []
+
+
+def test_finished_table_carries_baseline_counts_kinds_and_intervals() -> None:
+    base, arm = Arm("local", "native"), Arm("local", "docker")
+    recs = synth.reps("local", "native", experiment="e", model="resnet50", ips=100.0, repeats=3)
+    recs += synth.reps("local", "docker", experiment="e", model="resnet50", ips=80.0, repeats=3)
+    recs += synth.reps("local", "native", experiment="z", model="vgg16", ips=0.0, repeats=3)
+    recs += synth.reps("local", "docker", experiment="z", model="vgg16", ips=5.0, repeats=3)
+    for r in recs:
+        r["params"] = dict(r.get("params") or {}, image_size=64)
+    table = build_table(recs, base)
+    assert table.baseline == base
+    assert table.counts == {base: 6, arm: 6} and table.model_counts == {"resnet50": 6, "vgg16": 6}
+    assert [len(v) for v in table.records_per_arm.values()] == [6, 6]
+    assert set(table.kinds.values()) == {recs[0]["kind"]}
+    (b,) = table.find(arm=base, metric="images_per_sec", model="resnet50")
+    (d,) = table.find(arm=arm, metric="images_per_sec", model="resnet50")
+    assert (b.norm, b.norm_lo, b.norm_hi, b.baseline_median) == (1.0, 1.0, 1.0, 100.0)
+    assert d.norm == 0.8 and d.baseline_median == 100.0
+    assert d.norm_lo is not None and d.norm_hi is not None and d.norm_lo <= 0.8 <= d.norm_hi
+    assert d.image_sizes == (64,)
+    # a baseline median of 0 gives no ratio, and the rows after it are still normalized
+    (z,) = table.find(arm=arm, metric="images_per_sec", model="vgg16")
+    assert z.norm is None and z.baseline_median is None
+    assert [r.key.experiment for r in table.rows] == sorted(r.key.experiment for r in table.rows)
