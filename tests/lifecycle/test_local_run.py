@@ -237,7 +237,7 @@ experiments:
 
 def test_run_local_script_runs_the_first_run_study() -> None:
     script = (REPO / "scripts" / "run-local.sh").read_text().strip().splitlines()
-    assert script[-1] == 'exec .venv/bin/gpulab study run local-first-run "$@"'
+    assert script[-1] == 'exec "$repo/.venv/bin/gpulab" study run local-first-run "$@"'
     from infra.study.model import load_study
 
     study = load_study("local-first-run")
@@ -328,3 +328,38 @@ def test_first_run_study_without_docker_skips_the_docker_arm_with_the_reason(
         "reason": f"no Docker engine reachable at unix://{sock}",
     }
     assert f"no Docker engine reachable at unix://{sock}" in r.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.tf
+def test_run_local_script_from_another_directory_writes_results_there(tmp_path: Path) -> None:
+    """The README's main command as a user types it, from a directory other than the clone
+    (no Docker engine: the docker arm is skipped with its reason). The suite is swapped for a
+    two-step MNIST one (``--suite``, passed on to ``gpulab study run``) to keep it short."""
+    (tmp_path / "tiny.yaml").write_text(TINY_SUITE)
+    work = tmp_path / "work"
+    work.mkdir()
+    env = dict(os.environ, COLUMNS="160", TERM="dumb", DOCKER_HOST="unix:///nonexistent.sock")
+    env.pop("GPULAB_RESULTS", None)
+    t0 = time.monotonic()
+    r = subprocess.run(
+        ["bash", str(REPO / "scripts" / "run-local.sh"), "--suite", str(tmp_path / "tiny.yaml")],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    print(f"\n[run-local] scripts/run-local.sh, tiny suite: {time.monotonic() - t0:.1f} s")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    out = work / "results" / "study-local-first-run"
+    units = json.loads((out / "study.json").read_text())["units"]
+    statuses = {k.split("#")[0]: v["status"] for k, v in units.items()}
+    assert statuses == {"native": "done", "docker": "skipped", "shared": "done", "nway": "done"}
+    assert "Docker engine" in json.dumps(units)
+    records = [json.loads(ln) for f in (out / "units").glob("*.jsonl") for ln in f.open()]
+    assert records and all(x["status"] == "ok" for x in records)
+    assert not (REPO / "results" / "study-local-first-run" / "study.json").exists() or (
+        (REPO / "results" / "study-local-first-run" / "study.json").stat().st_mtime < t0
+    )
+    assert "CPU-indicative" in r.stdout + r.stderr
