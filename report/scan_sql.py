@@ -132,7 +132,9 @@ def _bits() -> str:
     ints = f"regexp_extract_all({s}, '\"throttle_mask\":(-?[0-9]+)', 1)"
     return (
         f"CASE WHEN {s} IS NOT NULL AND starts_with({s}, '[') THEN coalesce("
-        f"list_reduce(list_transform({ints}, x -> x::BIGINT), (a, b) -> a | b), 0) ELSE 0 END"
+        # 0 first: samples without a throttle_mask (or none at all) reduce to no throttle bits
+        f"list_reduce(list_prepend(0::BIGINT, list_transform({ints}, x -> x::BIGINT)),"
+        " (a, b) -> a | b), 0) ELSE 0 END"
     )
 
 

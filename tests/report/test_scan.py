@@ -115,3 +115,15 @@ def test_throttle_readings_beyond_plain_masks_go_through_python(tmp_path: Path) 
     got = _duckdb([p], None, False, [])
     assert [(e.record_id, e.reason) for e in got.excluded] == [(rec["record_id"], "throttled")]
     assert got.kept == 2
+
+
+def test_empty_nvml_sample_list_reads_as_no_throttle_on_both_paths(tmp_path: Path) -> None:
+    """A GPU run whose sampler took no sample (``params.nvml_samples: []``) is kept, on the
+    DuckDB path as on the Python one (an empty list once stopped the whole report)."""
+    recs = synth.reps("local", "native", experiment="e", model="m", ips=2.0, repeats=3)
+    for r in recs:
+        r["params"] = {**r.get("params", {}), "nvml_samples": []}
+    p = synth.write(tmp_path / "r.jsonl", recs)
+    a, b, _, _ = _both([p])
+    assert b.kept == a.kept == 3
+    assert not b.excluded
