@@ -116,7 +116,7 @@ def test_the_runner_records_the_setting_from_the_lab_environment(tmp_path: Path)
     env = dict(os.environ, **lab)
     proc = subprocess.run(
         [sys.executable, "-m", "workloads", "bench", "--model", "mnist_cnn", "--steps", "2",
-         "--warmup", "1", "--batch", "8", "--out", str(out)],
+         "--warmup", "1", "--batch", "8", "--repeats", "1", "--out", str(out)],
         capture_output=True, text=True, timeout=300, env=env,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
