@@ -7,7 +7,8 @@
   ``workload_run_exec_env_name`` (the alias resolved). The role flattens a template once (its
   ``--env=NAME`` entry is one expression that renders to a list) and appends the runner's argv.
 - ``playbooks/vars/exec_envs.yml``: ``gpulab_exec_env_roles`` (execution environment or alias
-  -> the roles that prepare a host for it), ``gpulab_exec_env_names`` (name or alias -> the
+  -> the roles that prepare a host for it), ``gpulab_exec_env_role_order`` (every role once,
+  in the order site.yml applies them), ``gpulab_exec_env_names`` (name or alias -> the
   name), ``gpulab_exec_env_hosts`` (name or alias -> the inventory pattern its runner starts
   on: ``workloads.yml``'s hosts) and ``gpulab_exec_env_validate`` (name -> ``validate.yml``'s
   check argv), read by ``site.yml``, ``workloads.yml`` and ``validate.yml`` through
@@ -57,6 +58,8 @@ def site_vars() -> dict[str, Any]:
         "gpulab_exec_env_roles": {
             name: list(execenv.get(name).roles) for name in execenv.accepted()
         },
+        # site.yml applies the selected roles in this order (each entry's order kept)
+        "gpulab_exec_env_role_order": execenv.role_order(),
         "gpulab_exec_env_names": {name: execenv.canonical(name) for name in execenv.accepted()},
         "gpulab_exec_env_hosts": {name: execenv.get(name).runs_on for name in execenv.accepted()},
         "gpulab_exec_env_validate": {

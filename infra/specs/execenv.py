@@ -286,14 +286,32 @@ def get(name: str) -> ExecEnv:
     return ENVS[canonical(name)]
 
 
-def site_roles(envs: Sequence[str]) -> list[str]:
-    """The roles that prepare a host for ``envs``, each once, in the table's order."""
-    wanted = {canonical(e) for e in envs}
-    roles: list[str] = []
+def role_order() -> list[str]:
+    """Every role of the table once, in an order that keeps each entry's own order (a role
+    listed after another in any entry comes after it here), ties broken by first appearance.
+
+    So ``workload_image`` (which builds the SIF with the ``apptainer`` that its entry installs
+    first) runs after ``apptainer`` on a host that measures in docker and apptainer alike."""
+    seen: list[str] = []
+    after: dict[str, set[str]] = {}  # role -> the roles that must come before it
     for env in ENVS.values():
-        if env.name in wanted:
-            roles += [r for r in env.roles if r not in roles]
-    return roles
+        for i, role in enumerate(env.roles):
+            if role not in seen:
+                seen.append(role)
+            after.setdefault(role, set()).update(env.roles[:i])
+    order: list[str] = []
+    while len(order) < len(seen):
+        ready = [r for r in seen if r not in order and after[r] <= set(order)]
+        if not ready:
+            raise ValueError(f"the execution environments order their roles in a cycle: {seen}")
+        order.append(ready[0])
+    return order
+
+
+def site_roles(envs: Sequence[str]) -> list[str]:
+    """The roles that prepare a host for ``envs``, each once, in :func:`role_order`."""
+    wanted = {r for e in envs for r in get(e).roles}
+    return [r for r in role_order() if r in wanted]
 
 
 @dataclass(frozen=True)

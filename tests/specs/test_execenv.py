@@ -65,9 +65,14 @@ def test_names_and_aliases() -> None:
     assert execenv.containers() == ("docker", "apptainer", "k8s")
     with pytest.raises(execenv.UnknownExecEnv, match=r"'podman' is not one of native, docker"):
         execenv.canonical("podman")
-    assert execenv.site_roles(["native", "docker", "singularity"]) == [
-        "workload_env", "docker_engine", "nvidia_container_toolkit", "workload_image", "apptainer"
-    ]  # fmt: skip
+    # apptainer before workload_image (which builds the SIF with it), whatever the envs' order
+    want = ["docker_engine", "nvidia_container_toolkit", "apptainer", "workload_env",
+            "workload_image"]  # fmt: skip
+    assert execenv.site_roles(["native", "docker", "singularity"]) == want
+    assert execenv.site_roles(["singularity", "docker"]) == want
+    order = execenv.role_order()
+    for env in execenv.ENVS.values():  # every entry's own order is kept
+        assert [r for r in order if r in env.roles] == list(env.roles), env.name
 
 
 def test_docker_command_line_is_the_same_on_a_laptop_and_a_lab(capsys: Any) -> None:
@@ -212,3 +217,41 @@ def test_workload_run_takes_every_name_the_table_accepts() -> None:
     assert execenv.accepted() == EXEC_ENVS
     specs = (ROLES / "workload_run" / "meta" / "argument_specs.yml").read_text()
     assert "choices: [native" not in specs  # the role checks against the generated table
+
+
+def test_site_play_applies_the_roles_in_the_table_order(tmp_path: Path) -> None:
+    """site.yml's own expressions (its vars, read from the file), evaluated by real
+    ansible-playbook on the controller: a host measuring in docker and singularity gets
+    apptainer before workload_image."""
+    import json
+    import subprocess
+    import sys
+
+    import yaml
+
+    site = yaml.safe_load((REPO / "playbooks" / "site.yml").read_text())
+    (play,) = [p for p in site if "site_roles" in p.get("vars", {})]
+    probe = [
+        {
+            "name": "probe",
+            "hosts": "localhost",
+            "connection": "local",
+            "gather_facts": False,
+            "vars_files": [str(REPO / "playbooks" / "vars" / "exec_envs.yml")],
+            "vars": {**play["vars"], "gpulab_exec_envs": ["native", "docker", "singularity"]},
+            "tasks": [{"ansible.builtin.debug": {"msg": "ROLES={{ site_roles | to_json }}"}}],
+        }
+    ]
+    (tmp_path / "probe.yml").write_text(yaml.safe_dump(probe))
+    bin_dir = Path(sys.executable).parent
+    r = subprocess.run(
+        [str(bin_dir / "ansible-playbook"), "-i", "localhost,", str(tmp_path / "probe.yml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, ANSIBLE_NOCOLOR="1"),
+    )
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    got = json.loads(r.stdout.split("ROLES=", 1)[1].split('"\n', 1)[0].replace('\\"', '"'))
+    assert got == execenv.site_roles(["native", "docker", "singularity"])
+    assert got.index("apptainer") < got.index("workload_image")
