@@ -114,8 +114,10 @@ def samples(records: list[dict[str, Any]]) -> list[tuple[str, dict[str, str], fl
     groups: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for r in kept:
         k, a = key_of(r), arm_of(r)
-        labels: tuple[str, ...] = (str(r.get("run_id")), k.suite, k.experiment, k.model, k.scenario, k.data,
-                  str(k.batch_size), a.topology, a.arm, setting_of(r))  # fmt: skip
+        labels: tuple[str, ...] = (
+            str(r.get("run_id")), k.suite, k.experiment, k.model, k.scenario, k.data,
+            str(k.batch_size), a.topology, a.arm, setting_of(r),
+        )  # fmt: skip
         groups.setdefault(labels, []).append(r)
     out: list[tuple[str, dict[str, str], float]] = []
     for labels, recs in sorted(groups.items()):
