@@ -161,7 +161,8 @@ ENVS: dict[str, ExecEnv] = {
             launch=DOCKER_LAUNCH,
             flags=DOCKER_FLAGS,
             image=Image(
-                source="workload_run_docker_image on a lab (loaded or pulled by the operator); "
+                source="workload_run_docker_image on a lab (built on the host by the "
+                "workload_image role, or pulled from workload_image_registry_image); "
                 "gpulab run local builds its own",
                 build="templates/Dockerfile.j2 on a base image with Python and the framework "
                 "(infra.local_run.build_image); a lab mounts the host's workloads/ over it",
@@ -195,8 +196,10 @@ ENVS: dict[str, ExecEnv] = {
                 env="inherited (Apptainer passes the caller's environment)",
             ),
             image=Image(
-                source="a SIF file on the host, named by the lab variable below",
-                build="apptainer build workloads.sif docker-daemon://<the docker image>",
+                source="a SIF file on the host, named by the lab variable below (built by "
+                "the workload_image role)",
+                build="apptainer build workloads.sif docker-daemon://<the docker image>, or "
+                "from templates/workloads.def.j2 where the host has no Docker engine",
                 lab_var="workload_run_apptainer_image",
             ),
             gpu_flags=("--nv",),
