@@ -133,7 +133,11 @@ def find_study(ref: str) -> Path:
         named = STUDIES_DIR / f"{ref}.yaml"
         if named.is_file():
             return named
+    if path.is_dir():
+        raise UsageError(f"study file {ref!r} is a directory, not a study file")
     known = ", ".join(sorted(p.stem for p in STUDIES_DIR.glob("*.yaml"))) or "none"
+    if not NAME_RE.match(ref):  # a path, not a built-in study's name
+        raise UsageError(f"study file {ref!r} does not exist (built-in studies: {known})")
     raise UsageError(f"study {ref!r}: no such file and no studies/{ref}.yaml (built-in: {known})")
 
 

@@ -61,12 +61,18 @@ def commands(bad: Path, work: Path) -> dict[str, list[str]]:
         ],
         "data mnist-like --out": ["data", "mnist-like", "--out", str(bad), "--train", "10",
                                   "--test", "10"],
+        "study run": ["study", "run", str(bad), "--results-dir", str(work / "res")],
+        "study status": ["study", "status", str(bad)],
+        "inventory --outputs": ["inventory", "local", "--outputs", str(bad)],
+        "compare": ["compare", str(bad), str(records)],
+        "export": ["export", str(bad), "--format", "parquet", "--out", str(work / "x.parquet")],
     }  # fmt: skip
 
 
 COMMANDS = [
     "validate", "preflight", "audit", "bench --suite", "report --published",
-    "run local --suite", "data mnist-like --out",
+    "run local --suite", "data mnist-like --out", "study run", "study status",
+    "inventory --outputs", "compare", "export",
 ]  # fmt: skip
 
 
