@@ -18,7 +18,7 @@ from typing import Any, get_type_hints
 from pydantic import ConfigDict
 from pydantic.dataclasses import dataclass as model
 
-from infra.config.roles import p_labels, p_site, p_variables
+from infra.config.roles import p_labels, p_site, p_variables, p_workload_secrets
 from infra.config.types import (
     LAB_RE,
     MAX_BAR_GB,
@@ -184,6 +184,11 @@ class LabConfig:
         Parsed(p_variables, "a mapping of workload_run role inputs", dict[str, Any]),
         "extra workload_run role variables (e.g. workload_run_docker_image)", ALL,
         default={})] = field(default_factory=dict)
+    workload_secrets: A[Any, K(
+        Parsed(p_workload_secrets, "a mapping of secret workload_run role inputs", Any),
+        "secret workload_run role inputs (no_log: true in its meta/argument_specs.yml, e.g. "
+        "workload_run_registry_password), each set with `pulumi config set --secret --path "
+        "'gpulab:workload_secrets.<name>' VALUE`", ALL, secret=True)] = None
     site: A[dict[str, Any], K(
         Parsed(p_site, "a mapping of role inputs", dict[str, Any]),
         "role inputs of the site Ansible run (<role>_* or gpulab_* variables, "

@@ -53,8 +53,9 @@ def p_labels(raw: Any) -> dict[str, str]:
 ROLES_DIR = Path(__file__).resolve().parents[2] / "playbooks" / "roles"
 
 
-def role_inputs(role: str) -> frozenset[str]:
-    """The variables a role takes as inputs: the options its meta/argument_specs.yml lists."""
+def role_inputs(role: str, *, no_log: bool | None = None) -> frozenset[str]:
+    """The variables a role takes as inputs: the options its meta/argument_specs.yml lists
+    (``no_log``: only those it marks ``no_log: true``, or only those it does not)."""
     import yaml
 
     spec = ROLES_DIR / role / "meta" / "argument_specs.yml"
@@ -66,8 +67,17 @@ def role_inputs(role: str) -> frozenset[str]:
     names: set[str] = set()
     for entry in specs.values():
         if isinstance(entry, dict) and isinstance(entry.get("options"), dict):
-            names.update(str(k) for k in entry["options"])
+            names.update(
+                str(k)
+                for k, opt in entry["options"].items()
+                if no_log is None or no_log == (isinstance(opt, dict) and opt.get("no_log") is True)
+            )
     return frozenset(names)
+
+
+SECRETS_HOW = (
+    "set it with `pulumi config set --secret --path 'gpulab:workload_secrets.<name>' VALUE`"
+)
 
 
 def p_variables(raw: Any) -> dict[str, Any]:
@@ -82,21 +92,71 @@ def p_variables(raw: Any) -> dict[str, Any]:
         raise BadValue(what)
     if len(raw) > SITE_MAX_KEYS:
         raise BadValue(f"{what}; at most {SITE_MAX_KEYS} keys")
-    allowed = role_inputs("workload_run")
+    allowed = role_inputs("workload_run", no_log=False)
+    secret = role_inputs("workload_run", no_log=True)
     for key, value in raw.items():
         if not isinstance(key, str) or not ANSIBLE_VAR_RE.match(key):
             raise BadValue(f"{what}; {str(key)[:60]!r} is not an Ansible variable name")
         if key.startswith("ansible_"):
             raise BadValue(f"{what}; {key!r}: ansible_* connection variables are not role inputs")
+        if key in secret:
+            raise BadValue(f"{what}; {key!r} is a secret: gpulab:workload_secrets, {SECRETS_HOW}")
         if key not in allowed:
             raise BadValue(f"{what}; {key!r} is not one of its inputs")
         if not _plain_yaml(value):
             raise BadValue(
-                f"{what}; {key!r} is not a plain value (secrets: `pulumi config set --secret`)"
+                f"{what}; {key!r} is not a plain value (secrets: gpulab:workload_secrets, "
+                f"{SECRETS_HOW})"
             )
     if len(json.dumps(raw, default=str)) > SITE_MAX_CHARS:
         raise BadValue(f"{what}; at most {SITE_MAX_CHARS} characters as JSON")
     return dict(raw)
+
+
+def p_workload_secrets(raw: Any) -> Any:
+    """Secret inputs of the workload_run role: only the options its argument_specs.yml marks
+    ``no_log: true``, each one encrypted. From a stack file: a mapping of encrypted values
+    (``{secure: ...}``), returned as :class:`SecretRef` placeholders; in the program: the
+    engine's secret ``Output`` of the decrypted mapping, checked when it resolves, still secret.
+    A whole mapping encrypted at once is a :class:`SecretRef` and passes as it is."""
+    from infra.config.types import SecretRef
+
+    try:
+        import pulumi
+    except ImportError:  # pragma: no cover - pulumi is a dependency
+        pulumi = None  # type: ignore[assignment]
+    if isinstance(raw, SecretRef):
+        return raw
+    if pulumi is not None and isinstance(raw, pulumi.Output):
+        return raw.apply(lambda text: _secret_inputs(maybe_json(text), encrypted=False))
+    return _secret_inputs(maybe_json(raw), encrypted=True)
+
+
+def _secret_inputs(raw: Any, *, encrypted: bool) -> dict[str, Any]:
+    from infra.config.types import SecretRef
+
+    secret = role_inputs("workload_run", no_log=True)
+    what = (
+        "a mapping of secret workload_run role inputs (no_log: true in its "
+        "meta/argument_specs.yml: " + ", ".join(sorted(secret)) + f"), each one {SECRETS_HOW}"
+    )
+    if not isinstance(raw, dict):
+        raise BadValue(what)
+    if len(raw) > SITE_MAX_KEYS:
+        raise BadValue(f"{what}; at most {SITE_MAX_KEYS} keys")
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if not isinstance(key, str) or key not in secret:
+            raise BadValue(f"{what}; {str(key)[:60]!r} is not one of its secret inputs")
+        if encrypted:
+            if not (isinstance(value, dict) and set(value) == {"secure"}):
+                raise BadValue(f"{what}; {key!r} is not encrypted")
+            out[key] = SecretRef(f"workload_secrets.{key}")
+        elif not isinstance(value, str) or len(value) > MAX_STR:
+            raise BadValue(f"{what}; {key!r} must be a string of at most {MAX_STR} characters")
+        else:
+            out[key] = value
+    return out
 
 
 ANSIBLE_VAR_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

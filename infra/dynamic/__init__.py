@@ -91,6 +91,7 @@ def measure(
             topology=cfg.topology,
             lab=cfg.lab,
             variables=dict(cfg.workload_variables),
+            secrets=cfg.workload_secrets,  # secret Output: only the play's secrets file
             results_dir=results_dir,
             triggers=[measure_id],  # `gpulab measure` changes it: only these runs re-run
             opts=pulumi.ResourceOptions(depends_on=[previous]),

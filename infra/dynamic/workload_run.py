@@ -4,7 +4,11 @@ Inputs: ``hosts`` (the ``hosts`` output entries), ``suite`` (a name under worklo
 ``execution_env`` (an entry of infra/specs/execenv.py: native, docker, apptainer, k8s,
 bitfusion; ``singularity`` is apptainer), ``arm`` (the records' label,
 default the execution environment), ``topology``, ``lab``, ``variables`` (more extravars for
-``playbooks/workloads.yml``, e.g. a container image) and ``triggers``. The suite file's digest
+``playbooks/workloads.yml``, e.g. a container image), ``secrets`` (secret role inputs, e.g.
+``workload_run_registry_password``: a Pulumi secret handed to Ansible only in the private 0600
+secrets file of :func:`infra.dynamic.ansible_run.play_in_fresh_process`, never in extravars,
+outputs or state, which keep only a salted PBKDF2 digest with its salt, as AnsibleRun does) and
+``triggers``. The suite file's digest
 is an input too: editing the suite re-runs it on the next ``up``; nothing else does.
 
 It runs ``playbooks/workloads.yml``, which runs the runner on every host and fetches the result
@@ -36,7 +40,7 @@ from pulumi.dynamic import (
 )
 
 from infra.ansible.runner import PlaybookError, PlaybookResult
-from infra.dynamic.ansible_run import PlayRunProvider
+from infra.dynamic.ansible_run import PlayRunProvider, new_salt, secrets_digest
 from infra.specs.execenv import accepted as accepted_exec_envs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -54,7 +58,16 @@ RUN_INPUTS = (
     "triggers",
 )
 # What create/update add to the inputs; never compared in diff.
-OUTPUTS = ("run_id", "records_dir", "records", "summary", "play_status", "status")
+OUTPUTS = (
+    "secrets_digest",
+    "secrets_salt",
+    "run_id",
+    "records_dir",
+    "records",
+    "summary",
+    "play_status",
+    "status",
+)
 PLAYBOOK = "workloads.yml"
 
 
@@ -109,6 +122,17 @@ class WorkloadRunProvider(PlayRunProvider):
     RUN_INPUTS = RUN_INPUTS
     OUTPUTS = OUTPUTS
 
+    def changed_inputs(self, olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
+        """As for every run, with ``secrets`` compared by its salted digest."""
+        changed = [k for k in super().changed_inputs(olds, news) if k != "secrets"]
+        old_digest = olds.get("secrets_digest")
+        if bool(old_digest) != bool(news.get("secrets")) or (
+            old_digest
+            and old_digest != secrets_digest(news.get("secrets"), olds.get("secrets_salt"))
+        ):
+            changed.append("secrets")
+        return changed
+
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         failures = []
         if not isinstance(news.get("hosts"), list) or not news.get("hosts"):
@@ -140,7 +164,10 @@ class WorkloadRunProvider(PlayRunProvider):
         fetch_dir.mkdir(parents=True, exist_ok=True)
         # In a fresh interpreter: ansible-runner must not fork the engine's gRPC provider host.
         result, _facts = play_in_fresh_process(
-            PLAYBOOK, props["hosts"], extravars=play_vars(props, run_id, fetch_dir)
+            PLAYBOOK,
+            props["hosts"],
+            extravars=play_vars(props, run_id, fetch_dir),
+            secrets=props.get("secrets") or None,
         )
         files = sorted(fetch_dir.rglob("*.jsonl"))
         summary = summarize_files(files, suite=Path(props["suite"]).stem)
@@ -154,8 +181,11 @@ class WorkloadRunProvider(PlayRunProvider):
             (fetch_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
             raise error
         outs = {k: props.get(k) for k in RUN_INPUTS}
+        salt = new_salt() if props.get("secrets") else None
         outs.update(
             {
+                "secrets_digest": secrets_digest(props.get("secrets"), salt),
+                "secrets_salt": salt,
                 "run_id": run_id,
                 "records_dir": _rel(fetch_dir),
                 "records": summary["records"],
@@ -193,6 +223,7 @@ class WorkloadRun(pulumi.dynamic.Resource, module="gpulab", name="WorkloadRun"):
         topology: str = "local",
         lab: str = "local",
         variables: Any = None,
+        secrets: Any = None,
         results_dir: str | None = None,
         triggers: Any = None,
         opts: pulumi.ResourceOptions | None = None,
@@ -209,8 +240,11 @@ class WorkloadRun(pulumi.dynamic.Resource, module="gpulab", name="WorkloadRun"):
             "topology": topology,
             "lab": lab,
             "variables": variables or {},
+            "secrets": pulumi.Output.secret(secrets) if secrets is not None else None,
             "results_dir": results_dir,
             "triggers": triggers or [],
+            "secrets_digest": None,
+            "secrets_salt": None,
             "run_id": None,
             "records_dir": None,
             "records": None,

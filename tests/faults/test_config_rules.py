@@ -63,3 +63,37 @@ def test_site_only_the_roles_inputs() -> None:
 )  # fmt: skip
 def test_oversized_numbers_name_key_and_range(key: str, value: Any, text: str) -> None:
     assert problem(**{key: value}).startswith(text)
+
+
+PW = "workload_run_registry_password"
+
+
+def test_a_secret_input_in_workload_variables_is_refused_naming_the_key() -> None:
+    text = problem(workload_variables={PW: "hunter2-plain"})
+    assert text.startswith("gpulab:workload_variables must be")
+    assert f"{PW!r} is a secret: gpulab:workload_secrets" in text
+    assert "pulumi config set --secret --path 'gpulab:workload_secrets.<name>'" in text
+
+
+@pytest.mark.parametrize(
+    ("secrets", "reason"),
+    [
+        ({PW: "hunter2-plain"}, f"{PW!r} is not encrypted"),
+        ({"workload_run_docker_image": {"secure": "v1:abc"}}, "'workload_run_docker_image' is not"),
+        ({"ansible_become_pass": {"secure": "v1:abc"}}, "'ansible_become_pass' is not one of"),
+        (["x"], "a mapping of secret workload_run role inputs"),
+    ],
+)
+def test_workload_secrets_only_encrypted_no_log_inputs(secrets: Any, reason: str) -> None:
+    text = problem(workload_secrets=secrets)
+    assert text.startswith("gpulab:workload_secrets must be"), text
+    assert reason in text
+    assert "hunter2-plain" not in text  # a secret key never shows its value
+
+
+def test_workload_secrets_accepts_an_encrypted_no_log_input() -> None:
+    from infra.config import SecretRef
+
+    cfg = validate({**NOVA, "workload_secrets": {PW: {"secure": "v1:abc"}}})
+    assert cfg.workload_secrets == {PW: SecretRef(f"workload_secrets.{PW}")}
+    assert validate(NOVA).workload_secrets is None

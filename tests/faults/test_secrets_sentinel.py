@@ -10,6 +10,12 @@ the PlaybookResult (summary, failures, stdout tail), every ansible-runner event,
 Ansible artifacts (stdout, job_events, command, env), every file left under TMPDIR (the
 runner's private data dirs and secrets dirs), ``~/.ansible/tmp``, and the command line of
 every process seen while the play ran (``/proc/*/cmdline`` sampled every 50 ms).
+
+The workload secret (``gpulab:workload_secrets``, handed to WorkloadRun as ``secrets``) is
+planted too, and a WorkloadRun provider create runs the real playbooks/workloads.yml with it.
+Searched: the WorkloadRun outputs (stack state), its extravars, the fetched records and the
+``summary.json`` beside them, the hosts' record files, every file under TMPDIR (the runner's
+private data dir), and the command lines sampled during that run.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import pytest
 
 from infra.ansible import run_playbook
 from infra.dynamic.ansible_run import AnsibleRunProvider
+from infra.dynamic.workload_run import WorkloadRunProvider, play_vars
 from infra.hosts import Host
 
 REPO = Path(__file__).resolve().parents[2]
@@ -230,3 +237,54 @@ def _reads(cmdline: Path, needle: str) -> bool:
         return needle.encode() in cmdline.read_bytes()
     except OSError:
         return False
+
+
+# A stand-in for the runner: writes one record and, as proof that the play resolved the
+# workload secret, its length (never its value) from the environment the role builds.
+SEEN_RUNNER = (
+    "import os, sys\n"
+    "from workloads.records import RecordWriter, make_record\n"
+    "e = os.environ\n"
+    "open(sys.argv[1], 'w').write(e['GPULAB_SEEN_LEN'])\n"
+    "with RecordWriter(e['GPULAB_RECORDS_OUT']) as w:\n"
+    "    w.write(make_record(run_id=e['GPULAB_RUN_ID'], suite='tiny', experiment='tiny',\n"
+    "        model='none', kind='job', elapsed_s=0.01, topology=e['GPULAB_TOPOLOGY'],\n"
+    "        arm=e['GPULAB_ARM'], host='ctl'))\n"
+)
+
+
+def test_workload_secret_is_nowhere_after_a_workload_run(tmp_path: Path, tmpdir_env: Path) -> None:
+    planted = SENTINEL + "-workload"
+    seen = tmp_path / "seen-len"
+    host = Host(
+        "ctl", "127.0.0.1", gpu_path="local",
+        vars={
+            "workload_run_command": [sys.executable, "-c", SEEN_RUNNER, str(seen)],
+            "workload_run_environment": {
+                "GPULAB_SEEN_LEN": "{{ workload_run_registry_password | length }}"
+            },
+            "workload_run_python": sys.executable,
+            "workload_run_dir": str(REPO),
+            "workload_run_results_dir": str(tmp_path / "host-results"),
+        },
+    )  # fmt: skip
+    props = {
+        "hosts": [host.to_output()], "suite": "smoke", "suite_digest": None,
+        "execution_env": "native", "arm": "native", "topology": "local", "lab": "sentinel",
+        "variables": {}, "results_dir": str(tmp_path / "results"), "triggers": [],
+        "secrets": {"workload_run_registry_password": planted},
+    }  # fmt: skip
+    with CmdlineWatch() as watch:
+        outs = WorkloadRunProvider().create(props).outs
+    assert outs is not None and outs["status"] == "ok"
+    assert seen.read_text() == str(len(planted))  # the play had the secret
+    assert watch.samples > 10
+    assert watch.hits == set()  # process command lines
+    assert SENTINEL not in json.dumps(outs, default=str)  # outputs: stack state
+    assert outs["secrets_digest"] and outs["secrets_salt"]
+    assert SENTINEL not in json.dumps(play_vars(props, "r", tmp_path), default=str)  # extravars
+    records = list((tmp_path / "results").rglob("*.jsonl"))
+    assert records and _grep(tmp_path / "results") == []  # fetched records, summary
+    assert _grep(tmp_path / "host-results") == []  # the hosts' record files
+    assert _grep(tmpdir_env) == []  # the runner's private data dir, secrets dir
+    assert not list(tmpdir_env.glob("gpulab-secrets-*"))

@@ -155,7 +155,7 @@ def test_each_input_alone_changes_the_diff(
 ) -> None:
     inputs, state = inputs_of(case, monkeypatch)
     provider = CASES[case]["provider"]()
-    if case == "AnsibleRun":
+    if case in ("AnsibleRun", "WorkloadRun"):
         # What a run stores for its secrets: a salted digest, never the secrets.
         inputs["secrets"] = {"token": "t-1"}
         salt = ansible_run.new_salt()
@@ -196,5 +196,5 @@ def test_the_inputs_found_are_the_resources_inputs(monkeypatch: pytest.MonkeyPat
     """The property maps are what the modules document as inputs (so the list above is real)."""
     found = {case: set(inputs_of(case, monkeypatch)[0]) for case in CASES}
     assert found["AnsibleRun"] == {*ansible_run.RUN_INPUTS, "secrets"}
-    assert found["WorkloadRun"] == set(workload_run.RUN_INPUTS)
+    assert found["WorkloadRun"] == {*workload_run.RUN_INPUTS, "secrets"}
     assert found["VgpuProfile"] == {*vgpu.REPLACE_ON, *vgpu.UPDATE_ON}

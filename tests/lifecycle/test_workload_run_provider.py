@@ -30,6 +30,7 @@ experiments:
     batch: 32
     warmup: 1
     steps: 2
+    repeats: 1
 """
 
 
@@ -218,3 +219,46 @@ def test_failed_run_names_host_and_task(tmp_path: Path) -> None:
     with pytest.raises(PlaybookError, match=r"host 'localhost' failed at task") as err:
         WorkloadRunProvider().create(props(tmp_path, str(suite)))
     assert "no_such_model" in str(err.value)
+
+
+def secret_seen_host(tmp_path: Path) -> Host:
+    """A tiny-run host whose runner environment carries the sha256 of the registry password
+    (the play resolves it; the value itself is written nowhere)."""
+    host = tiny_host("wr-secret", tmp_path)
+    host.vars["workload_run_environment"] = {
+        "GPULAB_SEEN": "{{ workload_run_registry_password | hash('sha256') }}"
+    }
+    seen = tmp_path / "seen"
+    host.vars["workload_run_command"] = [
+        sys.executable,
+        "-c",
+        f"import os; open({str(seen)!r}, 'w').write(os.environ['GPULAB_SEEN'])\n" + TINY,
+        "0",
+    ]
+    return host
+
+
+def test_secrets_reach_the_play_but_not_extravars_outputs_or_state(tmp_path: Path) -> None:
+    import hashlib
+    import json
+
+    secret = f"pw-{tmp_path.name}-s3cr3t"
+    host = secret_seen_host(tmp_path)
+    p = props(tmp_path, "smoke", hosts=[host.to_output()], variables={})
+    p["secrets"] = {"workload_run_registry_password": secret}
+    assert secret not in json.dumps(play_vars(p, "r1", tmp_path / "f"))
+    provider = WorkloadRunProvider()
+    outs = provider.create(p).outs
+    assert outs is not None and outs["status"] == "ok"
+    # The play saw the value: the runner got its digest through the role's template.
+    assert (tmp_path / "seen").read_text() == hashlib.sha256(secret.encode()).hexdigest()
+    assert "secrets" not in outs
+    assert secret not in json.dumps(outs, default=str)  # what goes into stack state
+    assert outs["secrets_digest"] and outs["secrets_salt"]
+    # A changed secret re-runs; the same one does not.
+    assert provider.diff("id", outs, dict(p)).changes is False
+    changed = dict(p, secrets={"workload_run_registry_password": secret + "-2"})
+    assert provider.diff("id", outs, changed).changes is True
+    assert provider.diff("id", outs, dict(p, secrets=None)).changes is True
+    for f in (tmp_path / "results").rglob("*"):
+        assert not f.is_file() or secret.encode() not in f.read_bytes(), f
