@@ -262,3 +262,60 @@ def test_secrets_reach_the_play_but_not_extravars_outputs_or_state(tmp_path: Pat
     assert provider.diff("id", outs, dict(p, secrets=None)).changes is True
     for f in (tmp_path / "results").rglob("*"):
         assert not f.is_file() or secret.encode() not in f.read_bytes(), f
+
+
+FAKE_DOCKER = """#!/bin/sh
+# docker double: records its argv and stdin
+printf '%s\\n' "$@" > "$FAKE_DOCKER_OUT.argv"
+cat > "$FAKE_DOCKER_OUT.stdin"
+"""
+
+
+@pytest.mark.parametrize(
+    ("image", "registry"),
+    [("registry.example:5000/lab/runner:1", ["registry.example:5000"]),
+     ("lab/runner:1", []), ("localhost/runner", ["localhost"])],
+)  # fmt: skip
+def test_registry_login_task_sends_the_password_on_stdin(
+    tmp_path: Path, image: str, registry: list[str]
+) -> None:
+    """The role's own login task (from tasks/host.yml) run by ansible-playbook against a docker
+    double (a script on PATH): user and registry on the command line, the password on stdin."""
+    import os
+    import subprocess
+
+    import yaml
+
+    tasks = yaml.safe_load((REPO / "playbooks/roles/workload_run/tasks/host.yml").read_text())
+    (login,) = [t for t in tasks if t["name"] == "Log in to the image registry"]
+    play = [{"hosts": "all", "gather_facts": False, "tasks": [login]}]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    fake = tmp_path / "bin" / "docker"
+    fake.parent.mkdir()
+    fake.write_text(FAKE_DOCKER)
+    fake.chmod(0o755)
+    out = tmp_path / "docker"
+    extra = {
+        "workload_run_exec_env_name": "docker",
+        "workload_run_docker_image": image,
+        "workload_run_registry_user": "robot",
+        "workload_run_registry_password": "pw-on-stdin",
+        "ansible_python_interpreter": sys.executable,
+    }
+    env = dict(os.environ, PATH=f"{fake.parent}:{os.environ['PATH']}", FAKE_DOCKER_OUT=str(out))
+    run = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
+         "-e", json_arg(extra), str(tmp_path / "play.yml")],
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "pw-on-stdin" not in run.stdout + run.stderr  # no_log
+    argv = (tmp_path / "docker.argv").read_text().split("\n")[:-1]
+    assert argv == ["login", "--username", "robot", "--password-stdin", *registry]
+    assert (tmp_path / "docker.stdin").read_text().strip() == "pw-on-stdin"
+
+
+def json_arg(value: Any) -> str:
+    import json
+
+    return json.dumps(value)
