@@ -4,11 +4,16 @@ named, and DGX systems (DMI product name mocked) are left alone."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from infra.ansible import PlaybookError, run_playbook
 from tests.ansible.helpers import PLAYBOOKS, Events
 from tests.parts.fixtures_nspawn import ChrootTarget, NspawnLab
+
+ROLES = Path(__file__).resolve().parents[2] / "playbooks" / "roles"
 
 pytestmark = [pytest.mark.nspawn, pytest.mark.slow]
 
@@ -83,16 +88,35 @@ def test_dgx_mocked_by_dmi_name_is_left_alone(
     [("operator", "present", "enabled: false"), ("operator", "absent", "enabled: true"),
      ("device-plugin", "auto", "runtimeClassName: nvidia")],
 )  # fmt: skip
-def test_k8s_gpu_values(chroot_target: ChrootTarget, mode: str, driver: str, expect: str) -> None:
-    """Helm values only (k8s_gpu_apply false: no Kubernetes API here); with a host driver the
-    GPU Operator's driver container is disabled."""
-    extra = {"one_role": "k8s_gpu", "gpu_facts_install_pciutils": False, "k8s_gpu_apply": False,
-             "k8s_gpu_mode": mode, "k8s_gpu_host_driver": driver}  # fmt: skip
-    r = run_playbook(PLAYBOOKS / "one_role.yml", [chroot_target.host], extravars=extra)
-    assert r.ok
-    text = (chroot_target.path / f"etc/gpulab/k8s_gpu/{mode}-values.yaml").read_text()
+def test_k8s_gpu_values(tmp_path: Path, mode: str, driver: str, expect: str) -> None:
+    """Helm values only (k8s_gpu_apply false: no Kubernetes API here), written on the
+    controller as site.yml runs the role (hosts: localhost, connection: local, no become);
+    with a host driver the GPU Operator's driver container is disabled."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    values = tmp_path / "values"
+    play = [{
+        "name": "k8s_gpu as site.yml runs it", "hosts": "localhost", "connection": "local",
+        "become": False, "gather_facts": False,
+        "roles": [{"role": "k8s_gpu", "k8s_gpu_apply": False, "k8s_gpu_enabled": True,
+                   "k8s_gpu_mode": mode, "k8s_gpu_host_driver": driver,
+                   "k8s_gpu_values_dir": str(values)}],
+    }]  # fmt: skip
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play))
+    r = subprocess.run(
+        [str(Path(sys.executable).parent / "ansible-playbook"), str(tmp_path / "play.yml")],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,  # implicit localhost
+        env=dict(os.environ, ANSIBLE_ROLES_PATH=str(ROLES),
+                 ANSIBLE_NOCOLOR="1"),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    text = (values / f"{mode}-values.yaml").read_text()
     head = text.split("toolkit:")[0] if mode == "operator" else text
     assert expect in head, text
+    assert (values / "runtimeclass.yaml").stat().st_mode & 0o777 == 0o600
 
 
 LSPCI_MOCK = (
