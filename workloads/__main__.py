@@ -27,6 +27,9 @@ The options are defined once, in ``workloads/bench_options.py`` (``gpulab bench`
 ``--backend`` is the deprecated name of ``--keras-backend``.
 Each repetition runs in its own process (``python -m workloads _measure``, internal).
 
+``GPULAB_RUN_ID`` (set by the workload_run role): the run id every record carries, the same on
+every host of one lab run (default: a new one).
+
 ``GPULAB_EXPECT_DEVICE`` (gpu|cpu|auto, default auto): with ``gpu``, a measurement whose
 framework sees no GPU fails (record error naming the host) instead of training on the CPU;
 every record carries the device really used in ``params.device`` (workloads/expect_device.py).
@@ -67,6 +70,7 @@ def _bench(args: argparse.Namespace) -> int:
     from workloads.bench import run_bench
     from workloads.bench_options import finish
     from workloads.expect_device import expected_device
+    from workloads.records import run_id_from_env
     from workloads.setting import setting_from_options
     from workloads.suites import resolve_suite
 
@@ -98,6 +102,7 @@ def _bench(args: argparse.Namespace) -> int:
     result = run_bench(
         suite,
         opts["out"],
+        run_id=run_id_from_env(),
         topology=opts["topology"],
         arm=opts["arm"],
         backend=opts["keras_backend"],

@@ -45,9 +45,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import uuid
 import warnings
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -126,6 +127,23 @@ def utc_now() -> str:
 
 def new_run_id() -> str:
     return datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + uuid.uuid4().hex[:6]
+
+
+RUN_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
+
+
+def run_id_from_env(environ: Mapping[str, str] | None = None) -> str:
+    """The run id a lab gives its hosts (``GPULAB_RUN_ID``, set by the workload_run role to
+    the WorkloadRun's id, so every host of one run writes the same run id), else a new one."""
+    given = (os.environ if environ is None else environ).get("GPULAB_RUN_ID", "")
+    if not given:
+        return new_run_id()
+    if not RUN_ID_RE.match(given):
+        raise InputError(
+            f"GPULAB_RUN_ID {given[:70]!r} is not a run id (up to 64 letters, digits, "
+            "'.', '_', ':' or '-')"
+        )
+    return given
 
 
 def make_record(**fields: Any) -> dict[str, Any]:

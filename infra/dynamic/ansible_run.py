@@ -290,6 +290,10 @@ class AnsibleRunProvider(PlayRunProvider):
         )
         if not result.ok:
             raise PlaybookError(result)
+        # The lab's hosts only: a play on the controller (site.yml's Kubernetes GPU play on
+        # localhost) would add a recap line for a machine that is not part of the lab; had it
+        # failed, the run would have stopped above with its error.
+        lab_hosts = {h.name for h in hosts}
         summary = {
             name: {
                 "ok": s.ok,
@@ -299,6 +303,7 @@ class AnsibleRunProvider(PlayRunProvider):
                 "skipped": s.skipped,
             }
             for name, s in sorted(result.hosts.items())
+            if name in lab_hosts
         }
         outs = {k: props.get(k) for k in RUN_INPUTS}
         salt = new_salt() if props.get("secrets") else None
