@@ -23,6 +23,7 @@ experiments:
     batch: 32
     warmup: 1
     steps: 2
+    repeats: 1
 """
 
 
@@ -150,7 +151,9 @@ def test_unknown_suite_is_one_line_exit_2(tmp_path: Path) -> None:
 
 def test_bad_docker_python_mode_is_one_line(tmp_path: Path) -> None:
     r = gpulab("run", "local", "--docker-python", "conda", "--results-dir", str(tmp_path))
-    assert r.returncode == 2 and "--docker-python 'conda'" in r.stderr
+    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+    assert r.returncode == 2 and len(lines) == 1, r.stderr
+    assert "'--docker-python'" in lines[0] and "'conda'" in lines[0], lines[0]
 
 
 def test_no_docker_cli_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
