@@ -92,7 +92,10 @@ def run_workloads_failing_on_gpu1(
     from infra.dynamic import ansible_run
     from infra.dynamic.workload_run import WorkloadRunError, WorkloadRunProvider
 
-    def play(_playbook: str, _hosts: Any, extravars: dict[str, Any]) -> tuple[Any, Any]:
+    def play(
+        _playbook: str, _hosts: Any, extravars: dict[str, Any], secrets: Any = None
+    ) -> tuple[Any, Any]:
+        assert not secrets  # no workload secret in this lab
         fetch = Path(extravars["workload_run_fetch_dir"])
         rec = make_record(
             run_id=extravars["workload_run_id"],
