@@ -218,7 +218,18 @@ class PlayRunProvider(ResourceProvider):
     OUTPUTS: tuple[str, ...] = ()
 
     def changed_inputs(self, olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
-        return input_changes(olds, news, self.RUN_INPUTS, self.OUTPUTS)
+        """Every run input, with ``secrets`` compared by its salted digest (the state keeps no
+        secret; a digest of an older release, without salt, counts as changed)."""
+        changed = [
+            k for k in input_changes(olds, news, self.RUN_INPUTS, self.OUTPUTS) if k != "secrets"
+        ]
+        old_digest = olds.get("secrets_digest")
+        if bool(old_digest) != bool(news.get("secrets")) or (
+            old_digest
+            and old_digest != secrets_digest(news.get("secrets"), olds.get("secrets_salt"))
+        ):
+            changed.append("secrets")
+        return changed
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         return DiffResult(
@@ -243,18 +254,6 @@ class AnsibleRunProvider(PlayRunProvider):
 
     RUN_INPUTS = RUN_INPUTS
     OUTPUTS = OUTPUTS
-
-    def changed_inputs(self, olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
-        """As for every run, with ``secrets`` compared by digest (a digest of an older
-        release, without salt, counts as changed)."""
-        changed = [k for k in super().changed_inputs(olds, news) if k != "secrets"]
-        old_digest = olds.get("secrets_digest")
-        if bool(old_digest) != bool(news.get("secrets")) or (
-            old_digest
-            and old_digest != secrets_digest(news.get("secrets"), olds.get("secrets_salt"))
-        ):
-            changed.append("secrets")
-        return changed
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         failures = []

@@ -122,17 +122,6 @@ class WorkloadRunProvider(PlayRunProvider):
     RUN_INPUTS = RUN_INPUTS
     OUTPUTS = OUTPUTS
 
-    def changed_inputs(self, olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
-        """As for every run, with ``secrets`` compared by its salted digest."""
-        changed = [k for k in super().changed_inputs(olds, news) if k != "secrets"]
-        old_digest = olds.get("secrets_digest")
-        if bool(old_digest) != bool(news.get("secrets")) or (
-            old_digest
-            and old_digest != secrets_digest(news.get("secrets"), olds.get("secrets_salt"))
-        ):
-            changed.append("secrets")
-        return changed
-
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         failures = []
         if not isinstance(news.get("hosts"), list) or not news.get("hosts"):
