@@ -27,45 +27,11 @@ from typing import Any
 from report.exclusions import split
 from report.load import load_records
 from report.mapping import setting_of
+from report.parquet import COLUMNS
 from report.table import arm_of, key_of
 from workloads.errors import InputError
 
 FORMATS = ("parquet", "openmetrics")
-COLUMNS: dict[str, str] = {
-    "record_id": "VARCHAR",
-    "run_id": "VARCHAR",
-    "schema_version": "INTEGER",
-    "kind": "VARCHAR",
-    "suite": "VARCHAR",
-    "experiment": "VARCHAR",
-    "model": "VARCHAR",
-    "scenario": "VARCHAR",
-    "data": "VARCHAR",
-    "batch_size": "BIGINT",
-    "global_batch": "BIGINT",
-    "warmup": "BIGINT",
-    "steps": "BIGINT",
-    "repeat": "BIGINT",
-    "status": "VARCHAR",
-    "error": "VARCHAR",
-    "images_per_sec": "DOUBLE",
-    "elapsed_s": "DOUBLE",
-    "topology": "VARCHAR",
-    "arm": "VARCHAR",
-    "gpu_path": "VARCHAR",
-    "exec_env": "VARCHAR",
-    "virtualization": "VARCHAR",
-    "sharing": "VARCHAR",
-    "host": "VARCHAR",
-    "started_at": "VARCHAR",
-    "finished_at": "VARCHAR",
-    "metrics": "JSON",
-    "params": "JSON",
-    "claims": "JSON",
-    "setting_flags": "JSON",
-    "step_times_s": "JSON",
-    "fingerprint": "JSON",
-}
 LABELS = ("run_id", "suite", "experiment", "model", "scenario", "data", "batch", "topology",
           "arm", "setting")  # fmt: skip
 

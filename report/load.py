@@ -3,7 +3,10 @@
 Inputs, in any mix:
   *.jsonl            a record file (workloads.records); a line that is not JSON (a torn write)
                      is skipped and reported with file and line, never dropped silently
-  a directory        every *.jsonl below it (recursively), in sorted order
+  *.parquet          a record file with one row per record, as ``gpulab export --format
+                     parquet`` writes it (report.parquet); a file that is not readable Parquet
+                     or lacks a record's required columns is refused with one line naming it
+  a directory        every *.jsonl and *.parquet below it (recursively), in sorted order
   *.json             a stack-output summary (``pulumi stack output --json`` or the summary
                      ``gpulab run`` writes beside its records): every embedded record (an object
                      with ``schema_version`` and ``record_id``) and every string naming an
@@ -27,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from report.parquet import is_parquet, read_records
 from workloads.errors import InputError
 from workloads.records import (
     READABLE_VERSIONS,
@@ -52,6 +56,26 @@ def _jsonl(path: Path, problems: list[str]) -> Iterator[Source]:
         if not isinstance(rec, dict):
             raise InputError(f"{path}:{lineno}: not a JSON object")
         yield f"{path}:{lineno}", rec
+
+
+def _parquet(path: Path) -> Iterator[Source]:
+    for row, rec in read_records(path):
+        yield f"{path}:{row}", rec
+
+
+def _record_file(path: Path, problems: list[str]) -> Iterator[Source]:
+    return _parquet(path) if is_parquet(path) else _jsonl(path, problems)
+
+
+def record_files(directory: Path) -> list[Path]:
+    """The record files below ``directory`` (*.jsonl and *.parquet), sorted; InputError when
+    there are none."""
+    files = sorted([*directory.rglob("*.jsonl"), *directory.rglob("*.parquet")])
+    if not files:
+        raise InputError(
+            f"results directory {str(directory)!r} holds no *.jsonl or *.parquet record files"
+        )
+    return files
 
 
 def _walk_summary(node: Any, base: Path, where: str, problems: list[str]) -> Iterator[Source]:
@@ -91,16 +115,13 @@ def _sources(inputs: Iterable[str | os.PathLike[str]], problems: list[str]) -> I
     for raw in inputs:
         p = Path(raw)
         if p.is_dir():
-            files = sorted(p.rglob("*.jsonl"))
-            if not files:
-                raise InputError(f"results directory {str(p)!r} holds no *.jsonl record files")
-            for f in files:
-                yield from _jsonl(f, problems)
+            for f in record_files(p):
+                yield from _record_file(f, problems)
         elif p.is_file():
             if p.suffix == ".json":
                 yield from _summary(p, problems)
             else:
-                yield from _jsonl(p, problems)
+                yield from _record_file(p, problems)
         else:
             raise InputError(f"input {str(p)!r} does not exist")
 
@@ -121,7 +142,9 @@ def load_records(
     """
     inputs = list(inputs)
     if not inputs:
-        raise InputError("no inputs: name record files (*.jsonl), results directories or summaries")
+        raise InputError(
+            "no inputs: name record files (*.jsonl, *.parquet), results directories or summaries"
+        )
     notes: list[str] = []
     sources = list(_sources(inputs, notes))
     if not sources:
@@ -182,15 +205,14 @@ def plan(inputs: Iterable[str | os.PathLike[str]]) -> list[Planned]:
     """The inputs of :func:`load_records`, in its order, without reading the record files."""
     inputs = list(inputs)
     if not inputs:
-        raise InputError("no inputs: name record files (*.jsonl), results directories or summaries")
+        raise InputError(
+            "no inputs: name record files (*.jsonl, *.parquet), results directories or summaries"
+        )
     out: list[Planned] = []
     for raw in inputs:
         p = Path(raw)
         if p.is_dir():
-            files = sorted(p.rglob("*.jsonl"))
-            if not files:
-                raise InputError(f"results directory {str(p)!r} holds no *.jsonl record files")
-            out += [Planned(str(f), f) for f in files]
+            out += [Planned(str(f), f) for f in record_files(p)]
         elif p.is_file() and p.suffix == ".json":
             out += _plan_summary(p)
         elif p.is_file():
@@ -248,7 +270,7 @@ def read_planned(
     sources: list[tuple[int, Source]] = []
     for i, it in items:
         if it.path is not None:
-            sources += [(i, s) for s in _jsonl(it.path, problems)]
+            sources += [(i, s) for s in _record_file(it.path, problems)]
         else:
             sources += [(i, s) for s in it.embedded]
     for _, (where, rec) in sources:

@@ -1,7 +1,8 @@
-"""Records streamed through DuckDB: JSON Lines in, the report's small aggregates out.
+"""Records streamed through DuckDB: JSON Lines and Parquet in, the report's small aggregates out.
 
 The Python reader (report.load) keeps every record as a dict: 100,000 records took 2.5 GB.
-Here each record file is read once by DuckDB (report.scan_sql) into a table of small columns
+Here each record file is read once by DuckDB (report.scan_sql; a Parquet file through
+read_parquet, its rows written as JSON lines by report.parquet) into a table of small columns
 (no fingerprint, no step times), and Python only sees what is small: the values of each
 (group, arm, metric) for the statistics, one stand-in record per distinct environment of an
 arm (banner, environment table, pairing), the left-out runs, and counts.
@@ -39,6 +40,7 @@ from report import scan_sql as q
 from report.exclusions import POWER_CAP, THROTTLE_MASK, Excluded, bit_names, throttle_bits
 from report.load import plan, read_planned
 from report.mapping import Arm
+from report.parquet import columns_of, is_parquet, line_sql
 from report.table import Collected, GroupKey
 from workloads.errors import InputError
 from workloads.records import RecordError, validate_record
@@ -135,15 +137,21 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
     con.execute("CREATE TABLE files(name VARCHAR, idx INTEGER)")
     labels: dict[int, str] = {}
     fast: dict[str, int] = {}
+    pq: dict[str, int] = {}
     slow: set[int] = set()
     for i, it in enumerate(items):
         labels[i] = it.label
-        if it.path is not None and str(it.path) not in fast:
-            fast[str(it.path)] = i
+        if it.path is not None and str(it.path) not in fast and str(it.path) not in pq:
+            (pq if is_parquet(it.path) else fast)[str(it.path)] = i
         elif it.path is None:
             slow.add(i)
     paths_by_idx = {i: Path(n) for n, i in fast.items()}
-    con.executemany("INSERT INTO files VALUES (?, ?)", [[n, i] for n, i in fast.items()])
+    sources: dict[int, str] = {}  # Parquet files: their rows as lines (report.parquet)
+    for name, i in pq.items():
+        sources[i] = line_sql(Path(name), columns_of(con, Path(name)))
+    con.executemany(
+        "INSERT INTO files VALUES (?, ?)", [[n, i] for n, i in [*fast.items(), *pq.items()]]
+    )
     (tmp / "empty.jsonl").write_text("{}\n", encoding="utf-8")
     con.execute(
         f"CREATE TABLE rec AS {q.scan_query()} LIMIT 0", {"files": [str(tmp / "empty.jsonl")]}
@@ -163,6 +171,12 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
                 except Exception:
                     con.execute("DELETE FROM rec WHERE fi = ?", [i])
                     slow.add(i)
+    for i, src in sources.items():
+        try:
+            con.execute(f"INSERT INTO rec {q.scan_query(src)}")
+        except Exception:  # a row DuckDB cannot convert: that file to the Python reader
+            con.execute("DELETE FROM rec WHERE fi = ?", [i])
+            slow.add(i)
     combos = con.execute(
         "SELECT DISTINCT sig, sv, status, kind, virt, err_set, unknown FROM rec"
     ).fetchall()
@@ -188,6 +202,7 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
             p = tmp / f"trusted-{i}.jsonl"
             _write_trusted(p, recs)
             paths_by_idx[i] = p
+            sources.pop(i, None)
             con.execute("INSERT INTO files VALUES (?, ?)", [str(p), i])
             names.append(str(p))
         if names:
@@ -211,7 +226,7 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
         (_loads(c) or [], int(n))
         for c, n in con.execute("SELECT claims, count(*) FROM rec GROUP BY claims").fetchall()
     ]
-    fps = _fingerprints(con, paths_by_idx)
+    fps = _fingerprints(con, paths_by_idx, sources)
     collected = Collected()
     pairs: list[tuple[int, GroupKey, Arm, dict[str, Any]]] = []
     if kept:
@@ -325,17 +340,20 @@ def _left_out(con: Any) -> tuple[list[Excluded], list[tuple[dict[str, Any], int]
     return excluded, capped
 
 
-def _fingerprints(con: Any, paths: dict[int, Path]) -> dict[int, dict[str, Any]]:
+def _fingerprints(
+    con: Any, paths: dict[int, Path], sources: dict[int, str]
+) -> dict[int, dict[str, Any]]:
     """One fingerprint per distinct hash of the kept records, read from its first file."""
     rows = con.execute(
         "SELECT fh, arg_min(fi, o) FROM ro WHERE status = 'ok' GROUP BY fh"
     ).fetchall()
     out: dict[int, dict[str, Any]] = {}
     for fh, fi in rows:
+        src = sources.get(int(fi))
         res = con.execute(
             f"SELECT fp FROM (SELECT try(json_extract(line, '$.fingerprint')) AS fp "
-            f"FROM {q.lines('?')}) WHERE hash(fp) = ? LIMIT 1",
-            [[str(paths[int(fi)])], fh],
+            f"FROM {src or q.lines('?')}) WHERE hash(fp) = ? LIMIT 1",
+            [fh] if src else [[str(paths[int(fi)])], fh],
         ).fetchone()
         fp = _loads(res[0]) if res else None
         out[int(fh)] = fp if isinstance(fp, dict) else {}

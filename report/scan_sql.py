@@ -1,5 +1,8 @@
 """The SQL of the streaming report (report.scan): one pass over the JSON Lines in DuckDB.
 
+Parquet record files come in as lines too: report.parquet.line_sql writes each row as the
+JSON text of its record, so both formats go through the same query and the same checks.
+
 Each line is read as text (``read_csv`` with no quoting, so a line is a row) and parsed once
 by ``json_extract`` with every path the report needs; ``json_keys`` checks the top-level keys.
 Each record's JSON types go into a short ``sig`` string that report.scan checks with
@@ -194,10 +197,12 @@ def lines(param: str = "$files") -> str:
     )
 
 
-def scan_query() -> str:
+def scan_query(source: str | None = None) -> str:
+    """The per-record columns of the lines of ``source`` (SQL giving ``filename`` and
+    ``line``: the JSON Lines files in ``$files`` by default, or report.parquet.line_sql)."""
     return (
         f"SELECT f.idx AS fi, {columns()}\n"
         f"FROM (SELECT filename, try(json_extract(line, {JSON_PATHS})) AS j, "
-        f"coalesce(try(json_keys(line)), []) AS k FROM {lines()}) s\n"
+        f"coalesce(try(json_keys(line)), []) AS k FROM {source or lines()}) s\n"
         "JOIN files f ON f.name = s.filename"
     )

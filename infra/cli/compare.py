@@ -13,11 +13,17 @@ from infra.cli.options import JsonOpt, add_examples, print_json
 def compare_cmd(
     run_a: Annotated[
         str | None,
-        typer.Argument(help="Run id, record file or results directory (A).", show_default=False),
+        typer.Argument(
+            help="Run id, record file (*.jsonl, *.parquet) or results directory (A).",
+            show_default=False,
+        ),
     ] = None,
     run_b: Annotated[
         str | None,
-        typer.Argument(help="Run id, record file or results directory (B).", show_default=False),
+        typer.Argument(
+            help="Run id, record file (*.jsonl, *.parquet) or results directory (B).",
+            show_default=False,
+        ),
     ] = None,
     since: Annotated[
         str | None,
@@ -40,7 +46,8 @@ def compare_cmd(
         typer.Option(
             "--inputs",
             metavar="PATH",
-            help="With --since: record files or directories (default: the results root).",
+            help="With --since: record files (*.jsonl, *.parquet) or directories (default: the "
+            "results root).",
             show_default=False,
         ),
     ] = None,

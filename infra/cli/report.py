@@ -17,7 +17,8 @@ def report_cmd(
         list[Path] | None,
         typer.Argument(
             metavar="INPUT...",
-            help="Record files (*.jsonl), results directories, or stack-output summaries "
+            help="Record files (*.jsonl, or *.parquet as `gpulab export --format parquet` "
+            "writes them), results directories holding either, or stack-output summaries "
             "(*.json). Default: ./results.",
             show_default=False,
         ),
@@ -74,7 +75,8 @@ def report_cmd(
         if not default.is_dir():
             where = f"${RESULTS_ENV} ({default})" if os.environ.get(RESULTS_ENV) else "./results"
             raise UsageError(
-                f"no inputs given and {where} does not exist: name record files (*.jsonl), "
+                f"no inputs given and {where} does not exist: name record files (*.jsonl, "
+                "*.parquet), "
                 "results directories or summaries (*.json)"
             )
         inputs = [default]
