@@ -70,6 +70,20 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--max-minutes", type=float, help="start no measurement after this long")
     p.add_argument("--topology", default="local", help="records' topology label")
     p.add_argument("--arm", default="native", help="records' arm label")
+    p.add_argument(
+        "--gpu-path",
+        default="local",
+        help="how this host reaches its GPU, as the records state it (default local: this "
+        "machine, stated as bare metal; the fingerprint flags a VM or container it finds)",
+    )
+    p.add_argument("--exec-env", default="native", help="records' execution environment")
+    p.add_argument("--sharing", help="records' GPU sharing (default from --gpu-path)")
+    p.add_argument(
+        "--pool",
+        action="store_true",
+        help="with --from-records: pool the runs of several files into one report "
+        "(each call of the suite is its own run)",
+    )
     p.add_argument("--no-report", action="store_true", help="skip the report")
     p.add_argument(
         "--from-records",
@@ -125,14 +139,14 @@ def device_name(records: list[dict[str, Any]]) -> str:
     return ""
 
 
-def build_report(paths: list[Path], out: Path, console: Any) -> None:
+def build_report(paths: list[Path], out: Path, console: Any, pool: bool = False) -> None:
     try:
         from report import build_report as report
     except ImportError:
         console.print("report: the report package is not available; run `gpulab report` later")
         return
     try:
-        res = report(paths, out, title="gpulab GPU suite (issue 9)")
+        res = report(paths, out, title="gpulab GPU suite", pool=pool)
     except Exception as exc:  # the tables still print; the report problem is one line
         console.print(f"report: not built: {type(exc).__name__}: {exc}")
         return
@@ -145,6 +159,7 @@ def measure(args: argparse.Namespace, console: Any) -> tuple[list[dict[str, Any]
     from benchmarks.gpu.launch import Recorder
     from benchmarks.gpu.plan import FULL, SMOKE, customize
     from workloads.records import new_run_id
+    from workloads.setting import make_setting
 
     plan = customize(
         SMOKE if args.cpu_smoke else FULL,
@@ -158,6 +173,7 @@ def measure(args: argparse.Namespace, console: Any) -> tuple[list[dict[str, Any]
     parts = check_parts(args.parts)
     if args.max_minutes is not None and args.max_minutes < 0:
         raise InputError(f"--max-minutes must be >= 0, got {args.max_minutes}")
+    setting = make_setting(args.gpu_path, args.exec_env, args.sharing)
     run_id = new_run_id()
     out = args.out or REPO / "results" / f"gpu-{run_id}"
     rec = Recorder(
@@ -166,6 +182,7 @@ def measure(args: argparse.Namespace, console: Any) -> tuple[list[dict[str, Any]
         SUITE if not args.cpu_smoke else f"{SUITE}-cpu-smoke",
         args.topology,
         args.arm,
+        setting,
     )
     limit = args.max_minutes * 60 if args.max_minutes is not None else float("inf")
     ctx = P.Context(
@@ -227,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
 
     console.print(f"{len(records)} record(s) in {', '.join(str(p) for p in paths)}")
     if not args.no_report and records:
-        build_report(paths, out / "report", console)
+        build_report(paths, out / "report", console, pool=args.pool)
     render(records, console, device_name(records))
     return code
 

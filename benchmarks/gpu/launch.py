@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from workloads.records import OPTIONAL, REQUIRED, RecordWriter, make_record, utc_now
+from workloads.setting import Setting, setting_record_fields
 
 REPO = Path(__file__).resolve().parents[2]
 CHILD = Path(__file__).resolve().parent / "child.py"
@@ -102,11 +103,18 @@ class Recorder:
     """Records of one suite run, written as they are made."""
 
     def __init__(
-        self, path: str | os.PathLike[str], run_id: str, suite: str, topology: str, arm: str
+        self,
+        path: str | os.PathLike[str],
+        run_id: str,
+        suite: str,
+        topology: str,
+        arm: str,
+        setting: Setting | None = None,
     ) -> None:
         self.writer = RecordWriter(path)
         self.path = Path(path)
         self.run_id, self.suite, self.topology, self.arm = run_id, suite, topology, arm
+        self.setting = setting
         self.records: list[dict[str, Any]] = []
         self._fingerprint: dict[str, Any] | None = None
 
@@ -147,6 +155,8 @@ class Recorder:
         if not rec.get("fingerprint") or "error" in rec["fingerprint"]:
             rec["fingerprint"] = self.parent_fingerprint()
         rec.setdefault("host", rec["fingerprint"].get("host") or socket.gethostname())
+        for key, value in setting_record_fields(self.setting, rec["fingerprint"]).items():
+            rec.setdefault(key, value)
         if rec.get("status", "ok") == "ok":
             rec.pop("error", None)
         rec = make_record(**rec)

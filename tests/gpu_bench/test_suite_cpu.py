@@ -155,6 +155,8 @@ def test_from_records_rebuilds_the_table(smoke: tuple[subprocess.CompletedProces
         (["--cpu-smoke", "--backends", "mxnet"], "'mxnet'"),
         (["--cpu-smoke", "--repeats", "0"], "--repeats"),
         (["--cpu-smoke", "--max-minutes", "-1"], "--max-minutes"),
+        (["--cpu-smoke", "--gpu-path", "moon"], "'moon'"),
+        (["--cpu-smoke", "--exec-env", "lxc"], "'lxc'"),
     ],
 )
 def test_bad_input_one_line_exit_2(args: list[str], names: str, tmp_path: Path) -> None:
@@ -163,6 +165,51 @@ def test_bad_input_one_line_exit_2(args: list[str], names: str, tmp_path: Path) 
     err = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(err) == 1 and names in err[0], proc.stderr
     assert not (tmp_path / "o" / "records.jsonl").exists()
+
+
+def test_records_state_their_setting(smoke: tuple[subprocess.CompletedProcess, Path]) -> None:
+    """The suite states where it ran (default: this machine, native, as bare metal) and the
+    fingerprint cross-check flags what it sees otherwise (this test machine is a KVM VM)."""
+    _, out = smoke
+    for r in iter_records(out / "records.jsonl", strict=True):
+        assert (r["gpu_path"], r["exec_env"], r["virtualization"], r["sharing"]) == (
+            "local",
+            "native",
+            "none",
+            "exclusive",
+        )
+        flags = " ".join(r["setting_flags"])
+        if r["fingerprint"]["vm"].get("is_vm"):
+            assert "bare metal" in flags and "hypervisor" in flags, flags
+        else:
+            assert "hypervisor" not in flags
+
+
+def test_from_records_of_two_runs_pools_only_when_asked(
+    smoke: tuple[subprocess.CompletedProcess, Path], tmp_path: Path
+) -> None:
+    """Two calls of the suite are two runs: the report refuses to pool them silently and
+    builds one report with --pool (the second run here is the first with other run and record
+    ids: the loader drops a record id it has already read)."""
+    _, out = smoke
+    first = out / "records.jsonl"
+    second = tmp_path / "second.jsonl"
+    second.write_text(
+        "".join(
+            json.dumps(
+                {**json.loads(ln), "run_id": "20261126T000000Z-second", "record_id": f"second{i}"}
+            )
+            + "\n"
+            for i, ln in enumerate(first.read_text().splitlines())
+        )
+    )
+    refused = _run("--from-records", str(first), str(second), "--out", str(tmp_path / "a"))
+    assert refused.returncode == 0, refused.stderr
+    assert "report: not built" in refused.stdout and "--pool" in refused.stdout
+    assert not (tmp_path / "a" / "report" / "report.html").exists()
+    pooled = _run("--from-records", str(first), str(second), "--pool", "--out", str(tmp_path / "b"))
+    assert pooled.returncode == 0, pooled.stderr
+    assert (tmp_path / "b" / "report" / "report.html").exists(), pooled.stdout[-1500:]
 
 
 def test_records_file_is_jsonl(smoke: tuple[subprocess.CompletedProcess, Path]) -> None:
