@@ -3,14 +3,17 @@
 - ``playbooks/roles/workload_run/vars/main.yml``: ``workload_run_launchers`` (execution
   environment -> its launch argv template, :func:`infra.specs.execenv.lab_launch_argv`),
   ``workload_run_job_envs`` (those started as a Kubernetes Job),
-  ``workload_run_container_envs``, ``workload_run_exec_env_aliases`` and
+  ``workload_run_container_envs``, ``workload_run_root_envs`` (those launched as root, the
+  others as the controller's user), ``workload_run_exec_env_aliases`` and
   ``workload_run_exec_env_name`` (the alias resolved). The role flattens a template once (its
   ``--env=NAME`` entry is one expression that renders to a list) and appends the runner's argv.
 - ``playbooks/vars/exec_envs.yml``: ``gpulab_exec_env_roles`` (execution environment or alias
   -> the roles that prepare a host for it), ``gpulab_exec_env_role_order`` (every role once,
   in the order site.yml applies them), ``gpulab_exec_env_names`` (name or alias -> the
   name), ``gpulab_exec_env_hosts`` (name or alias -> the inventory pattern its runner starts
-  on: ``workloads.yml``'s hosts) and ``gpulab_exec_env_validate`` (name -> ``validate.yml``'s
+  on: ``workloads.yml``'s hosts), ``gpulab_exec_env_become`` (name or alias -> whether
+  ``workloads.yml`` becomes root there, :attr:`~infra.specs.execenv.ExecEnv.launch_needs_root`)
+  and ``gpulab_exec_env_validate`` (name -> ``validate.yml``'s
   check argv), read by ``site.yml``, ``workloads.yml`` and ``validate.yml`` through
   ``vars_files``.
 
@@ -44,6 +47,8 @@ def workload_run_vars() -> dict[str, Any]:
         },
         "workload_run_job_envs": [n for n, e in execenv.ENVS.items() if e.job is not None],
         "workload_run_container_envs": list(execenv.containers()),
+        # those whose launch runs as root on its host (the rest: as the controller's user)
+        "workload_run_root_envs": [n for n, e in execenv.ENVS.items() if e.launch_needs_root],
         "workload_run_exec_env_aliases": execenv.aliases(),
         # the name records carry: an alias (singularity) resolved
         "workload_run_exec_env_name": (
@@ -62,6 +67,10 @@ def site_vars() -> dict[str, Any]:
         "gpulab_exec_env_role_order": execenv.role_order(),
         "gpulab_exec_env_names": {name: execenv.canonical(name) for name in execenv.accepted()},
         "gpulab_exec_env_hosts": {name: execenv.get(name).runs_on for name in execenv.accepted()},
+        # workloads.yml's become: root on a GPU host; none for a Job from the controller
+        "gpulab_exec_env_become": {
+            name: execenv.get(name).launch_needs_root for name in execenv.accepted()
+        },
         "gpulab_exec_env_validate": {
             name: list(env.validate_argv) for name, env in execenv.ENVS.items() if env.validate_argv
         },

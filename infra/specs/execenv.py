@@ -22,8 +22,8 @@ One Docker launcher, the same on a laptop (``gpulab run local``) and on a lab ho
 - ``--gpus=all``: only where the machine has an NVIDIA GPU (a laptop without one runs on CPU);
   on a lab always (``workload_run_docker_gpus``).
 - ``--user``: the uid:gid that launches it, so the records it writes belong to the caller;
-  root on a lab (the role runs as root through ``become``). ``HOME=/tmp`` because that user has
-  no home inside the image.
+  root on a lab (the role runs as root through ``become``, :attr:`ExecEnv.launch_needs_root`).
+  ``HOME=/tmp`` because that user has no home inside the image.
 - ``--env=NAME``: every variable the launcher sets for the runner is passed by name (values
   never appear on the command line).
 - ``--volume``: the results directory at the same path inside as outside (``--out`` and
@@ -99,6 +99,11 @@ class ExecEnv:
     why: str = ""
     # The inventory pattern of the hosts the runner is started on (workloads.yml's hosts).
     runs_on: str = "all:!gpu_path_none"
+    # Whether the launch needs root on the host it runs on: workloads.yml becomes root there
+    # (generated into gpulab_exec_env_become). A GPU host's launch does (the runner writes
+    # /var/lib/gpulab/results, docker talks to the engine); a Job created from the controller
+    # with the cluster's kubeconfig does not, and its files belong to the controller's user.
+    launch_needs_root: bool = True
     # validate.yml's check that a GPU host can use its GPU in this environment (an argv of
     # Jinja-templated tokens, run on every GPU host that measures in it); () = none beyond
     # nvidia-smi on the host.
@@ -216,6 +221,7 @@ ENVS: dict[str, ExecEnv] = {
             launch=None,
             job=JOB_TEMPLATE,
             runs_on="k8s_control",  # the Job is created through the cluster's API host
+            launch_needs_root=False,  # from the controller, as its user (no sudo there)
             flags=Flags(
                 gpu="resources.limits nvidia.com/gpu (device plugin / GPU Operator)",
                 ipc="the pod's",

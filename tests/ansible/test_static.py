@@ -148,7 +148,9 @@ def _tasks(node: object) -> list[dict]:  # type: ignore[type-arg]
 def test_every_play_becomes_root_and_controller_tasks_do_not() -> None:
     """Hosts log in as the image's sudo user: every play of the three playbooks that reaches
     lab hosts says become: true; a play on the controller (hosts localhost, connection local:
-    the Kubernetes GPU play) and every task delegated to it say become: false."""
+    the Kubernetes GPU play) and every task delegated to it say become: false. The workload
+    play takes its become from the ExecEnv table (root on a GPU host, none for a Job created
+    from the controller: tests/specs/test_execenv_playbooks.py renders it)."""
     import yaml
 
     controller_plays = []
@@ -157,6 +159,10 @@ def test_every_play_becomes_root_and_controller_tasks_do_not() -> None:
             if play.get("hosts") == "localhost" and play.get("connection") == "local":
                 controller_plays.append(play["name"])
                 assert play.get("become") is False, f"{pb.name}: play {play['name']!r}"
+            elif pb.name == "workloads.yml":
+                assert play.get("become") == (
+                    "{{ gpulab_exec_env_become[workload_run_exec_env | default('native')] }}"
+                ), play["name"]
             else:
                 assert play.get("become") is True, f"{pb.name}: play {play['name']!r}"
     assert controller_plays == ["Kubernetes GPU support"]

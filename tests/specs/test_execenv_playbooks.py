@@ -93,3 +93,31 @@ def test_validate_runs_each_environments_argv() -> None:
                         "-L"]  # fmt: skip
     # the docker check's GPU flag is the launch's (one spelling of --gpus)
     assert "--gpus=all" in execenv.render_launch("docker", inner=[], gpus="all")
+
+
+def test_workloads_yml_becomes_root_only_where_the_launch_needs_it() -> None:
+    """workloads.yml's ``become``, rendered as Ansible renders a play keyword from the generated
+    vars/exec_envs.yml: root for a launch on a GPU host (native, docker, apptainer and its
+    alias, bitfusion), none for the k8s Job created from the controller as its user. The real
+    run as a non-root user is tests/ansible/test_workload_run_rootless.py."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    play = yaml.safe_load((PLAYBOOKS / "workloads.yml").read_text())[0]
+    generated = yaml.safe_load((PLAYBOOKS / "vars" / "exec_envs.yml").read_text())
+    assert generated["gpulab_exec_env_become"] == ansible_vars.site_vars()["gpulab_exec_env_become"]
+
+    def become(**extra: str) -> Any:
+        if not isinstance(play["become"], str):  # a literal yes/no: the same for every env
+            return play["become"]
+        templar = Templar(loader=DataLoader(), variables={**generated, **extra})
+        return templar.template(trust_as_template(play["become"]))
+
+    want = {"native": True, "docker": True, "apptainer": True, "singularity": True,
+            "bitfusion": True, "k8s": False}  # fmt: skip
+    assert set(want) == set(execenv.accepted())
+    for env, root in want.items():
+        assert become(workload_run_exec_env=env) is root, env
+    assert become() is True  # no workload_run_exec_env: native
+    # the table is the one place: an entry's launch_needs_root is what the play gets
+    assert {n: execenv.get(n).launch_needs_root for n in execenv.accepted()} == want
