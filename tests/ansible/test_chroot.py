@@ -130,7 +130,8 @@ LSPCI_MOCK = (
 
 
 def test_gpu_facts_parse_mocked_lspci(chroot_target: ChrootTarget) -> None:
-    """gpu_facts on lspci output of two GPUs and an audio function (a hardware mock)."""
+    """gpu_facts on lspci output of two GPUs and an audio function (a hardware mock through
+    gpu_facts_lspci_output; the sysfs-tree cases are in test_gpu_facts.py)."""
     ev = Events()
     extra = {"one_role": "gpu_facts", "gpu_facts_lspci_output": LSPCI_MOCK}
     r = run_playbook(PLAYBOOKS / "one_role.yml", [chroot_target.host], extravars=extra,
@@ -140,10 +141,12 @@ def test_gpu_facts_parse_mocked_lspci(chroot_target: ChrootTarget) -> None:
     assert f["gpu_facts_gpu_count"] == 2 and f["gpu_facts_has_gpu"] is True
     assert f["gpu_facts_gpus"] == [
         {"pci": "0000:34:00.0", "class": "0302", "name": "GV100GL [Tesla V100 SXM2 32GB]",
-         "device_id": "1db5"},
+         "device_id": "1db5", "numa_node": None},
         {"pci": "0000:36:00.0", "class": "0300", "name": "GA102 [RTX A6000]",
-         "device_id": "2230"},
+         "device_id": "2230", "numa_node": None},
     ]  # fmt: skip
+    # the lspci text stands for the whole PCI scan; the chroot's sysfs has neither address
+    assert f["gpu_facts_pci_source"] == "lspci_output"
     assert f["gpu_facts_is_dgx"] is False and f["gpu_facts_cuda_repo_distro"] == "debian12"
 
 
