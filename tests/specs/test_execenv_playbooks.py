@@ -121,3 +121,24 @@ def test_workloads_yml_becomes_root_only_where_the_launch_needs_it() -> None:
     assert become() is True  # no workload_run_exec_env: native
     # the table is the one place: an entry's launch_needs_root is what the play gets
     assert {n: execenv.get(n).launch_needs_root for n in execenv.accepted()} == want
+
+
+def test_validate_reads_the_labs_kubeconfig_on_the_controller() -> None:
+    """validate.yml's Kubernetes play uses the kubeconfig the lab hands the controller (magnum-k8s
+    sets workload_run_k8s_kubeconfig from $KUBECONFIG); admin.conf only on a kubeadm host."""
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    play = next(
+        p
+        for p in yaml.safe_load((PLAYBOOKS / "validate.yml").read_text())
+        if p["hosts"] == "k8s_control"
+    )
+    expr = trust_as_template(play["vars"]["validate_kubeconfig"])
+
+    def render(**variables: str) -> Any:
+        return Templar(loader=DataLoader(), variables=variables).template(expr)
+
+    assert render(workload_run_k8s_kubeconfig="/home/me/.kube/lab") == "/home/me/.kube/lab"
+    assert render() == "/etc/kubernetes/admin.conf"
+    assert render(workload_run_k8s_kubeconfig="") == "/etc/kubernetes/admin.conf"
