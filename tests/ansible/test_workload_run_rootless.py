@@ -1,8 +1,8 @@
 """workloads.yml for a Kubernetes Job, run for real by ansible-playbook on this machine as a
-user that is not root and has no sudo (``nobody`` through ``runuser`` when the tests run as
-root, else the tests' own user): the play must not become root there
-(``gpulab_exec_env_become``), and the Job manifest, the records and their fetched copy belong
-to that user.
+user that is not root and has no sudo (``nobody`` through ``setpriv`` when the tests run as
+root, keeping only the capability to read the checkout, else the tests' own user): the play
+must not become root there (``gpulab_exec_env_become``), and the Job manifest, the records
+and their fetched copy belong to that user.
 
 Mocked: the Kubernetes API. ``kubernetes.core`` is replaced by the double in
 ``tests/ansible/k8s_double`` (the real modules need the Kubernetes Python client and a
@@ -50,7 +50,18 @@ def user_dir() -> Iterator[tuple[Path, int]]:
 
 
 def _as_user(uid: int, argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    prefix = [] if os.geteuid() == uid else ["runuser", "-u", pwd.getpwuid(uid).pw_name, "--"]
+    # As root: become the user with setpriv, keeping only CAP_DAC_READ_SEARCH (ambient) so it can
+    # read the checkout and its venv wherever they are cloned (a clone under root's 0700 home,
+    # say); it still cannot write, chown or sudo anything that is not its own.
+    prefix = (
+        []
+        if os.geteuid() == uid
+        else [
+            "setpriv", f"--reuid={uid}", f"--regid={pwd.getpwuid(uid).pw_gid}",
+            "--clear-groups", "--inh-caps=+dac_read_search",
+            "--ambient-caps=+dac_read_search", "--",
+        ]
+    )  # fmt: skip
     envs = [f"{k}={v}" for k, v in env.items()]
     return subprocess.run(
         [*prefix, "env", "-i", *envs, *argv],
@@ -166,9 +177,18 @@ def test_host_launch_records_are_fetched_as_the_controller_user(
     host_side = d / "host"
     host_side.mkdir()
     os.chown(host_side, become_user.pw_uid, become_user.pw_gid)
-    python, python_env = _python_for(become_user.pw_uid)
+    # The modules run as the user the play becomes, with no capability: a python it can run
+    # (the system's, as on a lab host; the venv may sit under root's private home).
+    target_python = next(
+        (py for py in ("/usr/bin/python3", sys.executable)
+         if subprocess.run(["runuser", "-u", become_user.pw_name, "--", py, "-c", "import json"],
+                           capture_output=True, check=False).returncode == 0),
+        None,
+    )  # fmt: skip
+    if target_python is None:
+        pytest.fail(f"{become_user.pw_name} can run neither /usr/bin/python3 nor {sys.executable}")
     inventory = {"gpu_hosts": {"hosts": {"gpu-0": {
-        "ansible_connection": "local", "ansible_python_interpreter": python,
+        "ansible_connection": "local", "ansible_python_interpreter": target_python,
         "ansible_become_method": "su", "ansible_become_user": become_user.pw_name}}}}  # fmt: skip
     (d / "inventory.yml").write_text(yaml.safe_dump({"all": {"children": inventory}}))
     fetched = d / "fetched"
@@ -183,9 +203,9 @@ def test_host_launch_records_are_fetched_as_the_controller_user(
         "workload_run_timeout_s": 60,
     }
     (d / "extra.json").write_text(json.dumps(extra))
-    env = {**python_env, "HOME": str(d), "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+    env = {"HOME": str(d), "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
            "ANSIBLE_REMOTE_TEMP": "/tmp", "ANSIBLE_NOCOLOR": "1"}  # fmt: skip
-    r = _as_user(0, [python, ANSIBLE_PLAYBOOK, "-i", str(d / "inventory.yml"), "-e",
+    r = _as_user(0, [sys.executable, ANSIBLE_PLAYBOOK, "-i", str(d / "inventory.yml"), "-e",
                      f"@{d / 'extra.json'}", "workloads.yml"], env)  # fmt: skip
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
     on_host = host_side / "results" / RUN_ID / "t-native-gpu-0.jsonl"
