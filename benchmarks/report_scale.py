@@ -9,9 +9,14 @@ prints the records per second and the child's peak resident memory
 (every record as a dict; ``build_report(..., engine="python")``) at the sizes named by
 ``--legacy-sizes`` (default 10k and 100k), so the ratio comes from one run of the script.
 
+The same records are also written as Parquet (one file per JSON Lines file, by the COPY of
+``gpulab export --format parquet``, report.export.copy_jsonl) and the report is run on those
+too, so JSON Lines and Parquet input are printed side by side (``--formats`` picks).
+
     .venv/bin/python benchmarks/report_scale.py                      # 10k 100k 1M, DuckDB
     .venv/bin/python benchmarks/report_scale.py --legacy             # plus the Python path
     .venv/bin/python benchmarks/report_scale.py --sizes 10000 --keep /tmp/recs
+    .venv/bin/python benchmarks/report_scale.py --formats parquet    # Parquet input only
 
 The records are deleted afterwards (1M records take about 2.7 GB) unless ``--keep`` names a
 directory. The synthetic set: 4 arms (BM, container on BM, VM, container on VM), the CLOSER
@@ -225,12 +230,37 @@ def run_child(records: Path, out: Path, engine: str) -> tuple[float, float, floa
     return wall, int(maxrss_kib) / 1024.0, float(load_s), float(cpu_s)
 
 
+def write_parquet(jsonl_root: Path, root: Path) -> int:
+    """The JSON Lines files under ``jsonl_root`` as Parquet files under ``root`` (same
+    layout), written by the exporter's COPY; the number of files."""
+    sys.path.insert(0, str(REPO))
+    import duckdb
+
+    from report.export import copy_jsonl
+
+    con = duckdb.connect()
+    files = sorted(jsonl_root.rglob("*.jsonl"))
+    for f in files:
+        out = root / f.relative_to(jsonl_root).with_suffix(".parquet")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        copy_jsonl(con, f, out)
+    con.close()
+    return len(files)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
     ap.add_argument("--legacy", action="store_true", help="also run the Python path")
     ap.add_argument("--legacy-sizes", type=int, nargs="+", default=[10_000, 100_000])
     ap.add_argument("--keep", type=Path, default=None, help="write the records here, keep them")
+    ap.add_argument(
+        "--formats",
+        nargs="+",
+        choices=("jsonl", "parquet"),
+        default=["jsonl", "parquet"],
+        help="input formats of the DuckDB report (default: both)",
+    )
     args = ap.parse_args(argv)
     if any(n < 100 for n in args.sizes):
         print("report_scale: error: --sizes takes counts of 100 or more", file=sys.stderr)
@@ -246,23 +276,39 @@ def main(argv: list[str] | None = None) -> int:
                 gen = time.perf_counter() - t0
                 size = sum(f.stat().st_size for f in recs.rglob("*.jsonl")) / 2**20
                 print(f"{n:>9,} records written in {gen:.1f} s ({size:,.0f} MiB)", flush=True)
-            engines = ["duckdb"] + (["python"] if args.legacy and n in args.legacy_sizes else [])
-            for engine in engines:
-                secs, rss, load_s, cpu = run_child(recs, base / f"report-{n}-{engine}", engine)
-                rows.append((n, engine, secs, n / secs, rss, load_s, cpu))
+            pq = base / f"records-{n}-parquet"
+            if "parquet" in args.formats and not pq.is_dir():
+                t0 = time.perf_counter()
+                nf = write_parquet(recs, pq)
+                gen = time.perf_counter() - t0
+                size = sum(f.stat().st_size for f in pq.rglob("*.parquet")) / 2**20
                 print(
-                    f"{n:>9,} {engine:<7} {secs:8.1f} s {n / secs:>11,.0f} rec/s {rss:8.0f} MiB"
+                    f"{n:>9,} records as Parquet ({nf} files) in {gen:.1f} s ({size:,.0f} MiB)",
+                    flush=True,
+                )
+            arms = [("duckdb", "jsonl", recs)] if "jsonl" in args.formats else []
+            arms += [("duckdb", "parquet", pq)] if "parquet" in args.formats else []
+            if args.legacy and n in args.legacy_sizes:
+                arms.append(("python", "jsonl", recs))
+            for engine, fmt, src in arms:
+                label = f"{engine} {fmt}"
+                out = base / f"report-{n}-{engine}-{fmt}"
+                secs, rss, load_s, cpu = run_child(src, out, engine)
+                rows.append((n, label, secs, n / secs, rss, load_s, cpu))
+                print(
+                    f"{n:>9,} {label:<14} {secs:8.1f} s {n / secs:>11,.0f} rec/s {rss:8.0f} MiB"
                     f"  (records to table {load_s:.1f} s; CPU {cpu:.1f} s)",
                     flush=True,
                 )
             if args.keep is None:
                 shutil.rmtree(recs, ignore_errors=True)
+                shutil.rmtree(pq, ignore_errors=True)
     finally:
         if args.keep is None:
             shutil.rmtree(base, ignore_errors=True)
     print(
-        "\n| records | engine | full report (s) | records/s | peak RSS (MiB) | to table (s) "
-        "| CPU (s) |"
+        "\n| records | engine, input | full report (s) | records/s | peak RSS (MiB) "
+        "| to table (s) | CPU (s) |"
     )
     print("|---:|---|---:|---:|---:|---:|---:|")
     for n, engine, secs, rate, rss, load_s, cpu in rows:
@@ -272,9 +318,12 @@ def main(argv: list[str] | None = None) -> int:
         )
     by = {(n, e): s for n, e, s, *_ in rows}
     for n in sorted({r[0] for r in rows}):
-        if (n, "python") in by:
-            ratio = by[(n, "python")] / by[(n, "duckdb")]
+        if (n, "python jsonl") in by and (n, "duckdb jsonl") in by:
+            ratio = by[(n, "python jsonl")] / by[(n, "duckdb jsonl")]
             print(f"{n:,} records: DuckDB path {ratio:.1f}x faster than the Python path")
+        if (n, "duckdb parquet") in by and (n, "duckdb jsonl") in by:
+            ratio = by[(n, "duckdb jsonl")] / by[(n, "duckdb parquet")]
+            print(f"{n:,} records: the report {ratio:.1f}x faster from Parquet than from JSONL")
     return 0
 
 

@@ -59,15 +59,21 @@ def to_parquet(records: list[dict[str, Any]], out: Path) -> int:
         with open(staged, "w", encoding="utf-8") as fh:
             for rec in records:
                 fh.write(json.dumps(_row(rec), allow_nan=False, default=str) + "\n")
-        cols = ", ".join(f"'{k}': '{v}'" for k, v in COLUMNS.items())
         con = duckdb.connect()
-        src, dst = (str(p).replace("'", "''") for p in (staged, out))
-        con.execute(
-            f"COPY (SELECT * FROM read_json('{src}', format='newline_delimited', "
-            f"columns={{{cols}}})) TO '{dst}' (FORMAT parquet)"
-        )
+        copy_jsonl(con, staged, out)
         con.close()
     return len(records)
+
+
+def copy_jsonl(con: Any, src: Path, dst: Path) -> None:
+    """Write the JSON Lines records of ``src`` to ``dst`` as Parquet, one row per line with
+    the columns of report.parquet.COLUMNS (fields not among them are not written)."""
+    cols = ", ".join(f"'{k}': '{v}'" for k, v in COLUMNS.items())
+    s, d = (str(p).replace("'", "''") for p in (src, dst))
+    con.execute(
+        f"COPY (SELECT * FROM read_json('{s}', format='newline_delimited', "
+        f"columns={{{cols}}})) TO '{d}' (FORMAT parquet)"
+    )
 
 
 def _escape(v: str) -> str:

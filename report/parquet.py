@@ -7,8 +7,9 @@ column names (JSON text in VARCHAR columns is fine); the required fields of a re
 (workloads.records.REQUIRED) must be columns.
 
 Two readers of the same rows: :func:`read_records` (dicts, for report.load) and
-:func:`line_sql` (the record as one line of JSON text inside DuckDB, so report.scan reads a
-Parquet file through the same query as a JSON Lines file).
+:func:`source_sql` (inside DuckDB, each field as the JSON text report.scan_sql extracts from
+a JSON line, so report.scan reads a Parquet file through the same query and checks as a JSON
+Lines file, without writing or parsing the records as JSON).
 """
 
 from __future__ import annotations
@@ -99,25 +100,73 @@ def columns_of(con: Any, path: Path) -> list[tuple[str, str]]:
     return cols
 
 
+SCALAR_TYPES = frozenset(
+    {"VARCHAR", "BOOLEAN", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT",
+     "USMALLINT", "UINTEGER", "UBIGINT", "FLOAT", "DOUBLE"}
+)  # fmt: skip
+
+
+def fast_readable(cols: list[tuple[str, str]]) -> bool:
+    """Whether report.scan can read these columns in DuckDB: JSON or JSON text where the
+    record holds objects and arrays, plain strings, numbers and booleans elsewhere (any other
+    type, a timestamp say, goes to the Python reader, which names the field)."""
+    return all(
+        t == "JSON" or (t == "VARCHAR" if n in JSON_COLUMNS else t in SCALAR_TYPES) for n, t in cols
+    )
+
+
 def _value_sql(name: str, typ: str) -> str:
+    """SQL: the column as JSON text, as json_extract gives a record's field (NULL: absent)."""
     col = _ident(name)
-    if typ == "JSON" or (name in JSON_COLUMNS and typ == "VARCHAR"):
-        return f"{col}::VARCHAR"  # JSON text as it is
+    if name in JSON_COLUMNS or typ == "JSON":
+        return f"{col}::VARCHAR"  # JSON text as it is (checked by source_sql)
     return f"to_json({col})::VARCHAR"
 
 
-def line_sql(path: Path, cols: list[tuple[str, str]]) -> str:
-    """SQL: ``filename`` and ``line`` (the record as JSON text, NULL columns left out) per row
-    of ``path``, in the file's order."""
-    parts = ", ".join(
-        f"CASE WHEN {_ident(n)} IS NOT NULL THEN {_quote(json.dumps(n) + ':')} || "
-        f"{_value_sql(n, t)} END"
-        for n, t in cols
+def source_sql(path: Path, cols: list[tuple[str, str]], paths: tuple[str, ...]) -> str:
+    """SQL: per row of ``path``, in the file's order, ``filename``, ``k`` (the record's
+    fields: the columns that are not NULL) and ``j_1`` ... ``j_N`` (the JSON text of each of
+    ``paths``, as report.scan_sql's ``json_extract`` of a JSON line gives it). Only the JSON
+    columns are parsed; a row where one of them is not JSON gets NULL in every ``j_*`` (like a
+    line that is not JSON), so its file goes to the Python reader."""
+    have = dict(cols)
+    nested: dict[str, list[str]] = {}
+    for p in paths:
+        head, _, rest = p.partition(".")
+        if rest and head in have:
+            nested.setdefault(head, []).append(rest)
+    outs: list[str] = []
+    for i, p in enumerate(paths, start=1):
+        head, _, rest = p.partition(".")
+        if head not in have:
+            e = "NULL::VARCHAR"
+        elif not rest:
+            e = f"_v_{head}"
+        else:
+            e = f"_n_{head}[{nested[head].index(rest) + 1}]"
+        outs.append(f"CASE WHEN _ok THEN {e} END AS j_{i}")
+    json_cols = [n for n, t in cols if n in JSON_COLUMNS or t == "JSON"]
+    valid = " AND ".join(f"(_v_{n} IS NULL OR json_valid(_v_{n}))" for n in json_cols) or "true"
+    keys = ", ".join(f"CASE WHEN {_ident(n)} IS NOT NULL THEN {_quote(n)} END" for n, _ in cols)
+    inner = ", ".join(f"{_value_sql(n, t)} AS _v_{n}" for n, t in cols)
+    nested_sql = "".join(
+        f", CASE WHEN starts_with(_v_{h}, '{{') THEN try(json_extract(_v_{h}, "
+        f"[{', '.join(_quote('$.' + r) for r in rs)}])) END AS _n_{h}"
+        for h, rs in nested.items()
     )
     return (
-        f"(SELECT {_quote(str(path))} AS filename, '{{' || concat_ws(',', {parts}) || '}}' AS line "
-        f"FROM read_parquet({_quote(str(path))}))"
+        f"(SELECT {_quote(str(path))} AS filename, k, {', '.join(outs)} "
+        f"FROM (SELECT *{nested_sql}, {valid} AS _ok "
+        f"FROM (SELECT {inner}, list_filter([{keys}], x -> x IS NOT NULL) AS k "
+        f"FROM read_parquet({_quote(str(path))}))))"
     )
+
+
+def fingerprint_sql(path: Path, cols: list[tuple[str, str]]) -> str:
+    """SQL: ``fp``, the fingerprint's JSON text per row (as ``source_sql`` hashes it)."""
+    if "fingerprint" not in dict(cols):
+        return "(SELECT NULL::VARCHAR AS fp)"
+    return f"(SELECT fingerprint::VARCHAR AS fp FROM read_parquet({_quote(str(path))}))"
 
 
 def read_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

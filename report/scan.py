@@ -2,7 +2,8 @@
 
 The Python reader (report.load) keeps every record as a dict: 100,000 records took 2.5 GB.
 Here each record file is read once by DuckDB (report.scan_sql; a Parquet file through
-read_parquet, its rows written as JSON lines by report.parquet) into a table of small columns
+read_parquet, its columns given as the JSON text of each field by report.parquet) into a
+table of small columns
 (no fingerprint, no step times), and Python only sees what is small: the values of each
 (group, arm, metric) for the statistics, one stand-in record per distinct environment of an
 arm (banner, environment table, pairing), the left-out runs, and counts.
@@ -35,12 +36,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from report import parquet
 from report import scan_groups as groups
 from report import scan_sql as q
 from report.exclusions import POWER_CAP, THROTTLE_MASK, Excluded, bit_names, throttle_bits
 from report.load import plan, read_planned
 from report.mapping import Arm
-from report.parquet import columns_of, is_parquet, line_sql
+from report.parquet import columns_of, is_parquet
 from report.table import Collected, GroupKey
 from workloads.errors import InputError
 from workloads.records import RecordError, validate_record
@@ -146,9 +148,14 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
         elif it.path is None:
             slow.add(i)
     paths_by_idx = {i: Path(n) for n, i in fast.items()}
-    sources: dict[int, str] = {}  # Parquet files: their rows as lines (report.parquet)
+    sources: dict[int, tuple[str, str]] = {}  # Parquet: (rows, fingerprints) (report.parquet)
     for name, i in pq.items():
-        sources[i] = line_sql(Path(name), columns_of(con, Path(name)))
+        cols = columns_of(con, Path(name))
+        if parquet.fast_readable(cols):
+            src = parquet.source_sql(Path(name), cols, q.PATHS)
+            sources[i] = (src, parquet.fingerprint_sql(Path(name), cols))
+        else:
+            slow.add(i)
     con.executemany(
         "INSERT INTO files VALUES (?, ?)", [[n, i] for n, i in [*fast.items(), *pq.items()]]
     )
@@ -171,7 +178,7 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
                 except Exception:
                     con.execute("DELETE FROM rec WHERE fi = ?", [i])
                     slow.add(i)
-    for i, src in sources.items():
+    for i, (src, _) in sources.items():
         try:
             con.execute(f"INSERT INTO rec {q.scan_query(src)}")
         except Exception:  # a row DuckDB cannot convert: that file to the Python reader
@@ -341,7 +348,7 @@ def _left_out(con: Any) -> tuple[list[Excluded], list[tuple[dict[str, Any], int]
 
 
 def _fingerprints(
-    con: Any, paths: dict[int, Path], sources: dict[int, str]
+    con: Any, paths: dict[int, Path], sources: dict[int, tuple[str, str]]
 ) -> dict[int, dict[str, Any]]:
     """One fingerprint per distinct hash of the kept records, read from its first file."""
     rows = con.execute(
@@ -350,11 +357,15 @@ def _fingerprints(
     out: dict[int, dict[str, Any]] = {}
     for fh, fi in rows:
         src = sources.get(int(fi))
-        res = con.execute(
-            f"SELECT fp FROM (SELECT try(json_extract(line, '$.fingerprint')) AS fp "
-            f"FROM {src or q.lines('?')}) WHERE hash(fp) = ? LIMIT 1",
-            [fh] if src else [[str(paths[int(fi)])], fh],
-        ).fetchone()
+        if src is not None:
+            sql, params = f"SELECT fp FROM {src[1]} WHERE hash(fp) = ? LIMIT 1", [fh]
+        else:
+            sql = (
+                f"SELECT fp FROM (SELECT try(json_extract(line, '$.fingerprint')) AS fp "
+                f"FROM {q.lines('?')}) WHERE hash(fp) = ? LIMIT 1"
+            )
+            params = [[str(paths[int(fi)])], fh]
+        res = con.execute(sql, params).fetchone()
         fp = _loads(res[0]) if res else None
         out[int(fh)] = fp if isinstance(fp, dict) else {}
     return out

@@ -1,7 +1,7 @@
 """The SQL of the streaming report (report.scan): one pass over the JSON Lines in DuckDB.
 
-Parquet record files come in as lines too: report.parquet.line_sql writes each row as the
-JSON text of its record, so both formats go through the same query and the same checks.
+Parquet record files go through the same query and checks: report.parquet.source_sql gives
+each column as the JSON text ``json_extract`` would give for that field of a JSON line.
 
 Each line is read as text (``read_csv`` with no quoting, so a line is a row) and parsed once
 by ``json_extract`` with every path the report needs; ``json_keys`` checks the top-level keys.
@@ -61,7 +61,12 @@ JSON_PATHS = "[" + ", ".join(f"'$.{p}'" for p in PATHS) + "]"
 
 
 def j(path: str) -> str:
-    return f"j[{IDX[path]}]"
+    """The column holding the JSON text of ``path`` (one column each: expressions over
+    columns are much cheaper in DuckDB than over the elements of one list)."""
+    return f"j_{IDX[path]}"
+
+
+J_COLUMNS = ", ".join(f"j_{i}" for i in IDX.values())
 
 
 TOP = tuple(p for p in PATHS if "." not in p)
@@ -197,12 +202,24 @@ def lines(param: str = "$files") -> str:
     )
 
 
+def json_source() -> str:
+    """SQL: ``filename``, ``k`` (the top-level keys) and ``j_1`` ... ``j_N`` (the JSON text of
+    each of PATHS, NULL where absent or the line is not JSON) per line of the JSON Lines
+    files in ``$files``."""
+    split = ", ".join(f"j[{i}] AS j_{i}" for i in IDX.values())
+    return (
+        f"(SELECT filename, k, {split} FROM (SELECT filename, "
+        f"try(json_extract(line, {JSON_PATHS})) AS j, coalesce(try(json_keys(line)), []) AS k "
+        f"FROM {lines()}))"
+    )
+
+
 def scan_query(source: str | None = None) -> str:
-    """The per-record columns of the lines of ``source`` (SQL giving ``filename`` and
-    ``line``: the JSON Lines files in ``$files`` by default, or report.parquet.line_sql)."""
+    """The per-record columns of ``source`` (SQL giving ``filename``, ``k`` and ``j_*`` as
+    :func:`json_source` does: the JSON Lines in ``$files`` by default, or a Parquet file
+    through report.parquet.source_sql)."""
     return (
         f"SELECT f.idx AS fi, {columns()}\n"
-        f"FROM (SELECT filename, try(json_extract(line, {JSON_PATHS})) AS j, "
-        f"coalesce(try(json_keys(line)), []) AS k FROM {source or lines()}) s\n"
+        f"FROM {source or json_source()} s\n"
         "JOIN files f ON f.name = s.filename"
     )

@@ -164,3 +164,35 @@ def test_bad_json_text_in_a_parquet_column_names_file_and_row(tmp_path: Path) ->
     con.close()
     with pytest.raises(InputError, match=rf"^{bad}:2: column 'params' is not JSON text$"):
         build_report([bad], tmp_path / "rep")
+
+
+def test_jsonl_and_parquet_mixed_give_the_table_of_all_jsonl(tmp_path: Path) -> None:
+    """Half the records as JSON Lines, half exported to Parquet: the same table (the same
+    environments, the same repetitions in the same order) as all of them as JSON Lines."""
+    recs = synth.paper_like()
+    half = len(recs) // 2
+    a = synth.write(tmp_path / "a.jsonl", recs[:half])
+    b_src = synth.write(tmp_path / "src" / "b.jsonl", recs[half:])
+    export([b_src], "parquet", tmp_path / "b.parquet", [])
+    whole = build_report([synth.write(tmp_path / "all.jsonl", recs)], tmp_path / "r1")
+    mixed = build_report([a, tmp_path / "b.parquet"], tmp_path / "r2")
+    assert whole.csv.read_text() == mixed.csv.read_text()
+    assert whole.banner == mixed.banner
+
+
+def test_a_timestamp_column_is_refused_by_field_name(tmp_path: Path) -> None:
+    """A Parquet file from another writer with `started_at` as a TIMESTAMP column: the
+    record's field must be a string, so the report names the file, row and field."""
+    import duckdb
+
+    recs = synth.paper_like()[:2]
+    export([synth.write(tmp_path / "r.jsonl", recs)], "parquet", tmp_path / "ok.parquet", [])
+    bad = tmp_path / "ts.parquet"
+    con = duckdb.connect()
+    con.execute(
+        f"COPY (SELECT * REPLACE (TIMESTAMP '2026-11-01 00:00:00' AS started_at) "
+        f"FROM read_parquet('{tmp_path / 'ok.parquet'}')) TO '{bad}' (FORMAT parquet)"
+    )
+    con.close()
+    with pytest.raises(InputError, match=rf"^{bad}:1: record field 'started_at' has type"):
+        build_report([bad], tmp_path / "rep")
