@@ -4,8 +4,9 @@ Inputs: ``hosts`` (entries of the ``hosts`` output, see infra.hosts.Host), ``pla
 (``site.yml`` -> playbooks/site.yml, or a path), ``variables`` (extravars), ``secrets`` (a
 secret mapping handed to Ansible in a 0600 vars file; state keeps only a salted, slow HMAC of
 it, PBKDF2-HMAC-SHA256 with a random per-run salt stored beside it, see :func:`secrets_digest`) and
-``triggers`` (anything; a change re-runs). The playbook tree's digest is an input too, so an
-edited role re-runs the play on the next ``up``; nothing else does.
+``triggers`` (anything; a change re-runs). The digest of the files the playbook uses (itself,
+``vars/``, the roles it names: :func:`play_files`) is an input too, so an edited role of the
+play re-runs it on the next ``up``; nothing else does.
 
 Outputs: ``summary`` (per host: ok / changed / failed / unreachable / skipped), ``facts`` (per
 host: the NVIDIA driver and CUDA versions the play found, GPU facts), ``status``, ``elapsed_s``.
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +74,60 @@ def tree_digest(path: Path) -> str:
         if "__pycache__" in p.parts:
             continue
         h.update(str(p.relative_to(path.parent if path.is_file() else path)).encode())
+        h.update(b"\0")
+        h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+# A YAML/Jinja comment: a role named only there is not used.
+_COMMENT_RE = re.compile(r"(?:^|\s)#.*$", re.MULTILINE)
+
+
+def play_files(playbook: Path, tree: Path = PLAYBOOKS) -> list[Path]:
+    """The files under ``tree`` a run of ``playbook`` can read: the playbook, every file that is
+    neither in a role nor another top-level playbook (``vars/``), then, until none is added,
+    every role (``roles/<name>``) and top-level playbook whose name appears outside a comment in
+    a file already taken. Roles are named whole (the execution environments' roles are listed
+    in vars/exec_envs.yml), so an edit of a role only another playbook uses (workload_run, for
+    workloads.yml) leaves this playbook's digest alone."""
+
+    def files(p: Path) -> list[Path]:
+        if p.is_file():
+            return [p]
+        return sorted(f for f in p.rglob("*") if f.is_file() and "__pycache__" not in f.parts)
+
+    roles = tree / "roles"
+    units = {p.name: p for p in sorted(roles.iterdir()) if p.is_dir()} if roles.is_dir() else {}
+    tops = [p for p in sorted(tree.iterdir()) if p.is_file() and p.suffix in (".yml", ".yaml")]
+    units.update({p.name: p for p in tops if p != playbook})
+    inside = set(units.values())
+    taken = [playbook] + [
+        f
+        for f in files(tree)
+        if f != playbook and not any(f == u or u in f.parents for u in inside)
+    ]
+    text = "\n".join(_COMMENT_RE.sub("", f.read_text(errors="replace")) for f in taken)
+    pending = dict(units)
+    added = True
+    while added:
+        added = False
+        for name, path in list(pending.items()):
+            if re.search(rf"(?<![\w-]){re.escape(name)}(?![\w-])", text):
+                del pending[name]
+                new = files(path)
+                taken += new
+                text += "\n" + "\n".join(
+                    _COMMENT_RE.sub("", f.read_text(errors="replace")) for f in new
+                )
+                added = True
+    return sorted(taken)
+
+
+def play_digest(playbook: Path, tree: Path = PLAYBOOKS) -> str:
+    """sha256 over the relative path and content of each of :func:`play_files`."""
+    h = hashlib.sha256()
+    for p in play_files(playbook, tree):
+        h.update(str(p.relative_to(tree)).encode())
         h.update(b"\0")
         h.update(p.read_bytes())
     return h.hexdigest()
@@ -339,13 +395,17 @@ class AnsibleRun(pulumi.dynamic.Resource, module="gpulab", name="AnsibleRun"):
     ) -> None:
         pb = Path(playbook)
         pb_path = pb if pb.is_absolute() or pb.exists() else PLAYBOOKS / pb
-        root = PLAYBOOKS if pb_path.resolve().is_relative_to(PLAYBOOKS) else pb_path
+        in_tree = pb_path.resolve().is_relative_to(PLAYBOOKS)
+        if in_tree and pb_path.is_file():
+            digest: str | None = play_digest(pb_path.resolve())
+        else:
+            digest = tree_digest(pb_path) if pb_path.exists() else None
         props = {
             "hosts": hosts,
             "playbook": playbook,
             "variables": variables or {},
             "secrets": pulumi.Output.secret(secrets) if secrets else None,
-            "playbook_digest": tree_digest(root) if root.exists() else None,
+            "playbook_digest": digest,
             "triggers": triggers or [],
             "secrets_digest": None,
             "secrets_salt": None,

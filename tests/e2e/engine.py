@@ -1,6 +1,8 @@
 """The engine double of the end-to-end lab: Pulumi's mocks run the real program, cloud
 resources come back with the addresses of booted nspawn hosts, dynamic resources go to the
-real provider host (Check, then Create, or Diff/Update for one already in the state).
+real provider host (Check, then Create, or Diff/Update for one already in the state); a cloud
+resource already in the state with the same inputs keeps its stored id and outputs, as Pulumi's
+"same" step does.
 
 Only the engine and the cloud APIs are doubled. :meth:`Engine.up` runs the repository root as
 ``__main__`` exactly as the Python language host does (cwd = repository root, ``sys.path[0]``
@@ -25,7 +27,7 @@ from typing import Any
 import pulumi
 from pulumi.runtime.stack import wait_for_rpcs
 
-from tests.pulumi.mocks import LabMocks, engine_config
+from tests.pulumi.mocks import LabMocks, Registered, engine_config
 
 REPO = Path(__file__).resolve().parents[2]
 DYNAMIC = "pulumi-python:dynamic"
@@ -72,6 +74,15 @@ class _Mocks(LabMocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         if args.typ.startswith(DYNAMIC):
             return self.engine.apply_dynamic(args.typ, args.name, dict(args.inputs))
+        prior = self.engine.state.get((args.typ, args.name))
+        if prior is not None and prior.inputs == dict(args.inputs):
+            # Pulumi's "same" step: a cloud resource whose inputs did not change keeps the id
+            # and outputs in the state; nothing is created again. Computing them afresh would
+            # hand out values the real cloud keeps (a port's fixed IP comes from LabMocks'
+            # registration counter, and the registration order varies between two runs of
+            # the program), so the hosts fed to the site run would differ on every up.
+            self.resources.append(Registered(args.typ, args.name, dict(args.inputs)))
+            return prior.id, dict(prior.outs)
         rid, outs = super().new_resource(args)
         key = ADDRESS_OUTPUT.get(args.typ)
         if key is not None:

@@ -190,19 +190,11 @@ def test_ironic_bm_up_on_converged_hosts_then_gpu_expected_but_absent(e2e_lab: L
         show(second, "ironic-bm measure without the expected device")
         ops = {name: op for name, op, _ in second.steps}
         assert ops["e2e-bm-workloads-native"] == "failed", ops
-        # the site run is not re-run for a new measurement (only an edit of playbooks/ between
-        # the two ups, in a working tree being edited, would re-run it)
+        # the site run is not re-run for a new measurement: none of its inputs changes (the
+        # hosts keep their addresses; playbook_digest changes only if playbooks/ is edited
+        # while this test runs)
         site_changed = engine.changed_inputs.get("e2e-bm-site", [])
-        # KNOWN DEFECT, kept visible: since this round the site run's `hosts` input differs
-        # between the two ups (a measurement should not touch it; cause not found yet). The
-        # second up then re-runs the site play (changed=0 on converged hosts) before measuring.
-        # Any other changed input still fails here.
-        assert ops["e2e-bm-site"] == "same" or set(site_changed) <= {
-            "playbook_digest",
-            "hosts",
-        }, site_changed
-        if "hosts" in site_changed:
-            say("[e2e] KNOWN DEFECT: the site run's hosts input changed on a measurement-only up")
+        assert ops["e2e-bm-site"] == "same" and site_changed == [], (ops, site_changed)
         # `up` ends with one line naming the step, the host and why
         err = second.error or ""
         assert "\n" not in err and err.startswith("e2e-bm-workloads-native: "), err
