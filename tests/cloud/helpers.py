@@ -55,17 +55,29 @@ def wait_nodes(conn: Any, names: list[str], attr: str, want: str, timeout: float
 
 def enroll(conn: Any, nodes: dict[str, dict[str, Any]]) -> None:
     """Enroll ``{name: {rc, traits, power, state, maintenance}}`` with Ironic's real state
-    machine: enroll -> manage -> (power off, traits) -> provide -> available [-> active]."""
+    machine: enroll (traits) -> manage -> power off -> provide -> available [-> active].
+
+    Every synchronous write (create, traits) is made before the first asynchronous one, and
+    each batch of asynchronous state changes is waited for before the next batch starts:
+    Ironic answers ``manage``/``power off``/``provide``/``active`` with 202 and a conductor
+    thread then writes the node, while a trait is written by the API process in its own
+    transaction. On the test double's sqlite database (WAL journal, deferred transactions)
+    an API transaction that read the node before a conductor commit cannot write after it:
+    sqlite refuses at once with "database is locked" (SQLITE_BUSY_SNAPSHOT; no busy timeout
+    helps), and Ironic 39 retries that only for node, port and lock writes, not for
+    ``add_node_trait``. Production Ironic on MySQL/PostgreSQL waits on row locks instead.
+    """
     bm = conn.baremetal
     names = list(nodes)
     for name, s in nodes.items():
         bm.create_node(driver="fake-hardware", name=name, resource_class=s["rc"])
+        for t in s.get("traits", ()):
+            bm.add_node_trait(name, t)
+    for name in names:
         bm.set_node_provision_state(name, "manage")
     wait_nodes(conn, names, "provision_state", "manageable")
     powered = [n for n, s in nodes.items() if s.get("power", True)]
     for name in powered:
-        for t in nodes[name].get("traits", ()):
-            bm.add_node_trait(name, t)
         bm.set_node_power_state(name, "power off")
     wait_nodes(conn, powered, "power_state", "power off")
     provide = [n for n, s in nodes.items() if s.get("state", "available") != "manageable"]

@@ -53,6 +53,11 @@ host_ip = 127.0.0.1
 port = {port}
 [database]
 connection = sqlite:///{db}
+# pysqlite's busy timeout (default 5 s): a writer waits this long for another one's lock
+# instead of failing with "database is locked" on a loaded machine. Ironic itself turns WAL
+# on and retries node/port/lock writes on sqlite; a transaction that read before another
+# commit still fails at once (tests/cloud/helpers.py enroll orders its writes for that).
+connection_parameters = timeout=30
 [dhcp]
 dhcp_provider = none
 [conductor]
