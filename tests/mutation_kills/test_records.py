@@ -305,22 +305,23 @@ def test_a_torn_tail_after_a_blank_first_line(tmp_path: Path) -> None:
     assert (tmp_path / "r.jsonl.partial").read_bytes() == b'{"torn\n'
 
 
-def test_a_torn_tail_longer_than_one_read_block(tmp_path: Path) -> None:
-    """A 64 KiB + 1 byte torn line (a big fingerprint): the newline before it is found in the
-    second block read backwards, at the file's first byte."""
+@pytest.mark.parametrize("length", [65535, 65536, 65537])
+def test_a_torn_tail_about_one_read_block_long(tmp_path: Path, length: int) -> None:
+    """A torn line of about 64 KiB (a big fingerprint) after a newline at byte 0: the file is
+    read backwards in 64 KiB blocks, so with a 65536-byte line the newline is alone in the
+    second block (one byte at the file's start)."""
     path = tmp_path / "r.jsonl"
-    tail = b'{"params": "' + b"x" * (65536 - 11)
-    assert len(tail) == 65537
+    tail = b'{"params": "' + b"x" * (length - 12)
     path.write_bytes(b"\n" + tail)
     assert repair_tail(path) == (
-        f"{path}: torn last line (65537 bytes at byte 1, a writer killed mid-line) "
+        f"{path}: torn last line ({length} bytes at byte 1, a writer killed mid-line) "
         f"moved to {path}.partial"
     )
     assert path.read_bytes() == b"\n"
     assert (tmp_path / "r.jsonl.partial").read_bytes() == tail + b"\n"
-    # one block exactly: the torn line starts at byte 0 and the whole file moves
-    path.write_bytes(tail[:65536])
-    assert "(65536 bytes at byte 0," in (repair_tail(path) or "")
+    # no newline at all: the torn line starts at byte 0 and the whole file moves
+    path.write_bytes(tail)
+    assert f"({length} bytes at byte 0," in (repair_tail(path) or "")
     assert path.read_bytes() == b""
 
 
