@@ -111,7 +111,9 @@ def fast_readable(cols: list[tuple[str, str]]) -> bool:
     record holds objects and arrays, plain strings, numbers and booleans elsewhere (any other
     type, a timestamp say, goes to the Python reader, which names the field)."""
     return all(
-        t == "JSON" or (t == "VARCHAR" if n in JSON_COLUMNS else t in SCALAR_TYPES) for n, t in cols
+        n != "filename"  # the name DuckDB gives the column of file names
+        and (t == "JSON" or (t == "VARCHAR" if n in JSON_COLUMNS else t in SCALAR_TYPES))
+        for n, t in cols
     )
 
 
@@ -123,8 +125,9 @@ def _value_sql(name: str, typ: str) -> str:
     return f"to_json({col})::VARCHAR"
 
 
-def source_sql(path: Path, cols: list[tuple[str, str]], paths: tuple[str, ...]) -> str:
-    """SQL: per row of ``path``, in the file's order, ``filename``, ``k`` (the record's
+def source_sql(files: list[Path], cols: list[tuple[str, str]], paths: tuple[str, ...]) -> str:
+    """SQL: per row of ``files`` (all with the columns ``cols``), in the files' order,
+    ``filename``, ``k`` (the record's
     fields: the columns that are not NULL) and ``j_1`` ... ``j_N`` (the JSON text of each of
     ``paths``, as report.scan_sql's ``json_extract`` of a JSON line gives it). Only the JSON
     columns are parsed; a row where one of them is not JSON gets NULL in every ``j_*`` (like a
@@ -155,10 +158,10 @@ def source_sql(path: Path, cols: list[tuple[str, str]], paths: tuple[str, ...]) 
         for h, rs in nested.items()
     )
     return (
-        f"(SELECT {_quote(str(path))} AS filename, k, {', '.join(outs)} "
+        f"(SELECT filename, k, {', '.join(outs)} "
         f"FROM (SELECT *{nested_sql}, {valid} AS _ok "
-        f"FROM (SELECT {inner}, list_filter([{keys}], x -> x IS NOT NULL) AS k "
-        f"FROM read_parquet({_quote(str(path))}))))"
+        f"FROM (SELECT filename, {inner}, list_filter([{keys}], x -> x IS NOT NULL) AS k "
+        f"FROM read_parquet([{', '.join(_quote(str(f)) for f in files)}], filename=true))))"
     )
 
 

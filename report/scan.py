@@ -148,12 +148,13 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
         elif it.path is None:
             slow.add(i)
     paths_by_idx = {i: Path(n) for n, i in fast.items()}
-    sources: dict[int, tuple[str, str]] = {}  # Parquet: (rows, fingerprints) (report.parquet)
+    sources: dict[int, str] = {}  # Parquet: the SQL of a file's fingerprints (report.parquet)
+    same: dict[tuple[tuple[str, str], ...], list[tuple[str, int]]] = {}  # by columns
     for name, i in pq.items():
         cols = columns_of(con, Path(name))
         if parquet.fast_readable(cols):
-            src = parquet.source_sql(Path(name), cols, q.PATHS)
-            sources[i] = (src, parquet.fingerprint_sql(Path(name), cols))
+            sources[i] = parquet.fingerprint_sql(Path(name), cols)
+            same.setdefault(tuple(cols), []).append((name, i))
         else:
             slow.add(i)
     con.executemany(
@@ -178,12 +179,22 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
                 except Exception:
                     con.execute("DELETE FROM rec WHERE fi = ?", [i])
                     slow.add(i)
-    for i, (src, _) in sources.items():
-        try:
+    for cols_t, group in same.items():  # the files of one set of columns in one statement
+
+        def load_pq(part: list[tuple[str, int]], cols: Any = cols_t) -> None:
+            src = parquet.source_sql([Path(n) for n, _ in part], list(cols), q.PATHS)
             con.execute(f"INSERT INTO rec {q.scan_query(src)}")
-        except Exception:  # a row DuckDB cannot convert: that file to the Python reader
-            con.execute("DELETE FROM rec WHERE fi = ?", [i])
-            slow.add(i)
+
+        try:
+            load_pq(group)
+        except Exception:  # a file DuckDB cannot read: that file alone to the Python reader
+            con.execute("DELETE FROM rec WHERE list_contains(?, fi)", [[i for _, i in group]])
+            for name, i in group:
+                try:
+                    load_pq([(name, i)])
+                except Exception:
+                    con.execute("DELETE FROM rec WHERE fi = ?", [i])
+                    slow.add(i)
     combos = con.execute(
         "SELECT DISTINCT sig, sv, status, kind, virt, err_set, unknown FROM rec"
     ).fetchall()
@@ -348,7 +359,7 @@ def _left_out(con: Any) -> tuple[list[Excluded], list[tuple[dict[str, Any], int]
 
 
 def _fingerprints(
-    con: Any, paths: dict[int, Path], sources: dict[int, tuple[str, str]]
+    con: Any, paths: dict[int, Path], sources: dict[int, str]
 ) -> dict[int, dict[str, Any]]:
     """One fingerprint per distinct hash of the kept records, read from its first file."""
     rows = con.execute(
@@ -358,7 +369,7 @@ def _fingerprints(
     for fh, fi in rows:
         src = sources.get(int(fi))
         if src is not None:
-            sql, params = f"SELECT fp FROM {src[1]} WHERE hash(fp) = ? LIMIT 1", [fh]
+            sql, params = f"SELECT fp FROM {src} WHERE hash(fp) = ? LIMIT 1", [fh]
         else:
             sql = (
                 f"SELECT fp FROM (SELECT try(json_extract(line, '$.fingerprint')) AS fp "
