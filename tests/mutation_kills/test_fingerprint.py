@@ -12,7 +12,10 @@ one NUMA node, the cpuinfo ``hypervisor`` flag, no DMI, no systemd-detect-virt.
 
 from __future__ import annotations
 
+import codecs
 import io
+import os
+import platform
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -259,6 +262,7 @@ class H200Nvml:
     def __init__(self, virt_mode: int = 1, numa: Any = -1, count: int = 1) -> None:
         self.virt_mode, self.numa, self.count = virt_mode, numa, count
         self.shutdowns = 0
+        self.no_memory_or_mode = False
 
     def nvmlInit(self) -> None:
         pass
@@ -284,6 +288,27 @@ class H200Nvml:
     def nvmlDeviceGetHandleByIndex(self, i: int) -> tuple[str, int]:
         return ("h", i)
 
+    @staticmethod
+    def _check(h: Any) -> None:
+        if not (isinstance(h, tuple) and h[0] == "h"):
+            raise NVMLError("Invalid Argument")  # as NVML answers a bad handle
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, h: Any) -> int:
+        self._check(h)
+        return 4
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, h: Any) -> int:
+        self._check(h)
+        return 5
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, h: Any) -> int:
+        self._check(h)
+        return 8
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, h: Any) -> int:
+        self._check(h)
+        return 16
+
     def nvmlDeviceGetName(self, h: Any) -> str:
         return "NVIDIA H200"
 
@@ -294,9 +319,13 @@ class H200Nvml:
         return SimpleNamespace(busId=b"00000000:1A:00.0")
 
     def nvmlDeviceGetMemoryInfo(self, h: Any) -> SimpleNamespace:
+        if self.no_memory_or_mode:
+            raise NVMLError("Not Supported")
         return SimpleNamespace(total=143771 * 1024 * 1024 + 5)
 
     def nvmlDeviceGetVirtualizationMode(self, h: Any) -> int:
+        if self.no_memory_or_mode:
+            raise NVMLError("Not Supported")
         return self.virt_mode
 
     def nvmlDeviceGetNumaNodeId(self, h: Any) -> Any:
@@ -308,6 +337,7 @@ class H200Nvml:
         return [1, 0]
 
     def nvmlDeviceGetCudaComputeCapability(self, h: Any) -> tuple[int, int]:
+        self._check(h)
         return (9, 0)
 
     def nvmlDeviceGetEnforcedPowerLimit(self, h: Any) -> int:
@@ -327,6 +357,7 @@ def sysfs(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     def fake_open(path: str, *args: Any, **kwargs: Any) -> Any:
         if not str(path).startswith("/sys/"):
             return real_open(path, *args, **kwargs)
+        codecs.lookup(kwargs.get("encoding") or "utf-8")  # an unknown codec fails as in open()
         if path not in files:
             raise FileNotFoundError(2, "No such file or directory", path)
         return io.StringIO(files[path])
@@ -459,3 +490,89 @@ def test_a_fingerprint_without_detection_says_what_was_not_checked() -> None:
     fp = {"error": "partial", "vm": {"is_vm": False}, "container": {"in_container": False}}
     assert setting_flags(setting, fp) == []
     assert setting_flags(setting, {"error": ""}) == ["setting not cross-checked: no fingerprint"]
+
+
+# --- second round: what the first measurement left ----------------------------------------------
+
+
+def test_device_facts_pcie_and_unsupported_memory_and_mode(sysfs: dict[str, str]) -> None:
+    gpu = device_info(H200Nvml(), 0)
+    assert gpu["index"] == 0 and gpu["compute_capability"] == "9.0"
+    assert gpu["pcie"] == {"gen_current": 4, "gen_max": 5, "width_current": 8, "width_max": 16}
+    fake = H200Nvml()
+    fake.no_memory_or_mode = True
+    gpu = device_info(fake, 0)
+    assert gpu["memory_total_mib"] is None and gpu["virtualization_mode"] is None
+
+
+@pytest.mark.parametrize(
+    ("bus_id", "path"),
+    [
+        ("0000B7D4:9A:00.0", "/sys/bus/pci/devices/b7d4:9a:00.0/numa_node"),  # Azure-like domain
+        ("0000:1A:00.0", "/sys/bus/pci/devices/0000:1a:00.0/numa_node"),  # a 4-digit domain
+    ],
+)
+def test_sysfs_numa_path_of_a_bus_id(sysfs: dict[str, str], bus_id: str, path: str) -> None:
+    sysfs[path] = "1\n"
+
+    class Bus(H200Nvml):
+        def nvmlDeviceGetPciInfo(self, h: Any) -> SimpleNamespace:
+            return SimpleNamespace(busId=bus_id)
+
+    assert device_info(Bus(numa=-1), 0)["numa_node"] == 1
+
+
+def test_collect_passes_the_nvml_it_is_given(tmp_path: Path, sysfs: dict[str, str]) -> None:
+    from workloads.fingerprint import collect
+
+    fp = collect(H200Nvml(), root=h200_root(tmp_path), env={}, run=absent)
+    assert fp["gpu"]["count"] == 1 and fp["gpu"]["gpus"][0]["name"] == "NVIDIA H200"
+
+
+def test_host_keys_and_cpu_counts(tmp_path: Path) -> None:
+    fp = system(root=h200_root(tmp_path), env={}, run=absent)
+    assert fp["os"]["system"] == platform.system()
+    assert fp["kernel_version"] == platform.version()
+    assert fp["cpu"]["arch"] == platform.machine()
+    assert fp["cpu"]["usable_cpus"] == len(os.sched_getaffinity(0))
+    assert cpu_info(tmp_path / "none")["model"] == (platform.processor() or None)
+
+
+def test_odd_but_valid_host_files(tmp_path: Path) -> None:
+    """A QEMU model-id holding ':', os-release values holding '=' or starting with 'X', a DMI
+    field with bytes that are not UTF-8."""
+    write(tmp_path, "proc/cpuinfo", "model name\t: QEMU cpu: custom\nflags\t: hypervisor\n")
+    assert cpu_info(tmp_path)["model"] == "QEMU cpu: custom"
+    write(tmp_path, "etc/os-release", 'NAME="XCP-ng"\nPRETTY_NAME="XCP-ng 8.2 (a=b)"\nID=xcp-ng\n')
+    fp = system(root=tmp_path, env={}, run=absent)
+    assert fp["os"]["name"] == "XCP-ng 8.2 (a=b)" and fp["os"]["id"] == "xcp-ng"
+    (tmp_path / "sys/class/dmi/id").mkdir(parents=True)
+    (tmp_path / "sys/class/dmi/id/board_vendor").write_bytes(b"Board\xff\xfe Co\n")
+    assert vm_info(tmp_path, absent, False)["dmi"]["board_vendor"] == "Board\ufffd\ufffd Co"
+
+
+def test_run_command_gives_stdout_text_also_on_failure() -> None:
+    from workloads.fingerprint.system import run_command
+
+    assert run_command(["sh", "-c", "echo ' out '; exit 3"]) == "out"
+    assert run_command(["/nonexistent/systemd-detect-virt"]) is None
+
+
+def test_vm_and_container_evidence_words(tmp_path: Path) -> None:
+    fp = {
+        "vm": {
+            "is_vm": True,
+            "dmi_says_vm": True,
+            "hypervisor": "VMware, Inc.",
+            "systemd_detect_virt": "vmware",
+            "cpuinfo_hypervisor_flag": True,
+        },
+        "container": {"in_container": True, "runtime": "docker", "systemd_detect_virt": None},
+    }
+    setting = {"virtualization": "none", "exec_env": "native", "gpu_path": "whole-machine"}
+    assert setting_flags(setting, fp) == [
+        "lab says bare metal (gpu_path whole-machine), fingerprint sees VMware, Inc.: "
+        "systemd-detect-virt --vm vmware, DMI vendor is a VM's, cpuinfo hypervisor flag set",
+        "lab says native (no container), fingerprint finds a docker container: "
+        "systemd-detect-virt --container unavailable",
+    ]
