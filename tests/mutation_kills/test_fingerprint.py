@@ -338,12 +338,16 @@ class H200Nvml:
 
     def nvmlDeviceGetCudaComputeCapability(self, h: Any) -> tuple[int, int]:
         self._check(h)
+        if self.no_memory_or_mode:
+            raise NVMLError("Not Supported")
         return (9, 0)
 
     def nvmlDeviceGetEnforcedPowerLimit(self, h: Any) -> int:
+        self._check(h)
         return 700_000
 
     def nvmlDeviceGetPersistenceMode(self, h: Any) -> int:
+        self._check(h)
         return 1
 
 
@@ -495,7 +499,9 @@ def test_a_fingerprint_without_detection_says_what_was_not_checked() -> None:
 # --- second round: what the first measurement left ----------------------------------------------
 
 
-def test_device_facts_pcie_and_unsupported_memory_and_mode(sysfs: dict[str, str]) -> None:
+def test_device_facts_pcie_and_unsupported_memory_mode_and_capability(
+    sysfs: dict[str, str],
+) -> None:
     gpu = device_info(H200Nvml(), 0)
     assert gpu["index"] == 0 and gpu["compute_capability"] == "9.0"
     assert gpu["pcie"] == {"gen_current": 4, "gen_max": 5, "width_current": 8, "width_max": 16}
@@ -503,6 +509,8 @@ def test_device_facts_pcie_and_unsupported_memory_and_mode(sysfs: dict[str, str]
     fake.no_memory_or_mode = True
     gpu = device_info(fake, 0)
     assert gpu["memory_total_mib"] is None and gpu["virtualization_mode"] is None
+    assert gpu["compute_capability"] is None
+    assert (gpu["power_limit_w"], gpu["persistence_mode"]) == (700.0, 1)
 
 
 @pytest.mark.parametrize(
