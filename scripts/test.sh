@@ -4,7 +4,7 @@
 # here), installs the apt packages and prepares the real test parts the tests need (nspawn rootfs,
 # Ironic venv, vCenter simulator, dockerd, stub repositories), then runs pytest. The tests start
 # and stop every process by PID.
-# Extra arguments go to pytest. LINT=0 skips the static checks (a rerun of a few test files).
+# pytest prints the 25 slowest tests last. Extra arguments go to pytest. LINT=0 skips the static checks (a rerun of a few test files).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$SECONDS
@@ -14,4 +14,4 @@ if [ "${LINT:-1}" != 0 ]; then
 fi
 scripts/test-parts.sh prepare
 echo "==> test setup took $((SECONDS - t0)) s" >&2
-exec .venv/bin/python -m pytest "$@"
+exec .venv/bin/python -m pytest --durations=25 "$@"
