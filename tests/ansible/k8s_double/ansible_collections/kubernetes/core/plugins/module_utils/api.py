@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import yaml
 from ansible.module_utils.basic import AnsibleModule
 
@@ -17,3 +19,17 @@ def api_dir(module: AnsibleModule) -> str:
     if not server.startswith("file://"):
         module.fail_json(msg=f"the double serves file:// APIs only, not {server}")
     return server.removeprefix("file://")
+
+
+# The arguments the Job reading modules (k8s_info, k8s_log) take in the roles' calls.
+JOB_ARGS = {
+    "kind": {"required": True, "choices": ["Job"]},
+    "name": {"required": True},
+    "namespace": {"required": True},
+    "kubeconfig": {"type": "path", "required": True},
+}
+
+
+def job_path(api: str, namespace: str, name: str) -> str:
+    """Where the double keeps a created Job."""
+    return os.path.join(api, "jobs", namespace, name + ".json")

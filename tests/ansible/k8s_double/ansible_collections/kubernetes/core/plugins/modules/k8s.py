@@ -8,7 +8,7 @@ import os
 
 import yaml
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.kubernetes.core.plugins.module_utils.api import api_dir
+from ansible_collections.kubernetes.core.plugins.module_utils.api import api_dir, job_path
 
 
 def main() -> None:
@@ -28,7 +28,7 @@ def main() -> None:
     if job.get("apiVersion") != "batch/v1" or job.get("kind") != "Job":
         module.fail_json(msg=f"the double creates batch/v1 Jobs only, not {job.get('kind')}")
     meta = job["metadata"]
-    path = os.path.join(api, "jobs", meta["namespace"], meta["name"] + ".json")
+    path = job_path(api, meta["namespace"], meta["name"])
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(job, f)

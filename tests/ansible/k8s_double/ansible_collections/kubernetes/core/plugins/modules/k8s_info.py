@@ -8,22 +8,18 @@ import json
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.kubernetes.core.plugins.module_utils.api import api_dir
+from ansible_collections.kubernetes.core.plugins.module_utils.api import (
+    JOB_ARGS,
+    api_dir,
+    job_path,
+)
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "kind": {"required": True, "choices": ["Job"]},
-            "name": {"required": True},
-            "namespace": {"required": True},
-            "kubeconfig": {"type": "path", "required": True},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=dict(JOB_ARGS), supports_check_mode=True)
     api = api_dir(module)
     p = module.params
-    path = os.path.join(api, "jobs", p["namespace"], p["name"] + ".json")
+    path = job_path(api, p["namespace"], p["name"])
     if not os.path.exists(path):
         module.exit_json(changed=False, api_found=True, resources=[])
     with open(path, encoding="utf-8") as f:

@@ -7,22 +7,18 @@ from __future__ import annotations
 import os
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible_collections.kubernetes.core.plugins.module_utils.api import api_dir
+from ansible_collections.kubernetes.core.plugins.module_utils.api import (
+    JOB_ARGS,
+    api_dir,
+    job_path,
+)
 
 
 def main() -> None:
-    module = AnsibleModule(
-        argument_spec={
-            "kind": {"required": True, "choices": ["Job"]},
-            "name": {"required": True},
-            "namespace": {"required": True},
-            "kubeconfig": {"type": "path", "required": True},
-        },
-        supports_check_mode=True,
-    )
+    module = AnsibleModule(argument_spec=dict(JOB_ARGS), supports_check_mode=True)
     api = api_dir(module)
     p = module.params
-    if not os.path.exists(os.path.join(api, "jobs", p["namespace"], p["name"] + ".json")):
+    if not os.path.exists(job_path(api, p["namespace"], p["name"])):
         module.fail_json(msg=f'jobs.batch "{p["name"]}" not found')
     with open(os.path.join(api, "pod.log"), encoding="utf-8") as f:
         log = f.read()
