@@ -4,14 +4,38 @@
 # here), installs the apt packages and prepares the real test parts the tests need (nspawn rootfs,
 # Ironic venv, vCenter simulator, dockerd, stub repositories), then runs pytest. The tests start
 # and stop every process by PID.
-# pytest prints the 25 slowest tests last. Extra arguments go to pytest. LINT=0 skips the static checks (a rerun of a few test files).
+# Tests run in two pytest-xdist workers (GPULAB_TEST_WORKERS, default 2; 0 runs them in this process):
+# the tests that use the nspawn hosts, dockerd or the chroot target go to one worker in collection
+# order, the others are spread by file (tests/conftest.py). pytest prints the 25 slowest tests last.
+# Extra arguments go to pytest. LINT=0 skips the static checks (a rerun of a few test files).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$SECONDS
 scripts/venv.sh
+lint_pid=
+lint_log=
 if [ "${LINT:-1}" != 0 ]; then
-  scripts/lint.sh
+  # The static checks run beside the parts' preparation; a failure stops before pytest.
+  lint_log=$(mktemp /tmp/gpulab-lint.XXXXXX)
+  scripts/lint.sh >"$lint_log" 2>&1 &
+  lint_pid=$!
+  trap 'if [ -n "$lint_pid" ]; then kill "$lint_pid" 2>/dev/null || true; fi; rm -f "$lint_log"' EXIT
 fi
 scripts/test-parts.sh prepare
+if [ -n "$lint_pid" ]; then
+  rc=0
+  wait "$lint_pid" || rc=$?
+  lint_pid=
+  cat "$lint_log" >&2
+  if [ "$rc" != 0 ]; then
+    echo "==> static checks failed (scripts/lint.sh): no tests run" >&2
+    exit "$rc"
+  fi
+fi
 echo "==> test setup took $((SECONDS - t0)) s" >&2
-exec .venv/bin/python -m pytest --durations=25 "$@"
+workers=${GPULAB_TEST_WORKERS:-2}
+dist=()
+if [ "$workers" != 0 ]; then
+  dist=(-n "$workers" --dist loadgroup)
+fi
+.venv/bin/python -m pytest "${dist[@]}" --durations=25 "$@"

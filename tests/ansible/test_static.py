@@ -64,17 +64,8 @@ def test_syntax_check(playbook: Path) -> None:
     assert r.returncode == 0, r.stdout + r.stderr
 
 
-@pytest.mark.slow
-def test_ansible_lint_production_profile() -> None:
-    lint = BIN / "ansible-lint"
-    assert lint.exists(), "ansible-lint is a test dependency (pyproject [test])"
-    r = subprocess.run(
-        [str(lint), "--profile", "production", "--nocolor", "playbooks/"],
-        capture_output=True, text=True, env=ENV, cwd=REPO, timeout=300, check=False,
-    )  # fmt: skip
-    out = r.stdout + r.stderr
-    assert r.returncode == 0, out[-4000:]
-    assert "Profile 'production' was required, and it passed" in out
+# ansible-lint --profile production runs once, in scripts/lint.sh, before the tests (CI and
+# scripts/test.sh stop on a failure there); a second run here cost half a minute of every suite.
 
 
 def _plays_to_hosts(playbook: str, inventory: Path, *extra: str) -> dict[str, set[str]]:
