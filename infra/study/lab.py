@@ -61,8 +61,19 @@ class LabUnits:
                 shutil.copyfile(arm.stack_file, target)
         stack = lab._stack(create=True)
         cv = lab._auto.ConfigValue
-        suite = arm.suite if not arm.suite.endswith((".yaml", ".yml")) else Path(arm.suite).stem
-        stack.set_config("gpulab:suite", cv(value=suite))
+        if arm.suite.endswith((".yaml", ".yml")):
+            # gpulab:suite names a shipped suite only; a suite file goes to the workload run
+            # as the workload_run role's workload_run_suite (copied to each host from here)
+            from infra.config import raw_from_stack_file
+
+            stack_file = (self.repo or arm.project) / f"Pulumi.{arm.stack}.yaml"
+            current = raw_from_stack_file(stack_file).get("workload_variables") or {}
+            if isinstance(current, str):
+                current = json.loads(current)
+            variables = {**dict(current), "workload_run_suite": str(Path(arm.suite).resolve())}
+            stack.set_config("gpulab:workload_variables", cv(value=json.dumps(variables)))
+        else:
+            stack.set_config("gpulab:suite", cv(value=arm.suite))
         stack.set_config("gpulab:execution_envs", cv(value=json.dumps([arm.exec_env])))
 
     def run(self, arm: Arm, rebuild: bool, out: Path) -> UnitResult:
