@@ -124,8 +124,18 @@ class Driver:
 
     def run(self) -> Journal:
         j = self.journal
-        j.data.setdefault("runs", []).append({"started": now(), "resumed": self.resumed})
+        run: dict[str, Any] = {"started": now(), "resumed": self.resumed}
+        if j.edited:
+            run["edited"] = list(j.edited)
+        j.data.setdefault("runs", []).append(run)
         j.save()
+        if j.edited:
+            self.console.print(
+                f"study {self.study.name}: the study file changed ({', '.join(j.edited)}); "
+                "continuing with the finished units kept",
+                highlight=False,
+                markup=False,
+            )
         order = j.order()
         todo = [u for u in order if j.unit(u)["status"] != "done"]
         self.console.rule(

@@ -52,6 +52,7 @@ def atomic_write(path: Path, text: str) -> None:
 class Journal:
     path: Path
     data: dict[str, Any] = field(default_factory=dict)
+    edited: list[str] = field(default_factory=list)  # keys an edit of the study file changed
 
     @property
     def dir(self) -> Path:
@@ -109,22 +110,155 @@ def study_dir(root: Path, name: str) -> Path:
     return root / f"study-{name}"
 
 
+def arm_info(arm: Any) -> dict[str, Any]:
+    """What a unit of the arm is measured with: an edit of one of these after a unit finished
+    would make its records no longer the arm the study file describes (refused, naming it)."""
+    return {
+        "stack": arm.stack,
+        "topology": arm.topology,
+        "exec_env": arm.exec_env,
+        "label": arm.label,
+        "suite": arm.suite,
+        "sharing": arm.sharing,
+    }
+
+
+def suite_digest(ref: str) -> str | None:
+    """sha256 (16 hex) of a suite's file: a .yaml path, or a suite shipped in workloads/suites/."""
+    import hashlib
+
+    path = Path(ref)
+    if path.suffix not in (".yaml", ".yml"):
+        path = Path(__file__).resolve().parents[2] / "workloads" / "suites" / f"{ref}.yaml"
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None
+
+
+def suite_digests(study: Any) -> dict[str, str | None]:
+    return {ref: suite_digest(ref) for ref in sorted({study.suite, *(a.suite for a in study.arms)})}
+
+
+def _refuse(study: Any, path: Path, key: str, what: str) -> UsageError:
+    return UsageError(
+        f"study {study.name}: {key} {what}, but finished units in {path} ran with the old "
+        "value; restore it, or pass --fresh to start over (finished records are moved aside)"
+    )
+
+
+def _check_suites(j: Journal, study: Any, finished: list[dict[str, Any]]) -> None:
+    """A suite file whose content changed since finished units ran it is refused."""
+    before = j.data.get("suite_digests") or {}
+    used = {j.data["arms"].get(e["arm"], {}).get("suite") for e in finished}
+    for ref, digest in suite_digests(study).items():
+        old = before.get(ref)
+        if ref in used and old is not None and digest != old:
+            raise _refuse(study, j.path, "suite", f"file {ref} changed since")
+
+
+def reconcile(j: Journal, study: Any, seed: int | None) -> list[str]:
+    """Continue a journal under an edited study file; the keys the edit changed.
+
+    Finished units (done or failed: their records are reported) are kept as they are when the
+    edit leaves what they measured alone: new claims, another baseline, more repeats, new arms,
+    another description. An edit of what a finished unit ran with is refused (UsageError naming
+    the key): the suite (or a suite file's content), an arm's stack, topology, execution
+    environment, label, suite or sharing, the order, the seed, the rebuild policy, fewer repeats
+    than finished, or an arm with finished units removed.
+    """
+    from infra.study.plan import plan
+
+    data = j.data
+    finished = [e for e in data["units"].values() if e["status"] in ("done", "failed")]
+    arms_done = {e["arm"] for e in finished}
+    changed: list[str] = []
+
+    def edit(key: str, old: Any, new: Any, fixed: bool = True) -> None:
+        if old == new:
+            return
+        if fixed and finished:
+            raise _refuse(study, j.path, key, f"changed ({old!r} -> {new!r})")
+        changed.append(key)
+
+    edit("suite", data.get("suite"), study.suite)
+    edit("order", data.get("order_kind"), study.order)
+    if study.seed is not None:
+        edit("seed", data.get("seed"), study.seed)
+    edit("rebuild", data.get("rebuild"), study.rebuild)
+    top = max((int(e["repeat"]) for e in finished), default=0)
+    if study.repeats < top:
+        what = f"is {study.repeats}, fewer than the {top} with finished units"
+        raise _refuse(study, j.path, "repeats", what)
+    old_repeats = max((int(r) for _, r in data["order"]), default=0)
+    edit("repeats", old_repeats, study.repeats, fixed=False)
+    edit("baseline", data.get("baseline"), study.baseline, fixed=False)
+    edit("claims", list(data.get("claims") or []), list(study.claims), fixed=False)
+    new_arms = {a.name: (i, a) for i, a in enumerate(study.arms)}
+    for name, info in data["arms"].items():
+        if name not in new_arms:
+            if name in arms_done:
+                raise _refuse(study, j.path, "arms", f"no longer list arm {name!r}")
+            changed.append(f"arms: {name} removed")
+            continue
+        i, arm = new_arms[name]
+        for key, new in arm_info(arm).items():
+            if key in info and info[key] != new:
+                if name in arms_done:
+                    raise _refuse(
+                        study, j.path, f"arms[{i}].{key}", f"of arm {name} changed "
+                        f"({info[key]!r} -> {new!r})"
+                    )  # fmt: skip
+                changed.append(f"arms[{i}].{key}")
+    changed += [f"arms[{i}]: {n} added" for n, (i, _) in new_arms.items() if n not in data["arms"]]
+    _check_suites(j, study, finished)
+
+    if data.get("seed") is None and study.order == "randomized":
+        data["seed"] = seed
+    order = plan(study, data.get("seed"))
+    units = data["units"]
+    data["units"] = {
+        u.key: units.get(u.key) or {"arm": u.arm, "repeat": u.repeat, "status": "pending"}
+        for u in order
+    }
+    data["order"] = [[u.arm, u.repeat] for u in order]
+    data["arms"] = {a.name: {**data["arms"].get(a.name, {}), **arm_info(a)} for a in study.arms}
+    digests = data.setdefault("suite_digests", {})
+    for ref, digest in suite_digests(study).items():
+        digests.setdefault(ref, digest)
+    data.setdefault("edits", []).append(
+        {"at": now(), "from": data.get("digest"), "to": study.digest, "changed": changed}
+    )
+    data.update(
+        digest=study.digest,
+        file=str(study.path),
+        suite=study.suite,
+        order_kind=study.order,
+        rebuild=study.rebuild,
+        baseline=study.baseline,
+        claims=list(study.claims),
+    )
+    j.save()
+    return changed
+
+
 def open_journal(
     root: Path, study: Any, order: list[Unit], seed: int | None, fresh: bool = False
 ) -> tuple[Journal, bool]:
     """The study's journal (a new one, or the one on disk to resume); (journal, resumed).
 
-    A journal of another study file (its digest differs) is refused unless ``fresh``: resuming
-    it would mix records of two different studies.
+    A journal of another version of the study file is continued when the edit leaves the
+    finished units alone, and refused naming the key otherwise (:func:`reconcile`); ``fresh``
+    moves the old directory aside and starts over. ``Journal.edited``: the keys an edit changed.
     """
     path = study_dir(root, study.name) / JOURNAL
     if path.is_file() and not fresh:
         j = load_journal(path)
         if j.data.get("digest") != study.digest:
-            raise UsageError(
-                f"study {study.name}: {path} belongs to a different version of the study file; "
-                "pass --fresh to start over (finished records are moved aside) or restore it"
-            )
+            j.edited = reconcile(j, study, seed)
+        else:
+            finished = [e for e in j.data["units"].values() if e["status"] in ("done", "failed")]
+            _check_suites(j, study, finished)
         return j, True
     if path.is_file() and fresh:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -136,21 +270,13 @@ def open_journal(
         "file": str(study.path),
         "digest": study.digest,
         "suite": study.suite,
+        "suite_digests": suite_digests(study),
         "order_kind": study.order,
         "seed": seed,
         "rebuild": study.rebuild,
         "baseline": study.baseline,
         "claims": list(study.claims),
-        "arms": {
-            a.name: {
-                "stack": a.stack,
-                "topology": a.topology,
-                "exec_env": a.exec_env,
-                "label": a.label,
-                "suite": a.suite,
-            }
-            for a in study.arms
-        },
+        "arms": {a.name: arm_info(a) for a in study.arms},
         "order": [[u.arm, u.repeat] for u in order],
         "units": {u.key: {"arm": u.arm, "repeat": u.repeat, "status": "pending"} for u in order},
         "stacks": {},

@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 
 from infra.study.driver import Driver, RunOptions, StudyInterrupted
-from infra.study.model import load_study
+from infra.study.model import REPO, load_study
 from infra.study.state import find_journal
 from tests.study.helpers import UnitsDouble, ids, write_study
 
@@ -82,14 +82,141 @@ def test_interrupt_mid_unit_then_resume_keeps_every_finished_record_double(
     assert j2.data["runs"][0]["interrupted"] is True
 
 
-def test_other_study_file_version_is_refused_unless_fresh(tmp_path: Path) -> None:
+def test_edit_that_keeps_finished_units_continues_the_study_double(tmp_path: Path) -> None:
+    """More repeats, a new arm and a new claim: the finished units are kept (records unchanged,
+    not re-run), only the new units run, and the journal names what the edit changed."""
+    write_study(tmp_path)
+    driver(tmp_path, UnitsDouble()).run()
+    before = ids(find_journal(tmp_path / "results", "t").record_files())
+    arms = [{"name": n, "stack": "local", "exec_env": "native"} for n in ("a", "b", "c")]
+    write_study(tmp_path, repeats=3, arms=arms, claims=["closer2018/single_synthetic"])
+    units = UnitsDouble()
+    d = driver(tmp_path, units)
+    assert d.resumed and d.journal.edited == [
+        "repeats",
+        "claims",
+        "arms[2]: c added",
+    ]
+    j = d.run()
+    assert j.counts()["done"] == 9
+    assert sorted(units.calls) == ["a", "b", "c", "c", "c"]  # 4 finished units not re-run
+    after = ids(j.record_files())
+    assert len(after) == 27 and set(before) <= set(after)
+    assert j.data["claims"] == ["closer2018/single_synthetic"]
+    assert j.data["runs"][-1]["edited"] == d.journal.edited
+    assert j.data["edits"][-1]["to"] == load_study(str(tmp_path / "t.yaml")).digest
+    assert not list((tmp_path / "results").glob("study-t.*"))  # nothing moved aside
+
+
+@pytest.mark.parametrize(
+    ("edit", "key"),
+    [
+        ({"suite": "closer2018"}, r"suite changed \('smoke' -> 'closer2018'\)"),
+        ({"arms": [{"name": "a", "stack": "local", "exec_env": "native"},
+                   {"name": "b", "stack": "local", "exec_env": "docker"}]},
+         r"arms\[1\]\.exec_env of arm b changed \('native' -> 'docker'\)"),
+        ({"arms": [{"name": "a", "stack": "local", "exec_env": "native"}]},
+         "arms no longer list arm 'b'"),
+        ({"order": "randomized", "seed": 3}, "order changed"),
+        ({"rebuild": "between-arms"}, "rebuild changed"),
+        ({"repeats": 1}, "repeats is 1, fewer than the 2 with finished units"),
+    ],
+)  # fmt: skip
+def test_edit_of_what_finished_units_ran_with_is_refused_unless_fresh(
+    tmp_path: Path, edit: dict[str, object], key: str
+) -> None:
     from infra.errors import UsageError
 
     write_study(tmp_path)
     driver(tmp_path, UnitsDouble()).run()
-    write_study(tmp_path, repeats=3)
-    with pytest.raises(UsageError, match="different version of the study file; pass --fresh"):
+    write_study(tmp_path, **edit)
+    with pytest.raises(UsageError, match=key) as err:
         driver(tmp_path, UnitsDouble())
+    assert "pass --fresh to start over" in str(err.value) and "\n" not in str(err.value)
     j = driver(tmp_path, UnitsDouble(), fresh=True).run()
-    assert j.counts()["done"] == 6
+    assert j.counts()["done"] == len(j.order())
     assert len(list((tmp_path / "results").glob("study-t.*"))) == 1  # the old run, moved aside
+
+
+def test_seed_edit_is_refused_once_units_finished_double(tmp_path: Path) -> None:
+    from infra.errors import UsageError
+
+    write_study(tmp_path, order="randomized", seed=1)
+    driver(tmp_path, UnitsDouble()).run()
+    write_study(tmp_path, order="randomized", seed=2)
+    with pytest.raises(UsageError, match=r"seed changed \(1 -> 2\)"):
+        driver(tmp_path, UnitsDouble())
+
+
+def test_changed_suite_file_is_refused_even_with_the_same_study_file_double(
+    tmp_path: Path,
+) -> None:
+    """The study file names the suite by path and is unchanged; the suite file's content changed
+    after units ran it: their records are not the suite's any more."""
+    from infra.errors import UsageError
+
+    suite = tmp_path / "mine.yaml"
+    suite.write_text((REPO / "workloads/suites/smoke.yaml").read_text())
+    write_study(tmp_path, suite="mine.yaml")
+    driver(tmp_path, UnitsDouble()).run()
+    suite.write_text(suite.read_text() + "\n# steps changed\n")
+    with pytest.raises(UsageError, match=r"suite file .*mine\.yaml changed since"):
+        driver(tmp_path, UnitsDouble())
+
+
+def test_edit_before_any_unit_finished_continues_and_keeps_the_built_stacks_double(
+    tmp_path: Path,
+) -> None:
+    """Interrupted in the first unit: any edit continues (nothing finished to invalidate), and
+    the journal keeps the stacks the study built so the teardown still finds them."""
+    write_study(tmp_path)
+    with pytest.raises(StudyInterrupted):
+        driver(tmp_path, UnitsDouble(script={1: "interrupt"})).run()
+    j = find_journal(tmp_path / "results", "t")
+    j.built()["some-stack"] = {"up": True}
+    j.save()
+    write_study(tmp_path, suite="closer2018")
+    d = driver(tmp_path, UnitsDouble())
+    assert d.journal.edited == ["suite", "arms[0].suite", "arms[1].suite"]
+    assert d.journal.built()["some-stack"] == {"up": True}
+    assert d.journal.data["suite"] == "closer2018"
+
+
+def test_lab_arm_with_a_suite_file_sets_the_workload_run_suite_double(tmp_path: Path) -> None:
+    """A lab arm whose suite is a .yaml path: ``gpulab:suite`` names shipped suites only, so the
+    file goes to ``gpulab:workload_variables`` (the stack's other variables kept) as
+    ``workload_run_suite``; pulumi.automation is the DOUBLE of tests/lifecycle."""
+    import yaml
+
+    from tests.lifecycle.test_automation_double import AutoDouble
+    from tests.study.test_lab_double import engine, project
+
+    suite = tmp_path / "mine.yaml"
+    suite.write_text((REPO / "workloads/suites/smoke.yaml").read_text())
+    auto = AutoDouble()
+    engine(auto, tmp_path / "results")
+    proj = project(tmp_path)
+    stack_file = proj / "Pulumi.nova-pci.yaml"
+    doc = yaml.safe_load(stack_file.read_text())
+    doc["config"]["gpulab:workload_variables"] = {"workload_run_expect_device": "cpu"}
+    stack_file.write_text(yaml.safe_dump(doc))
+    study = tmp_path / "t.yaml"
+    write_study(
+        tmp_path,
+        suite=str(suite),
+        repeats=1,
+        arms=[{"name": "vm", "stack": "nova-pci", "exec_env": "native"}],
+    )
+    d = Driver(
+        load_study(str(study)),
+        tmp_path / "results",
+        RunOptions(auto=auto, repo=proj),
+        Console(file=io.StringIO()),
+    )
+    assert d.run().counts()["done"] == 1
+    sets = {c[2]: c[3] for c in auto.calls if c[0] == "set_config"}
+    assert "gpulab:suite" not in sets
+    assert json.loads(sets["gpulab:workload_variables"]) == {
+        "workload_run_expect_device": "cpu",
+        "workload_run_suite": str(suite.resolve()),
+    }
