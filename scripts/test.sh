@@ -5,7 +5,7 @@
 # Ironic venv, vCenter simulator, dockerd, stub repositories), then runs pytest. The tests start
 # and stop every process by PID.
 # Tests run in two pytest-xdist workers (GPULAB_TEST_WORKERS, default 2; 0 runs them in this process):
-# the tests that use the nspawn hosts, dockerd or the chroot target go to one worker in collection
+# the tests that use the nspawn hosts or the chroot target go to one worker in collection
 # order, the others are spread by file (tests/conftest.py). pytest prints the 25 slowest tests last.
 # Extra arguments go to pytest. LINT=0 skips the static checks (a rerun of a few test files).
 set -euo pipefail

@@ -1,12 +1,13 @@
 """Root test configuration: loads every real-part plugin under tests/parts/, and groups the tests
 for the two pytest-xdist workers of scripts/test.sh (``-n 2 --dist loadgroup``).
 
-Grouping: a test that uses a part of which the machine can hold only one (the nspawn test hosts
-with their bridge and apt cache, the private dockerd on its fixed data root, the chroot target)
-goes to the group ``machine-parts``, so one worker starts each of them once and runs every test
+Grouping: a test that uses the nspawn test hosts (one lab per machine: its bridge, apt cache and
+booted hosts are built once, and the first converge is the suite's longest setup) or the chroot
+target goes to the group ``machine-parts``, so one worker builds them once and runs every test
 that needs them in collection order. Every other test is grouped by its file, so a file's
 module-scoped fixtures are built once. Ironic and the vCenter simulator listen on free ports in
-per-worker temporary directories, so each worker may start its own.
+per-worker temporary directories, and dockerd has a data root per worker, so each worker may
+start its own.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ pytest_plugins = sorted(
 
 # Session fixtures that stand for something the machine can hold once, and the markers of the
 # tests that use them (some ask for the fixture at run time, with request.getfixturevalue).
-MACHINE_PARTS = frozenset({"nspawn_lab", "nspawn_host", "chroot_target", "dockerd"})
-MACHINE_MARKERS = frozenset({"nspawn", "docker"})
+MACHINE_PARTS = frozenset({"nspawn_lab", "nspawn_host", "chroot_target"})
+MACHINE_MARKERS = frozenset({"nspawn"})
 MACHINE_GROUP = "machine-parts"
 
 

@@ -1,5 +1,5 @@
 """The grouping of tests for the two pytest-xdist workers (tests/conftest.py): the tests that use
-a part the machine can hold once share one group; the others are grouped by file."""
+the nspawn hosts or the chroot target share one group; the others are grouped by file."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ from tests.parts import REPO
 
 def test_machine_parts_by_fixture_or_marker_share_one_group() -> None:
     assert xdist_group_of("tests/a.py::t", ["tmp_path", "nspawn_lab"], set()) == MACHINE_GROUP
-    assert xdist_group_of("tests/b.py::t", ["dockerd"], set()) == MACHINE_GROUP
+    assert xdist_group_of("tests/b.py::t", ["chroot_target"], set()) == MACHINE_GROUP
     assert xdist_group_of("tests/c.py::t[x]", ["request"], {"nspawn", "slow"}) == MACHINE_GROUP
-    assert xdist_group_of("tests/d.py::t", [], {"docker"}) == MACHINE_GROUP
+    # dockerd has a data root per worker: its tests stay with their file
+    assert xdist_group_of("tests/d.py::t", ["dockerd"], {"docker"}) == "tests/d.py"
 
 
 def test_other_tests_are_grouped_by_their_file() -> None:

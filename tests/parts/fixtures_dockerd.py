@@ -25,7 +25,9 @@ from tests.parts import CACHE, need, need_command, need_root
 
 ROOTFS = CACHE / "rootfs" / "bookworm"
 ROOTFS_READY = CACHE / "rootfs" / "bookworm.ready"
-DATA_ROOT = CACHE / "dockerd" / "data"
+# One data root per pytest-xdist worker (scripts/test.sh runs two): two daemons never share one.
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+DATA_ROOT = CACHE / "dockerd" / ("data" if _WORKER in ("", "gw0") else f"data-{_WORKER}")
 BASE_IMAGE = "gpulab-test-base:bookworm"
 ROOTFS_WAIT_S = float(os.environ.get("GPULAB_ROOTFS_WAIT_S", "900"))
 LABEL = "io.gpulab.rootfs"
