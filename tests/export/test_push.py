@@ -1,6 +1,7 @@
 """``gpulab export --pushgateway URL``: the push as a Prometheus Pushgateway receives it.
 
-Mocked: the Pushgateway (no package or binary of it can be installed here). The double answers
+Mocked: the Pushgateway, for the answers a real one gives only when it is broken or refuses
+(tests/export/test_pushgateway_real.py pushes to a real one). The double answers
 what the Pushgateway's API documents for ``PUT /metrics/job/<job>``: it takes only the text
 exposition format (``text/plain; version=0.0.4``) and parses the body with prometheus_client's
 text-format parser, answering 400 with the parse error as the real one does for a body it
