@@ -1,0 +1,270 @@
+"""The Ansible runner's secret handling at its edges (infra.ansible.runner): the stale secrets
+cleanup, the process start time it compares against, the liveness check and the scrubbed
+command record.
+
+Real parts: files and directories in tmp_path, real processes (a child Python, a dead pid),
+/proc. The one stand-in: test_a_dir_that_cannot_be_removed_does_not_stop_the_cleanup makes
+os.unlink refuse one file (what an immutable file or a read-only mount does; root, which runs
+the suite, cannot otherwise be refused a removal in tmp_path).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from infra.ansible import runner as runner_mod
+
+OLD = time.time() - 10 * 24 * 3600
+ROOT = Path(runner_mod.__file__).resolve().parents[2]  # where the module under test lives
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid
+
+
+def _run_dir(root: Path, name: str, *, old: bool = True) -> Path:
+    d = root / name
+    d.mkdir()
+    (d / "secrets.yml").write_text("token: SENTINEL\n")
+    if old:
+        os.utime(d, (OLD, OLD))
+    return d
+
+
+def test_every_stale_dir_is_removed_among_many_others(tmp_path: Path) -> None:
+    """Five dead runs' dirs among forty entries of every kind the cleanup passes over: all five
+    go (the walk does not stop at the first entry it passes over), nothing else does."""
+    dead = _dead_pid()
+    stale = [_run_dir(tmp_path, f"gpulab-secrets-{dead}-s{i}") for i in range(5)]
+    kept = []
+    for i in range(10):
+        kept.append(_run_dir(tmp_path, f"gpulab-ansible-{i}"))  # not a secrets dir
+        kept.append(_run_dir(tmp_path, f"gpulab-secrets-{os.getpid()}-m{i}"))  # this process
+        kept.append(_run_dir(tmp_path, f"gpulab-secrets-{dead}-n{i}", old=False))  # newer
+        kept.append(_run_dir(tmp_path, f"gpulab-secrets-{os.getppid()}-a{i}"))  # alive
+    removed = runner_mod.clean_stale_secrets(tmp_path)
+    assert sorted(removed) == sorted(stale)
+    assert not any(d.exists() for d in stale)
+    assert all((d / "secrets.yml").is_file() for d in kept)
+
+
+def test_a_link_named_like_a_stale_dir_is_not_followed(tmp_path: Path) -> None:
+    """A symlink gpulab-secrets-<dead pid>-x pointing at a directory is not a run's dir: neither
+    the link nor the directory it points at is touched."""
+    dead = _dead_pid()
+    victim = _run_dir(tmp_path, "victim")
+    link = tmp_path / f"gpulab-secrets-{dead}-link"
+    link.symlink_to(victim, target_is_directory=True)
+    os.utime(link, (OLD, OLD), follow_symlinks=False)
+    assert runner_mod.clean_stale_secrets(tmp_path) == []
+    assert link.is_symlink() and (victim / "secrets.yml").is_file()
+
+
+def test_another_users_stale_dir_is_kept(tmp_path: Path) -> None:
+    """A dead run's dir that belongs to another user is not ours to remove."""
+    dead = _dead_pid()
+    theirs = _run_dir(tmp_path, f"gpulab-secrets-{dead}-theirs")
+    other = 65534 if os.getuid() != 65534 else 65533
+    if os.getuid() == 0:
+        os.chown(theirs, other, other)
+        os.utime(theirs, (OLD, OLD))
+        assert runner_mod.clean_stale_secrets(tmp_path) == []
+        assert theirs.is_dir()
+    mine = _run_dir(tmp_path, f"gpulab-secrets-{dead}-mine")
+    removed = runner_mod.clean_stale_secrets(tmp_path)
+    assert removed == [mine]
+    assert theirs.is_dir() == (os.getuid() == 0)
+
+
+def test_stale_dirs_in_the_default_temp_dir_are_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without an argument the cleanup looks in tempfile.gettempdir() (where _write_secrets
+    makes the dirs), and a path given as a string works the same."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = _dead_pid()
+    d = _run_dir(tmp_path, f"gpulab-secrets-{dead}-default")
+    assert runner_mod.clean_stale_secrets() == [d]
+    d2 = _run_dir(tmp_path, f"gpulab-secrets-{dead}-str")
+    assert runner_mod.clean_stale_secrets(str(tmp_path)) == [d2]
+    made, f = runner_mod._write_secrets({"k": "v"})
+    try:
+        assert made.parent == tmp_path
+    finally:
+        f.unlink()
+        made.rmdir()
+
+
+def test_cleanup_of_a_file_or_missing_root_removes_nothing(tmp_path: Path) -> None:
+    root_file = tmp_path / "not-a-dir"
+    root_file.write_text("x")
+    assert runner_mod.clean_stale_secrets(root_file) == []
+    assert runner_mod.clean_stale_secrets(tmp_path / "missing") == []
+
+
+def test_a_dir_that_cannot_be_removed_does_not_stop_the_cleanup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """os.unlink refuses one file (stand-in for an immutable file): the cleanup goes on, the
+    run that calls it at its start is not stopped by an old dir it cannot clear."""
+    dead = _dead_pid()
+    stuck = _run_dir(tmp_path, f"gpulab-secrets-{dead}-stuck")
+    (stuck / "immutable").write_text("x")
+    os.utime(stuck, (OLD, OLD))
+    real_unlink = os.unlink
+
+    def unlink(path: object, *args: object, **kw: object) -> None:
+        if str(path).endswith("immutable"):
+            raise PermissionError(1, "Operation not permitted", str(path))
+        real_unlink(path, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "unlink", unlink)
+    removed = runner_mod.clean_stale_secrets(tmp_path)
+    assert removed == [stuck]
+    assert (stuck / "immutable").exists()
+
+
+PROBE = """
+import sys, time
+sys.path.insert(0, sys.argv[1])
+from infra.ansible.runner import _process_started
+first = _process_started()
+time.sleep(1.2)
+print(first, _process_started(), time.time())
+"""
+
+
+def test_process_start_time_is_when_the_process_started() -> None:
+    """A child's own start time: after the parent launched it (less /proc/stat's whole-second
+    boot time), before it printed, and the same when asked again 1.2 s later (not "now")."""
+    before = time.time()
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE, str(ROOT)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    first, again, printed = (float(x) for x in out.split())
+    assert first == again
+    assert before - 3.0 <= first <= before + 1.0
+    assert printed - first >= 1.2
+
+
+def test_process_start_time_falls_back_to_now_without_proc(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without a readable /proc the start time is "now": a stale dir is then any dir older than
+    the call."""
+    real = Path.read_text
+
+    def read_text(self: Path, *args: object, **kw: object) -> str:
+        if str(self).startswith("/proc/"):
+            raise FileNotFoundError(2, "No such file or directory", str(self))
+        return real(self, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+    t0 = time.time()
+    assert t0 <= runner_mod._process_started() <= time.time()
+
+
+def test_pid_alive_for_another_users_process() -> None:
+    """Signal 0 to another user's live process is refused (EPERM): it is alive all the same.
+    Checked from a child that drops to nobody (after its imports) and asks about pid 1."""
+    code = (
+        "import os, sys; sys.path.insert(0, sys.argv[1]); "
+        "from infra.ansible.runner import _pid_alive\n"
+        "if os.getuid() == 0: os.setgid(65534); os.setuid(65534)\n"
+        "print(_pid_alive(1))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "True"
+
+
+def test_command_record_without_env_is_kept_with_an_empty_env(tmp_path: Path) -> None:
+    cmd = tmp_path / "command"
+    cmd.write_text(json.dumps({"command": ["ansible-playbook", "x.yml"], "cwd": "/w"}))
+    runner_mod._scrub_command_env(cmd)
+    assert json.loads(cmd.read_text()) == {
+        "command": ["ansible-playbook", "x.yml"],
+        "cwd": "/w",
+        "env": {},
+    }
+    cmd.write_text(json.dumps({"command": [], "env": None}))
+    runner_mod._scrub_command_env(cmd)
+    assert json.loads(cmd.read_text()) == {"command": [], "env": {}}
+
+
+def test_command_record_drops_lookalikes_of_kept_names(tmp_path: Path) -> None:
+    cmd = tmp_path / "command"
+    env = {
+        "ANSIBLE_X": "1",
+        "PATH": "/bin",
+        "MY_ANSIBLE_TOKEN": "s1",
+        "ansible_password": "s2",
+        "PATHEXT": "s3",
+        "XPATH": "s4",
+        "OS_PASSWORD": "s5",
+    }
+    cmd.write_text(json.dumps({"command": ["a"], "env": env}))
+    runner_mod._scrub_command_env(cmd)
+    assert json.loads(cmd.read_text())["env"] == {"ANSIBLE_X": "1", "PATH": "/bin"}
+
+
+def test_command_record_that_is_not_text_is_removed(tmp_path: Path) -> None:
+    cmd = tmp_path / "command"
+    cmd.write_bytes(b"\xff\xfe OS_PASSWORD=pw")
+    runner_mod._scrub_command_env(cmd)
+    assert not cmd.exists()
+    d = tmp_path / "command-dir"
+    d.mkdir()
+    runner_mod._scrub_command_env(d)  # not a file: left alone
+    assert d.is_dir()
+
+
+def test_secrets_file_is_created_new_and_private(tmp_path: Path) -> None:
+    d, f = runner_mod._write_secrets({"b": "x: y", "a": [1, 2]})
+    try:
+        assert f.parent == d and f.is_file() and not f.is_symlink()
+        assert stat.S_IMODE(f.stat().st_mode) == 0o600
+        assert f.stat().st_uid == os.getuid()
+        assert d.name.startswith("gpulab-secrets-") and d.name.split("-")[2] == str(os.getpid())
+        import yaml
+
+        assert yaml.safe_load(f.read_text()) == {"b": "x: y", "a": [1, 2]}
+    finally:
+        f.unlink()
+        d.rmdir()
+
+
+def test_pid_alive_asks_without_signalling_the_process() -> None:
+    """Asking whether a run's owner lives must not disturb it: a live child is still running
+    (not hung up, not interrupted) after being asked about."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        time.sleep(0.2)
+        assert runner_mod._pid_alive(child.pid) is True
+        time.sleep(0.2)
+        assert child.poll() is None
+    finally:
+        child.kill()
+        child.wait()
+    assert runner_mod._pid_alive(child.pid) is False
