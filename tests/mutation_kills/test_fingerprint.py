@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import codecs
 import io
+import locale
 import os
 import platform
 from pathlib import Path
@@ -584,3 +585,22 @@ def test_vm_and_container_evidence_words(tmp_path: Path) -> None:
         "lab says native (no container), fingerprint finds a docker container: "
         "systemd-detect-virt --container unavailable",
     ]
+
+
+def test_utf8_host_files_read_the_same_under_an_ascii_locale(tmp_path: Path) -> None:
+    """os-release and DMI fields holding UTF-8 (a vendor's accented name) read while the C
+    library's locale is "C" (ASCII codeset), as on a minimal host image: the probe decodes
+    UTF-8 itself, not the locale's encoding. The locale is the process's own, set and restored
+    here; Python's UTF-8 mode (PYTHONUTF8=1) would ignore it, so the test says so instead."""
+    write(tmp_path, "etc/os-release", 'PRETTY_NAME="Débian GNU/Linux 12 (bookworm) — lab"\n')
+    write(tmp_path, "sys/class/dmi/id/sys_vendor", "Société Générale Hyperviseurs\n")
+    old = locale.setlocale(locale.LC_CTYPE)
+    locale.setlocale(locale.LC_CTYPE, "C")
+    try:
+        codeset = locale.getpreferredencoding(False)
+        assert "UTF" not in codeset.upper(), f"the locale's codeset stays {codeset}: UTF-8 mode?"
+        fp = system(root=tmp_path, env={}, run=absent)
+    finally:
+        locale.setlocale(locale.LC_CTYPE, old)
+    assert fp["os"]["name"] == "Débian GNU/Linux 12 (bookworm) — lab"
+    assert fp["vm"]["dmi"]["sys_vendor"] == "Société Générale Hyperviseurs"
