@@ -170,9 +170,18 @@ def build(j: Journal, strict: bool = False, embed: bool = True) -> StudyReport:
     on_gpu = _has_gpu(records)
     rows = []
     by_claim = {v.claim: v for v in (rep.verdicts if rep else [])}
+    tested = sorted(
+        {str(c) for r in records if r.get("status") == "ok" for c in r.get("claims") or []}
+    )
     for c in claims:
         v = by_claim.get(c)
         measured = "; ".join(o.measured for _, o in v.results if o.measured)[:300] if v else ""
+        if v is None and not note:  # the reason a claim has no verdict
+            measured = (
+                "no finished record tests this claim (the suite's experiments test "
+                + (", ".join(tested) or "no claim")
+                + ")"
+            )
         label = "GPU" if on_gpu else ("CPU-indicative" if gpu_claim(pub, c) else "")
         rows.append(
             VerdictRow(
