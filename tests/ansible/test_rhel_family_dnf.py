@@ -1,0 +1,306 @@
+"""The RHEL-family task branches run with the REAL dnf on a Debian rootfs whose facts say
+Rocky Linux 9.4 -- not on RHEL or Rocky (no such rootfs is reachable here).
+
+What is real: ansible-playbook over a chroot connection into an overlay of the test rootfs
+(``scripts/parts/rootfs.sh``) plus a cached layer with Debian's dnf 4.14, python3-dnf,
+dnf-plugins-core and rpm 4.18 (``tests/parts/rpm_stub_repo.py``); the roles' own tasks with
+the real ``ansible.builtin.dnf`` (dnf4 backend), ``rpm_key``, ``yum_repository``, ``get_url``
+and ``command`` modules; dnf resolving, verifying and installing from createrepo_c
+repositories served over HTTP; NVIDIA's driver module stream (``@nvidia-driver:550-open``)
+from a modules.yaml; package signatures checked by rpm against the imported key for the CUDA
+and Docker repositories (gpgcheck=1); the signed repomd.xml of the libnvidia-container
+repository checked by dnf (repo_gpgcheck=1, gpgcheck=0, as NVIDIA's nvidia-container-toolkit.repo
+has it); ``dnf repolist --enabled`` and ``dnf config-manager --set-enabled crb``.
+
+What is replaced, and why:
+
+- The facts. ``gather_facts`` would report Debian, so the play runs ``setup`` and then sets
+  the facts a Rocky 9.4 host reports (os_family RedHat, distribution Rocky, major version 9,
+  pkg_mgr dnf, an EL9 kernel ``5.14.0-427.13.1.el9_4.x86_64``) with ``set_fact cacheable``;
+  the roles read them from ``ansible_facts`` as usual (tests/data/rpm/rhel_converge.yml).
+- The packages are STUBS (empty payloads with the real names, versions and dependencies; a
+  few carry the files the roles read back: nvcc, nvidia-ctk, apptainer, the repo files of
+  rocky-release and epel-release). Rocky's BaseOS/AppStream, CRB and EPEL are stub
+  repositories on the same server, unsigned (gpgcheck=0 in their repo files, where Rocky and
+  EPEL sign theirs); the CUDA, libnvidia-container and Docker repositories use a stub key,
+  pinned by fingerprint in the role variables in place of NVIDIA's and Docker's.
+- ``rocky-release`` (which owns rocky.repo and tells dnf ``$releasever`` = 9) is installed
+  with ``rpm -i`` before the first run, as a Rocky install already has it. Debian's rpm keeps
+  its database in ``~/.rpmdb``; the layer sets ``%_dbpath /var/lib/rpm`` as on RHEL. Debian's
+  /etc/os-release has no ``PLATFORM_ID``, which dnf's module filtering needs: dnf.conf gets
+  ``module_platform_id=platform:el9`` (Rocky 9's value). Debian's dnf-plugins-core enables its
+  "local" plugin (a copy of every installed package in a local repository), which Rocky does
+  not ship: it is turned off.
+- Tasks that cannot act on a chroot of a Debian rootfs, each left to the role's own guard:
+  the initramfs handler (``dracut --force``, ``removes: /usr/bin/dracut``: no dracut here, so
+  it is skipped), ``mokutil --sb-state`` (absent: read as Secure Boot off), the reboot (never
+  on a chroot connection), the GPU steps (no GPU: nvidia-persistenced, nvidia-smi, CDI). No
+  kernel module is built or loaded (dkms and the kmod packages are stubs).
+- docker_engine: only its ``tasks/RedHat.yml`` (key, docker-ce.repo, packages); main.yml's
+  start of dockerd and ``docker version`` need a booted systemd and are converged on the
+  Debian nspawn hosts (test_nspawn_converge.py). Its restart handler runs against the chroot,
+  where systemctl does not act.
+- nvidia_container_toolkit's Docker/containerd configuration is off (no dockerd here); it is
+  the same nvidia-ctk tasks on both families and converged on the nspawn hosts.
+
+Converged twice: the second run must report changed=0.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra.ansible import run_playbook
+from infra.hosts import Host
+from tests.ansible.helpers import Events
+from tests.parts import REPO, need, need_command, need_root
+from tests.parts import rpm_stub_repo as rpmrepo
+from tests.parts.nspawn import ROOTFS, rootfs_ready, stop_process, wait_for
+
+pytestmark = [pytest.mark.nspawn, pytest.mark.slow]
+
+PLAYBOOK = REPO / "tests/data/rpm/rhel_converge.yml"
+CUDA_KEY = "/etc/pki/rpm-gpg/RPM-GPG-KEY-NVIDIA-CUDA"
+CTK_KEY = "/etc/pki/rpm-gpg/RPM-GPG-KEY-NVIDIA-CONTAINER-TOOLKIT"
+DOCKER_KEY = "/etc/pki/rpm-gpg/RPM-GPG-KEY-DOCKER-CE"
+
+
+@dataclass
+class RhelTarget:
+    root: Path
+    host: Host
+    url: str  # the stub server, as the target reaches it
+    repos: Path
+
+    def sh(self, cmd: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["chroot", str(self.root), "sh", "-c", cmd], capture_output=True,
+                              text=True, check=False, timeout=120)  # fmt: skip
+
+    def extravars(self) -> dict[str, Any]:
+        u, fpr = self.url, (self.repos / "keys/stub.fpr").read_text().strip()
+        key = f"{u}/keys/stub.asc"
+        app = rpmrepo.APPTAINER_RPM
+        return {
+            "rhel_kernel": rpmrepo.EL9_KERNEL,
+            "gpu_facts_install_pciutils": True,  # gpu_facts/tasks/RedHat.yml
+            "nvidia_driver_open_modules": True,  # the stream NVIDIA recommends for Turing+
+            "nvidia_driver_cuda_repo_url": f"{u}/cuda/",
+            "nvidia_driver_cuda_repo_key_url": key,
+            "nvidia_driver_cuda_repo_key_fingerprint_rhel": fpr,
+            "nvidia_driver_hardware_steps": False,
+            "cuda_toolkit_repo_url": f"{u}/cuda/",
+            "cuda_toolkit_repo_key_url": key,
+            "cuda_toolkit_repo_key_fingerprint_rhel": fpr,
+            "nvidia_container_toolkit_repo_url": f"{u}/libnvidia-container/",
+            "nvidia_container_toolkit_repo_key_url": key,
+            "nvidia_container_toolkit_repo_key_fingerprint": fpr,
+            "nvidia_container_toolkit_docker": False,
+            "nvidia_container_toolkit_containerd": False,
+            "nvidia_container_toolkit_hardware_steps": False,
+            "apptainer_package_url": f"{u}/files/{app}",
+            "apptainer_package_sha256": rpmrepo.sha256sums(self.repos)[app],
+            "docker_stub_repo": f"{u}/docker",
+            "docker_engine_repo_key_url": key,
+            "docker_engine_repo_key_fingerprint_rhel": fpr,
+        }
+
+
+def _stop_chroot_processes(root: Path) -> None:
+    """SIGTERM, then SIGKILL, each process whose root is ``root``: what the run left behind
+    there (dnf's gpg-agent, started for the repo_gpgcheck key import), one PID at a time."""
+    pids = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            with contextlib.suppress(OSError):
+                if os.readlink(p / "root") == str(root):
+                    pids.append(int(p.name))
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + 5
+        while pids and time.monotonic() < deadline:
+            pids = [pid for pid in pids if Path(f"/proc/{pid}").exists()]
+            time.sleep(0.1)
+
+
+def _mount(*argv: str) -> None:
+    subprocess.run(["mount", *argv], check=True, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def rhel_target(request: pytest.FixtureRequest) -> Iterator[RhelTarget]:
+    need_root("the RHEL-family chroot")
+    for cmd in (*rpmrepo.COMMANDS, "chroot", "mount"):
+        need_command(cmd, "the stub RPM repositories (apt: rpm, createrepo-c)")
+    need(rootfs_ready(), f"cached rootfs {ROOTFS} (scripts/parts/rootfs.sh prepare)")
+    repos = rpmrepo.build()
+    if not rpmrepo.dnf_layer_ready():  # apt through the lab's apt-cacher-ng, once
+        lab = request.getfixturevalue("nspawn_lab")
+        rpmrepo.prepare_dnf_layer(lab.apt_proxy)
+    work = Path(tempfile.mkdtemp(prefix="gpulab-rhel-"))
+    root = work / "root"
+    for d in ("upper", "work", "root"):
+        (work / d).mkdir()
+    mounts: list[Path] = []
+    server: subprocess.Popen[bytes] | None = None
+    try:
+        opts = (
+            f"lowerdir={rpmrepo.LAYER}:{ROOTFS},upperdir={work / 'upper'},workdir={work / 'work'}"
+        )
+        _mount("-t", "overlay", "overlay", "-o", opts, str(root))
+        mounts.append(root)
+        _mount("-t", "proc", "proc", str(root / "proc"))
+        mounts.append(root / "proc")
+        _mount("--bind", "/dev", str(root / "dev"))
+        mounts.append(root / "dev")
+        with socket.socket() as s:  # the chroot shares this machine's network
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        server = subprocess.Popen(
+            [sys.executable, "-m", "http.server", "--bind", "127.0.0.1", "--directory",
+             str(repos), str(port)],
+            stdout=(work / "http.log").open("wb"), stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+        )  # fmt: skip
+
+        def up() -> bool:
+            with socket.socket() as s:
+                return s.connect_ex(("127.0.0.1", port)) == 0
+
+        wait_for(up, 15, "the stub RPM server")
+        t = RhelTarget(root=root, url=f"http://127.0.0.1:{port}", repos=repos, host=Host(
+            name="rocky-chroot", address=str(root), ssh_user="root", gpu_path="pci-passthrough",
+            vars={"ansible_connection": "community.general.chroot",
+                  "ansible_python_interpreter": "/usr/bin/python3",
+                  "ansible_pipelining": True}))  # fmt: skip
+        (root / "etc/dnf/vars").mkdir(parents=True, exist_ok=True)
+        (root / "etc/dnf/vars/gpulabstub").write_text(f"127.0.0.1:{port}\n")
+        with (root / "etc/dnf/dnf.conf").open("a") as f:  # Rocky's os-release PLATFORM_ID
+            f.write("module_platform_id=platform:el9\n")
+        # Debian's dnf-plugins-core turns on the "local" plugin, which Rocky does not install
+        (root / "etc/dnf/plugins/local.conf").write_text("[main]\nenabled = false\n")
+        shutil.copy(repos / "files" / rpmrepo.RELEASE_RPM, root / "tmp")
+        r = t.sh(f"rpm -i /tmp/{rpmrepo.RELEASE_RPM} && rm /tmp/{rpmrepo.RELEASE_RPM}")
+        assert r.returncode == 0, r.stderr
+        yield t
+    finally:
+        stop_process(server)
+        _stop_chroot_processes(root)
+        for m in reversed(mounts):
+            subprocess.run(["umount", str(m)], capture_output=True, check=False)
+        if not any(os.path.ismount(m) for m in mounts):  # never through /dev's bind mount
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def _mode(p: Path) -> str:
+    return oct(p.stat().st_mode & 0o7777)
+
+
+def _ini(text: str) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    section = ""
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1]
+            out[section] = {}
+        elif "=" in line and section:
+            k, v = line.split("=", 1)
+            out[section][k.strip()] = v.strip()
+    return out
+
+
+def test_rhel_branches_real_dnf_on_debian_with_rocky_facts_converge_then_idempotent(
+    rhel_target: RhelTarget,
+) -> None:
+    t, root = rhel_target, rhel_target.root
+    ev = Events()
+    t0 = time.monotonic()
+    first = run_playbook(PLAYBOOK, [t.host], extravars=t.extravars(), event_handler=ev,
+                         check=False)  # fmt: skip
+    assert first.ok, first.summary() + "\n" + first.stdout_tail[-4000:]
+    facts = ev.facts(t.host.name)
+    assert facts["gpu_facts_supported"] is True and facts["gpu_facts_cuda_repo_distro"] == "rhel9"
+    assert facts["nvidia_driver_changed"] is True and facts["nvidia_driver_reboot_wanted"] is False
+    # CRB was disabled (rocky.repo), so the role enabled it with the real config-manager
+    crb = ev.results("Enable CRB (EL9) or PowerTools (EL8) for DKMS's build dependencies")
+    assert [r.get("cmd") for r in crb] == [["dnf", "config-manager", "--set-enabled", "crb"]]
+    assert _ini((root / "etc/yum.repos.d/rocky.repo").read_text())["crb"]["enabled"] in (
+        "1",
+        "True",
+    )
+
+    fpr = (t.repos / "keys/stub.fpr").read_text().strip()
+    stub_key = (t.repos / "keys/stub.asc").read_text()
+    for key in (CUDA_KEY, CTK_KEY, DOCKER_KEY):
+        k = root / key.lstrip("/")
+        assert k.read_text() == stub_key and _mode(k) == "0o644", key
+    pubkeys = t.sh("rpm -q gpg-pubkey --qf '%{VERSION}\\n'").stdout.split()
+    assert pubkeys == [fpr[-8:].lower()], pubkeys  # imported once, by rpm_key
+
+    repos = {n: root / f"etc/yum.repos.d/{n}.repo" for n in
+             ("cuda", "nvidia-container-toolkit", "docker-ce-stable", "epel")}  # fmt: skip
+    for n, p in repos.items():
+        assert _mode(p) == "0o644", n
+    cuda = _ini(repos["cuda"].read_text())["cuda"]
+    assert (cuda["baseurl"], cuda["enabled"], cuda["gpgcheck"], cuda["gpgkey"]) == (
+        f"{t.url}/cuda/",
+        "1",
+        "1",
+        f"file://{CUDA_KEY}",
+    )
+    ctk = _ini(repos["nvidia-container-toolkit"].read_text())["nvidia-container-toolkit"]
+    # NVIDIA's nvidia-container-toolkit.repo: repo_gpgcheck=1, gpgcheck=0, sslverify=1
+    assert (ctk["repo_gpgcheck"], ctk["gpgcheck"], ctk["sslverify"], ctk["enabled"]) == (
+        "1",
+        "0",
+        "1",
+        "1",
+    )
+    assert (
+        ctk["gpgkey"] == f"file://{CTK_KEY}" and ctk["baseurl"] == f"{t.url}/libnvidia-container/"
+    )
+    dock = _ini(repos["docker-ce-stable"].read_text())["docker-ce-stable"]
+    assert dock["baseurl"] == f"{t.url}/docker/$releasever/$basearch/stable"
+    assert (dock["gpgcheck"], dock["gpgkey"]) == ("1", f"file://{DOCKER_KEY}")
+
+    bl = root / "etc/modprobe.d/blacklist-nouveau.conf"
+    assert _mode(bl) == "0o644"
+    assert {"blacklist nouveau", "options nouveau modeset=0"} <= set(bl.read_text().splitlines())
+
+    q = t.sh("rpm -q --qf '%{NAME}-%{VERSION}-%{RELEASE}\\n' kernel-devel kernel-headers dkms "
+             "epel-release pciutils gnupg2 nvidia-driver kmod-nvidia-open-dkms "
+             "cuda-toolkit-12-4 nvidia-container-toolkit nvidia-container-toolkit-base "
+             "libnvidia-container-tools libnvidia-container1 apptainer docker-ce docker-ce-cli "
+             "containerd.io docker-buildx-plugin")  # fmt: skip
+    assert q.returncode == 0, q.stdout + q.stderr
+    assert f"kernel-devel-{rpmrepo.EL9_KERNEL.rsplit('.', 1)[0]}" in q.stdout.split()
+    assert f"nvidia-container-toolkit-{rpmrepo.CTK}-1" in q.stdout.split()
+    assert t.sh("rpm -q kmod-nvidia-latest-dkms").returncode != 0  # the open stream only
+    mods = t.sh("dnf -q -C module list --enabled nvidia-driver")
+    assert "550-open [e]" in mods.stdout, mods.stdout + mods.stderr
+    assert os.readlink(root / "usr/local/cuda") == "/usr/local/cuda-12.4"
+    first_s = time.monotonic() - t0
+
+    t1 = time.monotonic()
+    again = run_playbook(PLAYBOOK, [t.host], extravars=t.extravars(), check=False)
+    assert again.ok and again.hosts[t.host.name].changed == 0, (
+        again.summary() + "\n" + again.stdout_tail[-4000:]
+    )
+    print(f"\nfirst converge {first_s:.1f} s; second {time.monotonic() - t1:.1f} s\n"
+          + again.stdout_tail[-600:])  # fmt: skip

@@ -1,0 +1,425 @@
+"""STUB RPM repositories for the RHEL-family role branches, and a Debian rootfs layer with dnf.
+
+Neither Rocky/RHEL nor NVIDIA's rpm repositories are reachable here, so this builds stand-ins
+with the real tools (``rpmbuild``, ``rpmsign``, ``createrepo_c``, ``modifyrepo_c``, ``gpg``):
+packages named as the RHEL tasks name them, each an empty payload (a ``STUB`` note) except the
+few files the roles read back (``nvcc``, ``nvidia-ctk``, ``apptainer``, repository files).
+Cached under ``.cache/rpm-stub-repo`` (rebuilt when this file or ``tests/data/rpm/`` changes)::
+
+    baseos/                Rocky 9 BaseOS + AppStream stand-in (rocky-release, kernel-devel of
+                           the faked EL9 kernel, kernel-headers, gcc, make, pciutils, gnupg2,
+                           epel-release, python3, tar); unsigned, as the test's repo file says
+    crb/                   CRB stand-in (disabled by rocky-release's repo file, as on Rocky 9)
+    epel/                  EPEL stand-in: dkms (Requires gcc, make, kernel-devel)
+    cuda/                  like NVIDIA's rhel9 CUDA repo: packages SIGNED with the stub key,
+                           module nvidia-driver with streams 550-open and 550-dkms (modules.yaml
+                           added by modifyrepo_c), cuda-toolkit-12-4 with a stub nvcc
+    libnvidia-container/   like nvidia.github.io/libnvidia-container/stable/rpm: repomd.xml
+                           SIGNED (repomd.xml.asc), packages not (repo_gpgcheck=1, gpgcheck=0)
+    docker/9/x86_64/stable like download.docker.com/linux/centos: packages SIGNED
+    files/                 single downloads: apptainer-1.3.4-1.x86_64.rpm, rocky-release
+    SHA256SUMS             checksums of files/*
+    keys/stub.asc, stub.fpr  the stub signing key (public part only) and its fingerprint
+
+:func:`prepare_dnf_layer` caches ``.cache/rootfs/bookworm-dnf`` : an overlay upper layer over
+the test rootfs (``scripts/parts/rootfs.sh``) holding Debian's ``dnf``, ``python3-dnf``,
+``dnf-plugins-core`` and ``rpm`` (apt through the lab's apt-cacher-ng), with rpm's database at
+/var/lib/rpm as on RHEL (Debian's rpm puts it under ``~/.rpmdb``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.parts import CACHE, REPO
+from tests.parts.nspawn import ROOTFS, ROOTFS_READY
+
+OUT = CACHE / "rpm-stub-repo"
+SPEC = REPO / "tests/data/rpm/stub.spec.in"
+LAYER = CACHE / "rootfs" / "bookworm-dnf"
+LAYER_READY = CACHE / "rootfs" / "bookworm-dnf.ready"
+LAYER_APT = ("dnf", "python3-dnf", "dnf-plugins-core", "rpm")
+COMMANDS = ("rpmbuild", "rpmsign", "createrepo_c", "modifyrepo_c", "gpg")
+
+# The faked facts' kernel (a Rocky 9.4 kernel): kernel-devel-<it> must resolve in the stub repo.
+EL9_KERNEL = "5.14.0-427.13.1.el9_4.x86_64"
+DRIVER = "550.127.08"
+CTK = "1.17.3"
+APPTAINER_RPM = "apptainer-1.3.4-1.x86_64.rpm"
+RELEASE_RPM = "rocky-release-9.4-1.7.el9.noarch.rpm"
+
+
+@dataclass
+class Pkg:
+    name: str
+    version: str
+    release: str
+    repo: str  # directory under OUT
+    arch: str = "x86_64"
+    requires: list[str] = field(default_factory=list)
+    provides: list[str] = field(default_factory=list)
+    files: dict[str, tuple[int, str]] = field(default_factory=dict)  # path -> (mode, content)
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name}-{self.version}-{self.release}.{self.arch}.rpm"
+
+    @property
+    def nevra(self) -> str:
+        return f"{self.name}-0:{self.version}-{self.release}.{self.arch}"
+
+
+def _exe(text: str) -> tuple[int, str]:
+    return 0o755, "#!/bin/sh\n" + text
+
+
+ROCKY_REPO = """\
+# gpulab STUB of Rocky 9's rocky.repo: BaseOS/AppStream enabled, CRB present but disabled.
+# $gpulabstub (/etc/dnf/vars/gpulabstub) is the stub server's host:port.
+[baseos]
+name=Rocky Linux $releasever - BaseOS (gpulab stub)
+baseurl=http://$gpulabstub/baseos/
+gpgcheck=0
+enabled=1
+
+[crb]
+name=Rocky Linux $releasever - CRB (gpulab stub)
+baseurl=http://$gpulabstub/crb/
+gpgcheck=0
+enabled=0
+"""
+
+EPEL_REPO = """\
+# gpulab STUB of epel.repo (the real one checks packages with RPM-GPG-KEY-EPEL-9).
+[epel]
+name=Extra Packages for Enterprise Linux $releasever - $basearch (gpulab stub)
+baseurl=http://$gpulabstub/epel/
+gpgcheck=0
+enabled=1
+"""
+
+
+def packages() -> list[Pkg]:
+    kver, krel = EL9_KERNEL.rsplit(".", 1)[0].split("-", 1)
+    base = [
+        Pkg(
+            "rocky-release",
+            "9.4",
+            "1.7.el9",
+            "files",
+            arch="noarch",
+            provides=["system-release", "system-release(releasever) = 9", "redhat-release = 9.4"],
+            files={"/etc/yum.repos.d/rocky.repo": (0o644, ROCKY_REPO)},
+        ),
+        Pkg(
+            "kernel-devel", kver, krel, "baseos", provides=[f"kernel-devel-uname-r = {EL9_KERNEL}"]
+        ),
+        Pkg("kernel-headers", kver, krel, "baseos"),
+        Pkg("bash", "5.1.8", "9.el9", "baseos", provides=["/bin/sh"]),  # the scripts' /bin/sh
+        Pkg("gcc", "11.4.1", "3.el9", "baseos"),
+        Pkg("make", "4.3", "8.el9", "baseos", provides=["make = 1:4.3"]),
+        Pkg("pciutils", "3.7.0", "5.el9", "baseos"),
+        Pkg("gnupg2", "2.3.3", "4.el9", "baseos"),
+        Pkg("tar", "1.34", "6.el9", "baseos"),
+        Pkg("python3", "3.9.18", "3.el9", "baseos"),
+        Pkg(
+            "epel-release",
+            "9",
+            "7.el9",
+            "baseos",
+            arch="noarch",
+            files={"/etc/yum.repos.d/epel.repo": (0o644, EPEL_REPO)},
+        ),
+        Pkg("libvdpau-devel", "1.4", "6.el9", "crb"),
+        Pkg(
+            "dkms",
+            "3.0.13",
+            "1.el9",
+            "epel",
+            arch="noarch",
+            requires=["gcc", "make", "kernel-devel"],
+        ),
+    ]
+    cuda = [
+        Pkg("nvidia-driver", DRIVER, "1.el9", "cuda", requires=[f"nvidia-kmod-common = {DRIVER}"]),
+        Pkg("nvidia-driver-cuda", DRIVER, "1.el9", "cuda"),
+        Pkg("nvidia-kmod-common", DRIVER, "1.el9", "cuda", arch="noarch"),
+        Pkg(
+            "kmod-nvidia-open-dkms",
+            DRIVER,
+            "1.el9",
+            "cuda",
+            requires=["dkms"],
+            provides=[f"nvidia-kmod = {DRIVER}"],
+        ),
+        Pkg(
+            "kmod-nvidia-latest-dkms",
+            DRIVER,
+            "1.el9",
+            "cuda",
+            requires=["dkms"],
+            provides=[f"nvidia-kmod = {DRIVER}"],
+        ),
+        Pkg(
+            "cuda-toolkit-12-4",
+            "12.4.1",
+            "1",
+            "cuda",
+            files={
+                "/usr/local/cuda-12.4/bin/nvcc": _exe(
+                    'echo "nvcc: NVIDIA (R) Cuda compiler driver (gpulab stub)"\n'
+                    'echo "Cuda compilation tools, release 12.4, V12.4.131"\n'
+                )
+            },
+        ),
+    ]
+    ctk = [
+        Pkg(
+            "nvidia-container-toolkit-base",
+            CTK,
+            "1",
+            "libnvidia-container",
+            files={
+                "/usr/bin/nvidia-ctk": _exe(
+                    f'echo "NVIDIA Container Toolkit CLI version {CTK} (gpulab stub)"\n'
+                )
+            },
+        ),
+        Pkg(
+            "nvidia-container-toolkit",
+            CTK,
+            "1",
+            "libnvidia-container",
+            requires=[
+                f"nvidia-container-toolkit-base = {CTK}-1",
+                f"libnvidia-container-tools = {CTK}-1",
+            ],
+        ),
+        Pkg(
+            "libnvidia-container-tools",
+            CTK,
+            "1",
+            "libnvidia-container",
+            requires=[f"libnvidia-container1 = {CTK}-1"],
+        ),
+        Pkg("libnvidia-container1", CTK, "1", "libnvidia-container"),
+    ]
+    docker = [
+        Pkg(n, v, "1.el9", "docker/9/x86_64/stable")
+        for n, v in [("docker-ce", "27.3.1"), ("docker-ce-cli", "27.3.1"),
+                     ("containerd.io", "1.7.22"), ("docker-buildx-plugin", "0.17.1")]
+    ]  # fmt: skip
+    app = [
+        Pkg("apptainer", "1.3.4", "1", "files", files={
+            "/usr/bin/apptainer": _exe('echo "apptainer version 1.3.4 (gpulab stub)"\n'),
+            "/etc/apptainer/apptainer.conf": (0o644, "use nvidia-container-cli = no\n"),
+            "/etc/apptainer/nvliblist.conf": (0o644, "libcuda.so\nlibnvidia-ml.so\n")}),
+    ]  # fmt: skip
+    return base + cuda + ctk + docker + app
+
+
+SIGNED_PKGS = ("cuda", "docker/9/x86_64/stable")  # gpgcheck=1 in the roles' repo files
+SIGNED_META = ("libnvidia-container",)  # repo_gpgcheck=1
+
+MODULES_YAML = """\
+---
+document: modulemd
+version: 2
+data:
+  name: nvidia-driver
+  stream: "{stream}"
+  version: 1
+  context: "00000000"
+  arch: x86_64
+  summary: gpulab STUB of NVIDIA's nvidia-driver module ({stream})
+  description: gpulab STUB of the CUDA repository's nvidia-driver module stream
+  license:
+    module: [MIT]
+  profiles:
+    default:
+      rpms: [nvidia-driver, nvidia-driver-cuda, {kmod}]
+  artifacts:
+    rpms:
+{artifacts}
+...
+"""
+
+
+# As in NVIDIA's repository: every stream's default profile is "default" (no default stream
+# here, so nothing modular is visible until a stream is enabled).
+MODULE_DEFAULTS = """\
+---
+document: modulemd-defaults
+version: 1
+data:
+  module: nvidia-driver
+  profiles:
+    550-open: [default]
+    550-dkms: [default]
+...
+"""
+
+
+def _stamp() -> str:
+    h = hashlib.sha256(Path(__file__).read_bytes())
+    h.update(SPEC.read_bytes())
+    return h.hexdigest()
+
+
+def _run(argv: list[str], env: dict[str, str] | None = None) -> str:
+    r = subprocess.run(argv, capture_output=True, text=True, check=False, env=env)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:4])} ...: rc {r.returncode}: {r.stderr[-600:]}")
+    return r.stdout
+
+
+def _build_one(p: Pkg, work: Path, out: Path) -> Path:
+    stage = work / "stage" / p.name
+    doc = f"/usr/share/doc/{p.name}/STUB"
+    files = {doc: (0o644, f"gpulab STUB of {p.name} {p.version}: no real software inside.\n"),
+             **p.files}  # fmt: skip
+    for path, (mode, text) in files.items():
+        f = stage / path.lstrip("/")
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(text)
+        f.chmod(mode)
+    deps = [f"Requires: {r}" for r in p.requires] + [f"Provides: {v}" for v in p.provides]
+    spec = (
+        SPEC.read_text()
+        .replace("@NAME@", p.name).replace("@VERSION@", p.version)
+        .replace("@RELEASE@", p.release).replace("@ARCH@", p.arch)
+        .replace("@DEPS@", "\n".join(deps)).replace("@STAGE@", str(stage))
+        .replace("@FILES@", "\n".join(f"%attr({m:04o},root,root) {path}"
+                                      for path, (m, _) in sorted(files.items())))
+    )  # fmt: skip
+    sp = work / f"{p.name}.spec"
+    sp.write_text(spec)
+    top = work / "top"
+    _run(["rpmbuild", "-bb", "--quiet", "--define", f"_topdir {top}", str(sp)])
+    built = top / "RPMS" / p.arch / p.filename
+    out.mkdir(parents=True, exist_ok=True)
+    return Path(shutil.move(str(built), out / p.filename))
+
+
+def build() -> Path:
+    """Build (cached) the stub RPM repositories; returns their directory."""
+    stamp = OUT / ".ready"
+    if stamp.is_file() and stamp.read_text() == _stamp():
+        return OUT
+    for cmd in COMMANDS:
+        if shutil.which(cmd) is None:
+            raise RuntimeError(f"the stub RPM repositories need {cmd!r} (apt: rpm, createrepo-c)")
+    tmp = OUT.with_name(OUT.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    work = Path(tempfile.mkdtemp(prefix="gpulab-rpmbuild-"))
+    try:
+        gnupg = work / "gnupg"
+        gnupg.mkdir(mode=0o700)
+        env = {**os.environ, "GNUPGHOME": str(gnupg)}
+        _run(["gpg", "--batch", "--passphrase", "", "--quick-gen-key",
+              "gpulab RPM stub repositories <gpulab@localhost>", "rsa3072", "sign", "never"],
+             env)  # fmt: skip
+        colons = _run(["gpg", "--batch", "--with-colons", "--list-keys"], env)
+        fpr = next(line.split(":")[9] for line in colons.splitlines() if line.startswith("fpr:"))
+        (tmp / "keys").mkdir(parents=True)
+        (tmp / "keys/stub.asc").write_text(
+            _run(["gpg", "--batch", "--armor", "--export", fpr], env)
+        )
+        (tmp / "keys/stub.fpr").write_text(fpr + "\n")
+        pkgs = packages()
+        for p in pkgs:
+            rpm = _build_one(p, work, tmp / p.repo)
+            if p.repo in SIGNED_PKGS:
+                _run(["rpmsign", "--addsign", "--define", f"_gpg_name {fpr}",
+                      "--define", f"_gpg_path {gnupg}", "--define", f"__gpg {shutil.which('gpg')}",
+                      str(rpm)], env)  # fmt: skip
+        for repo in sorted({p.repo for p in pkgs} - {"files"}):
+            _run(["createrepo_c", "--quiet", "--no-database", str(tmp / repo)])
+        streams = {"550-open": "kmod-nvidia-open-dkms", "550-dkms": "kmod-nvidia-latest-dkms"}
+        docs = []
+        for stream, kmod in streams.items():
+            names = ("nvidia-driver", "nvidia-driver-cuda", "nvidia-kmod-common", kmod)
+            arts = "\n".join(f"      - {p.nevra}" for p in pkgs if p.name in names)
+            docs.append(MODULES_YAML.format(stream=stream, kmod=kmod, artifacts=arts))
+        modules = work / "modules.yaml"
+        modules.write_text("".join(docs) + MODULE_DEFAULTS)
+        _run(["modifyrepo_c", "--mdtype=modules", str(modules),
+              str(tmp / "cuda/repodata")])  # fmt: skip
+        for repo in SIGNED_META:
+            _run(["gpg", "--batch", "--yes", "--local-user", fpr, "--armor", "--detach-sign",
+                  str(tmp / repo / "repodata/repomd.xml")], env)  # fmt: skip
+        sums = [f"{hashlib.sha256(f.read_bytes()).hexdigest()}  {f.name}"
+                for f in sorted((tmp / "files").iterdir())]  # fmt: skip
+        (tmp / "SHA256SUMS").write_text("\n".join(sums) + "\n")
+        (tmp / ".ready").write_text(_stamp())
+        shutil.rmtree(OUT, ignore_errors=True)
+        tmp.rename(OUT)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)  # the private key goes with it
+        shutil.rmtree(tmp, ignore_errors=True)
+    return OUT
+
+
+def sha256sums(out: Path = OUT) -> dict[str, str]:
+    sums = {}
+    for line in (out / "SHA256SUMS").read_text().splitlines():
+        digest, name = line.split(maxsplit=1)
+        sums[name.strip()] = digest
+    return sums
+
+
+def _layer_key() -> str:
+    rootfs = ROOTFS_READY.read_text().strip() if ROOTFS_READY.is_file() else "none"
+    return f"{rootfs}|{' '.join(LAYER_APT)}|dbpath-v1"
+
+
+def dnf_layer_ready() -> bool:
+    return LAYER_READY.is_file() and LAYER_READY.read_text() == _layer_key()
+
+
+def prepare_dnf_layer(apt_proxy: str | None) -> Path:
+    """Build (cached) the dnf layer over the test rootfs: ``apt-get install`` of
+    :data:`LAYER_APT` in a chroot of an overlay whose upper directory becomes the layer."""
+    if dnf_layer_ready():
+        return LAYER
+    work = Path(tempfile.mkdtemp(prefix="gpulab-dnflayer-"))
+    root = work / "root"
+    for d in ("upper", "work", "root"):
+        (work / d).mkdir()
+    mounts: list[Path] = []
+    try:
+        opts = f"lowerdir={ROOTFS},upperdir={work / 'upper'},workdir={work / 'work'}"
+        _run(["mount", "-t", "overlay", "overlay", "-o", opts, str(root)])
+        mounts.append(root)
+        _run(["mount", "-t", "proc", "proc", str(root / "proc")])
+        mounts.append(root / "proc")
+        apt = ["chroot", str(root), "env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-qq"]
+        if apt_proxy:
+            apt += ["-o", f"Acquire::http::Proxy={apt_proxy}"]
+        _run([*apt, "update"])
+        _run([*apt, "install", "-y", "--no-install-recommends", *LAYER_APT])
+        _run([*apt, "clean"])
+        shutil.rmtree(root / "var/lib/apt/lists", ignore_errors=True)
+        (root / "var/lib/apt/lists/partial").mkdir(parents=True)
+        (root / "etc/rpm").mkdir(parents=True, exist_ok=True)
+        (root / "etc/rpm/macros.dbpath").write_text(
+            "# as on RHEL: rpm's database in /var/lib/rpm (Debian's rpm uses ~/.rpmdb)\n"
+            "%_dbpath /var/lib/rpm\n"
+        )
+        (root / "var/lib/rpm").mkdir(parents=True, exist_ok=True)
+    finally:
+        for m in reversed(mounts):
+            subprocess.run(["umount", str(m)], capture_output=True, check=False)
+    if any(os.path.ismount(m) for m in mounts):
+        raise RuntimeError(f"could not unmount {work}")
+    shutil.rmtree(LAYER, ignore_errors=True)
+    (work / "upper").rename(LAYER)
+    shutil.rmtree(work, ignore_errors=True)
+    LAYER_READY.write_text(_layer_key())
+    return LAYER
