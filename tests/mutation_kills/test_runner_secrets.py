@@ -268,3 +268,24 @@ def test_pid_alive_asks_without_signalling_the_process() -> None:
         child.kill()
         child.wait()
     assert runner_mod._pid_alive(child.pid) is False
+
+
+def test_entries_that_vanish_during_the_cleanup_are_passed_over(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runs starting together both clean: an entry the other one removed after the listing
+    fails its lstat (stand-in: Path.lstat raises FileNotFoundError for the *-gone* names); the
+    cleanup goes on to every other stale dir."""
+    dead = _dead_pid()
+    stale = [_run_dir(tmp_path, f"gpulab-secrets-{dead}-s{i}") for i in range(5)]
+    for i in range(20):
+        _run_dir(tmp_path, f"gpulab-secrets-{dead}-gone{i}")
+    real_lstat = Path.lstat
+
+    def lstat(self: Path) -> os.stat_result:
+        if "-gone" in self.name:
+            raise FileNotFoundError(2, "No such file or directory", str(self))
+        return real_lstat(self)
+
+    monkeypatch.setattr(Path, "lstat", lstat)
+    assert sorted(runner_mod.clean_stale_secrets(tmp_path)) == sorted(stale)
