@@ -38,12 +38,14 @@ What is replaced, and why:
   kernel module is built or loaded (dkms and the kmod packages are stubs).
 - docker_engine: only its ``tasks/RedHat.yml`` (key, docker-ce.repo, packages); main.yml's
   start of dockerd and ``docker version`` need a booted systemd and are converged on the
-  Debian nspawn hosts (test_nspawn_converge.py). Its restart handler runs against the chroot,
-  where systemctl does not act.
+  Debian nspawn hosts (test_nspawn_converge.py). Its restart handler (systemctl restart docker)
+  cannot run without a booted systemd, so the play ends with ``meta: end_play`` right after
+  the branch, before handlers run.
 - nvidia_container_toolkit's Docker/containerd configuration is off (no dockerd here); it is
   the same nvidia-ctk tasks on both families and converged on the nspawn hosts.
 
-Converged twice: the second run must report changed=0.
+Converged twice: the second run must report changed=0. About 124 tasks a run; each converge
+takes ~85 s of CPU, and 230-280 s of wall time on a 2-core machine at load 9-10.
 """
 
 from __future__ import annotations
