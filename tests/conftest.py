@@ -5,14 +5,24 @@ Grouping: a test that uses the nspawn test hosts (one lab per machine: its bridg
 booted hosts are built once, and the first converge is the suite's longest setup) or the chroot
 target goes to the group ``machine-parts``, so one worker builds them once and runs every test
 that needs them in collection order. Every other test is grouped by its file, so a file's
-module-scoped fixtures are built once. Ironic and the vCenter simulator listen on free ports in
-per-worker temporary directories, and dockerd has a data root per worker, so each worker may
-start its own.
+module-scoped fixtures are built once; an explicit ``xdist_group`` mark names its own group.
+Ironic and the vCenter simulator listen on free ports in per-worker temporary directories, and
+dockerd has a data root per worker, so each worker may start its own.
+
+How: pytest-xdist's own loadgroup renames each test (``nodeid@group``) in the workers, which
+pytest 9.2 no longer lets take effect (pytest-xdist issue 1386: the groups are silently
+ignored). So the workers write the group of each test id to a file in a directory the
+controller names (``GPULAB_XDIST_GROUPS``), and the controller's scheduler reads it.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,11 +30,12 @@ pytest_plugins = sorted(
     f"tests.parts.{p.stem}" for p in (Path(__file__).parent / "parts").glob("fixtures_*.py")
 )
 
-# Session fixtures that stand for something the machine can hold once, and the markers of the
+# Session fixtures that stand for something the machine can hold once, and the marker of the
 # tests that use them (some ask for the fixture at run time, with request.getfixturevalue).
 MACHINE_PARTS = frozenset({"nspawn_lab", "nspawn_host", "chroot_target"})
 MACHINE_MARKERS = frozenset({"nspawn"})
 MACHINE_GROUP = "machine-parts"
+GROUPS_ENV = "GPULAB_XDIST_GROUPS"
 
 
 def xdist_group_of(nodeid: str, fixturenames: list[str], markers: set[str]) -> str:
@@ -34,10 +45,73 @@ def xdist_group_of(nodeid: str, fixturenames: list[str], markers: set[str]) -> s
     return nodeid.split("::", 1)[0]
 
 
+def group_of_item(item: pytest.Item) -> str:
+    mark = item.get_closest_marker("xdist_group")
+    if mark is not None:
+        return str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+    names = list(getattr(item, "fixturenames", ()))
+    marks = {m.name for m in item.iter_markers()}
+    return xdist_group_of(item.nodeid, names, marks)
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            names = list(getattr(item, "fixturenames", ()))
-            marks = {m.name for m in item.iter_markers()}
-            item.add_marker(pytest.mark.xdist_group(xdist_group_of(item.nodeid, names, marks)))
+    where = os.environ.get(GROUPS_ENV)
+    if not where:
+        return
+    groups = {item.nodeid: group_of_item(item) for item in items}
+    out = Path(where) / f"groups-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.json"
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(groups))
+    tmp.replace(out)  # the controller never reads half a file
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput") or getattr(config.option, "dist", "no") != "loadgroup":
+        return
+    if not getattr(config.option, "numprocesses", None):
+        return
+    where = tempfile.mkdtemp(prefix="gpulab-xdist-groups-")
+    os.environ[GROUPS_ENV] = where  # the workers start after this and inherit it
+    config.stash[_GROUPS_DIR] = where
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    where = config.stash.get(_GROUPS_DIR, None)
+    if where:
+        shutil.rmtree(where, ignore_errors=True)
+        os.environ.pop(GROUPS_ENV, None)
+
+
+_GROUPS_DIR = pytest.StashKey[str]()
+
+try:
+    from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+except ImportError:  # pragma: no cover - the test extra installs pytest-xdist
+    pass
+else:
+
+    class FileGroupScheduling(LoadScopeScheduling):  # type: ignore[misc]
+        """LoadScope with the scope of each test read from the workers' group files."""
+
+        def __init__(self, config: pytest.Config, log: Any = None) -> None:
+            super().__init__(config, log)
+            self._groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self._groups is None:
+                self._groups = {}
+                where = Path(os.environ.get(GROUPS_ENV, "/nonexistent"))
+                for f in sorted(where.glob("groups-*.json")):
+                    self._groups = json.loads(f.read_text())
+                    break
+            group = self._groups.get(nodeid)
+            if group is None and "@" in nodeid:  # a pytest where xdist's renaming still works
+                group = self._groups.get(nodeid[: nodeid.rfind("@")], nodeid.rsplit("@", 1)[1])
+            return group if group is not None else nodeid.split("::", 1)[0]
+
+    @pytest.hookimpl(tryfirst=True, optionalhook=True)
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+        if config.getvalue("dist") == "loadgroup" and os.environ.get(GROUPS_ENV):
+            return FileGroupScheduling(config, log)
+        return None

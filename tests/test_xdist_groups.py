@@ -3,12 +3,14 @@ the nspawn hosts or the chroot target share one group; the others are grouped by
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import MACHINE_GROUP, xdist_group_of
+from tests.conftest import GROUPS_ENV, MACHINE_GROUP, xdist_group_of
 from tests.parts import REPO
 
 
@@ -27,31 +29,19 @@ def test_other_tests_are_grouped_by_their_file() -> None:
     assert xdist_group_of("tests/x/test_y.py::C::test_w", [], set()) == "tests/x/test_y.py"
 
 
-PRINT_GROUPS = """
-import pytest
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(items):
-    for item in items:
-        print("GROUP\\t" + item.nodeid + "\\t" + item.get_closest_marker("xdist_group").args[0])
-"""
-
-
 def test_collected_e2e_and_converge_tests_land_in_the_machine_group(tmp_path: Path) -> None:
-    """The hook as pytest runs it on a real collection: a plugin that runs after it prints the
-    group each test got."""
-    (tmp_path / "print_groups.py").write_text(PRINT_GROUPS)
-    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    """The hook as pytest runs it on a real collection: with GPULAB_XDIST_GROUPS set, the group
+    of every collected test is written where the scheduler reads it."""
+    env = {**os.environ, GROUPS_ENV: str(tmp_path)}
+    env.pop("PYTEST_XDIST_WORKER", None)
     r = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "print_groups",
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
          "tests/e2e/test_lab_e2e.py", "tests/ansible/test_nspawn_converge.py",
          "tests/lifecycle/test_ansible_run_provider.py", "tests/test_records.py"],
         capture_output=True, text=True, cwd=REPO, env=env, timeout=300, check=False,
     )  # fmt: skip
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    groups = dict(
-        line.split("\t")[1:3] for line in r.stdout.splitlines() if line.startswith("GROUP\t")
-    )
+    groups: dict[str, str] = json.loads((tmp_path / "groups-main.json").read_text())
     machine = {i for i in groups if i.startswith(("tests/e2e/", "tests/ansible/"))}
     machine |= {i for i in groups if "nspawn_host" in i}
     assert len(machine) >= 5, sorted(groups)
@@ -61,3 +51,22 @@ def test_collected_e2e_and_converge_tests_land_in_the_machine_group(tmp_path: Pa
     # a file with both kinds: its tests that need no host stay with the file
     provider = {i: g for i, g in groups.items() if i.startswith("tests/lifecycle/")}
     assert set(provider.values()) == {MACHINE_GROUP, "tests/lifecycle/test_ansible_run_provider.py"}
+
+
+def test_two_workers_run_each_group_on_one_worker(tmp_path: Path) -> None:
+    """What scripts/test.sh runs, on two small files: every test of a file on the same worker
+    (pytest-xdist's own loadgroup spreads them over both under pytest 9.2)."""
+    r = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v",
+         "-p", "no:cacheprovider", "tests/test_records.py", "tests/cli/test_stack_ref.py"],
+        capture_output=True, text=True, cwd=REPO, timeout=300, check=False,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
+    assert "scheduling tests via FileGroupScheduling" in r.stdout
+    ran: dict[str, set[str]] = {}
+    for m in re.finditer(r"^\[(gw\d)\] .*?PASSED (\S+?)::", r.stdout, re.M):
+        ran.setdefault(m.group(2), set()).add(m.group(1))
+    assert set(ran) == {"tests/test_records.py", "tests/cli/test_stack_ref.py"}, r.stdout[-3000:]
+    assert all(len(workers) == 1 for workers in ran.values()), ran
+    assert not list(tmp_path.glob("gpulab-xdist-groups-*"))  # the controller removed its files
