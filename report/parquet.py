@@ -117,6 +117,29 @@ def fast_readable(cols: list[tuple[str, str]]) -> bool:
     )
 
 
+INT_TYPES = frozenset(
+    {"TINYINT", "SMALLINT", "INTEGER", "BIGINT", "HUGEINT", "UTINYINT", "USMALLINT",
+     "UINTEGER", "UBIGINT"}
+)  # fmt: skip
+
+
+def fixed_types(cols: list[tuple[str, str]]) -> dict[str, str]:
+    """The JSON type (report.scan_sql.signature's letter) of each column whose values
+    ``source_sql`` always gives as one JSON type: ``to_json`` of a VARCHAR is a string, of an
+    integer an int, of a BOOLEAN a bool. JSON columns and floats are looked at per value."""
+    out: dict[str, str] = {}
+    for n, t in cols:
+        if n in JSON_COLUMNS or t == "JSON":
+            continue
+        if t == "VARCHAR":
+            out[n] = "s"
+        elif t in INT_TYPES:
+            out[n] = "i"
+        elif t == "BOOLEAN":
+            out[n] = "b"
+    return out
+
+
 def _value_sql(name: str, typ: str) -> str:
     """SQL: the column as JSON text, as json_extract gives a record's field (NULL: absent)."""
     col = _ident(name)
@@ -127,9 +150,9 @@ def _value_sql(name: str, typ: str) -> str:
 
 def source_sql(files: list[Path], cols: list[tuple[str, str]], paths: tuple[str, ...]) -> str:
     """SQL: per row of ``files`` (all with the columns ``cols``), in the files' order,
-    ``filename``, ``k`` (the record's
-    fields: the columns that are not NULL) and ``j_1`` ... ``j_N`` (the JSON text of each of
-    ``paths``, as report.scan_sql's ``json_extract`` of a JSON line gives it). Only the JSON
+    ``filename``, ``k`` (the record's fields that are no top level of ``paths``: the other
+    columns that are not NULL) and ``j_1`` ... ``j_N`` (the JSON text of each of ``paths``,
+    as report.scan_sql's ``json_extract`` of a JSON line gives it). Only the JSON
     columns are parsed; a row where one of them is not JSON gets NULL in every ``j_*`` (like a
     line that is not JSON), so its file goes to the Python reader."""
     have = dict(cols)
@@ -150,7 +173,12 @@ def source_sql(files: list[Path], cols: list[tuple[str, str]], paths: tuple[str,
         outs.append(f"CASE WHEN _ok THEN {e} END AS j_{i}")
     json_cols = [n for n, t in cols if n in JSON_COLUMNS or t == "JSON"]
     valid = " AND ".join(f"(_v_{n} IS NULL OR json_valid(_v_{n}))" for n in json_cols) or "true"
-    keys = ", ".join(f"CASE WHEN {_ident(n)} IS NOT NULL THEN {_quote(n)} END" for n, _ in cols)
+    # k: only the fields that are not a top level of ``paths`` (what report.scan_sql's
+    # unknown_keys looks for); a file whose columns are all known gets a constant [].
+    top = {p for p in paths if "." not in p}
+    extra = [n for n, _ in cols if n not in top]
+    keys = ", ".join(f"CASE WHEN {_ident(n)} IS NOT NULL THEN {_quote(n)} END" for n in extra)
+    k_sql = f"list_filter([{keys}], x -> x IS NOT NULL)" if extra else "[]::VARCHAR[]"
     inner = ", ".join(f"{_value_sql(n, t)} AS _v_{n}" for n, t in cols)
     nested_sql = "".join(
         f", CASE WHEN starts_with(_v_{h}, '{{') THEN try(json_extract(_v_{h}, "
@@ -160,7 +188,7 @@ def source_sql(files: list[Path], cols: list[tuple[str, str]], paths: tuple[str,
     return (
         f"(SELECT filename, k, {', '.join(outs)} "
         f"FROM (SELECT *{nested_sql}, {valid} AS _ok "
-        f"FROM (SELECT filename, {inner}, list_filter([{keys}], x -> x IS NOT NULL) AS k "
+        f"FROM (SELECT filename, {inner}, {k_sql} AS k "
         f"FROM read_parquet([{', '.join(_quote(str(f)) for f in files)}], filename=true))))"
     )
 

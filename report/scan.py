@@ -183,7 +183,8 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
 
         def load_pq(part: list[tuple[str, int]], cols: Any = cols_t) -> None:
             src = parquet.source_sql([Path(n) for n, _ in part], list(cols), q.PATHS)
-            con.execute(f"INSERT INTO rec {q.scan_query(src)}")
+            fixed = parquet.fixed_types(list(cols))
+            con.execute(f"INSERT INTO rec {q.scan_query(src, fixed)}")
 
         try:
             load_pq(group)

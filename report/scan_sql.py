@@ -72,13 +72,18 @@ J_COLUMNS = ", ".join(f"j_{i}" for i in IDX.values())
 TOP = tuple(p for p in PATHS if "." not in p)
 
 
-def signature() -> str:
+def signature(fixed: dict[str, str] | None = None) -> str:
     """SQL: one character per top-level field, its JSON type: s(tring) i(nt) f(loat)
     o(bject) a(rray) n(ull) b(ool) or - (absent). Few distinct values; report.scan checks each
-    with validate_record on a stand-in record of those types."""
+    with validate_record on a stand-in record of those types. ``fixed``: fields whose JSON
+    type is known from their source column wherever they are present (a Parquet VARCHAR
+    column is always a string: report.parquet.fixed_types), so the text is not looked at."""
     parts = []
     for p in TOP:
         v = j(p)
+        if fixed and p in fixed:
+            parts.append(f"CASE WHEN {v} IS NULL THEN '-' ELSE '{fixed[p]}' END")
+            continue
         parts.append(
             f"CASE WHEN {v} IS NULL THEN '-' ELSE CASE left({v}, 1) WHEN '\"' THEN 's' "
             f"WHEN '{{' THEN 'o' WHEN '[' THEN 'a' WHEN 'n' THEN 'n' WHEN 't' THEN 'b' "
@@ -146,10 +151,11 @@ def _bits() -> str:
     )
 
 
-def columns() -> str:
-    """The per-record columns kept after the scan (small: no fingerprint, no step times)."""
+def columns(fixed: dict[str, str] | None = None) -> str:
+    """The per-record columns kept after the scan (small: no fingerprint, no step times);
+    ``fixed`` as for :func:`signature`."""
     cols = {
-        "sig": signature(),
+        "sig": signature(fixed),
         "unknown": unknown_keys(),
         "sv": j("schema_version"),
         "err_set": f"coalesce({j('error')} NOT IN ('null', '\"\"'), false)",
@@ -214,12 +220,12 @@ def json_source() -> str:
     )
 
 
-def scan_query(source: str | None = None) -> str:
+def scan_query(source: str | None = None, fixed: dict[str, str] | None = None) -> str:
     """The per-record columns of ``source`` (SQL giving ``filename``, ``k`` and ``j_*`` as
     :func:`json_source` does: the JSON Lines in ``$files`` by default, or a Parquet file
-    through report.parquet.source_sql)."""
+    through report.parquet.source_sql, with its ``fixed`` types: :func:`signature`)."""
     return (
-        f"SELECT f.idx AS fi, {columns()}\n"
+        f"SELECT f.idx AS fi, {columns(fixed)}\n"
         f"FROM {source or json_source()} s\n"
         "JOIN files f ON f.name = s.filename"
     )
