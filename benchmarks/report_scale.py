@@ -295,9 +295,12 @@ def main(argv: list[str] | None = None) -> int:
                 out = base / f"report-{n}-{engine}-{fmt}"
                 secs, rss, load_s, cpu = run_child(src, out, engine)
                 rows.append((n, label, secs, n / secs, rss, load_s, cpu))
+                # the machine's 1-minute load average after the run: on shared CPUs the wall
+                # times only compare at similar loads (the CPU seconds vary less)
                 print(
                     f"{n:>9,} {label:<14} {secs:8.1f} s {n / secs:>11,.0f} rec/s {rss:8.0f} MiB"
-                    f"  (records to table {load_s:.1f} s; CPU {cpu:.1f} s)",
+                    f"  (records to table {load_s:.1f} s; CPU {cpu:.1f} s; "
+                    f"load {os.getloadavg()[0]:.1f})",
                     flush=True,
                 )
             if args.keep is None:
