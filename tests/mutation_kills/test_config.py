@@ -8,6 +8,7 @@ and the topology specs are the repository's.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +98,11 @@ def test_name_servers_are_ip_addresses() -> None:
         "gpulab:dns_nameservers must be a list of at most 256 IP addresses"
     )
     assert len(value("dns_nameservers", ["10.0.0.1"] * 256)) == 256
+    # an IPv6 address with a zone: valid at any length, taken up to 64 characters
+    scoped = "fe80::1%" + "a" * 56
+    assert value("dns_nameservers", [scoped]) == (scoped,)
+    for longer in (scoped + "a", scoped + "a" * 9):
+        assert problem(dns_nameservers=[longer]).startswith(text)
 
 
 def test_pci_addresses_are_lowercased() -> None:
@@ -242,8 +248,8 @@ def label_problem(labels: Any) -> str:
 
 
 def test_labels_are_strings_of_bounded_size() -> None:
-    cfg = validate({**MAGNUM, "labels": {"a.b-c_d": True, "n": 3, "s": "x"}})
-    assert cfg.labels == {"a.b-c_d": "true", "n": "3", "s": "x"}
+    cfg = validate({**MAGNUM, "labels": {"a.b-c_d": True, "n": 3, "s": "Xy", "f": False}})
+    assert cfg.labels == {"a.b-c_d": "true", "n": "3", "s": "Xy", "f": "false"}
     assert validate({**MAGNUM, "labels": '{"k": "v"}'}).labels == {"k": "v"}
     plain = "gpulab:labels must be a mapping of label names to string values, got"
     for bad in ({"-a": "x"}, {"a": 1.5}, {"a": None}, ["a"], {1: "x"}):
@@ -260,7 +266,15 @@ def test_workload_variables_edges() -> None:
     ok = {"workload_run_docker_image": "tf:2", "workload_run_arm": ["a", {"b": None}]}
     assert value("workload_variables", ok) == ok
     what = "gpulab:workload_variables must be a mapping of Ansible variable names to values"
-    assert problem(workload_variables=["x"]).startswith(what + ": workload_run role inputs")
+    assert problem(workload_variables=["x"]) == (
+        what + ": workload_run role inputs (its meta/argument_specs.yml lists them), got ['x']"
+    )
+    sixty_four = {f"x{i}": 1 for i in range(64)}  # 64 keys pass the count, then each is checked
+    assert "'x0' is not one of its inputs" in problem(workload_variables=sixty_four)
+    long_key = "-" + "k" * 69
+    assert f"; {long_key[:60]!r} is not an Ansible variable name, got" in problem(
+        workload_variables={long_key: 1}
+    )
     too_many = {f"workload_run_v{i}": 1 for i in range(65)}
     assert "; at most 64 keys" in problem(workload_variables=too_many)
     assert "'1x' is not an Ansible variable name" in problem(workload_variables={"1x": 1})
@@ -268,6 +282,9 @@ def test_workload_variables_edges() -> None:
     assert "is not a plain value" in problem(
         workload_variables={"workload_run_arm": {"secure": "v1:x"}}
     )
+    key = "workload_run_docker_image"
+    exact = {key: "x" * (16384 - len(json.dumps({key: ""})))}  # 16384 characters as JSON
+    assert value("workload_variables", exact) == exact
     huge = {"workload_run_docker_image": "x" * 16400}
     assert "; at most 16384 characters as JSON" in problem(workload_variables=huge)
 
@@ -283,6 +300,13 @@ def test_plain_values_nest_at_most_eight_deep() -> None:
         deep = {"k": deep}
     assert "is not a plain value" in problem(site={"gpulab_x": deep})
     assert "is not a plain value" in problem(site={"gpulab_x": {1: "a"}})
+    assert "is not a plain value" in problem(site={"gpulab_x": [{"secure": "x"}]})
+    assert "is not a plain value" in problem(site={"gpulab_x": {"a": {"secure": "x"}}})
+    assert "is not a plain value" in problem(site={"gpulab_x": [1, {2}]})
+    eight: Any = 1
+    for _ in range(8):
+        eight = {"k": eight}
+    assert value("site", {"gpulab_x": eight}) == {"gpulab_x": eight}
     assert value("site", {"gpulab_x": {"secure": "v", "other": 1}})
 
 
@@ -302,6 +326,14 @@ def test_site_edges() -> None:
     assert "'nothing_x' names no role" in problem(site={"nothing_x": 1})
     assert "secrets: `pulumi config set --secret`" in problem(site={"gpulab_x": {"secure": "x"}})
     assert "; at most 16384 characters as JSON" in problem(site={"gpulab_x": "x" * 16400})
+    exact = {"gpulab_x": "x" * (16384 - len(json.dumps({"gpulab_x": ""})))}
+    assert value("site", exact) == exact
+    many = {f"gpulab_{i}": 1 for i in range(64)}
+    assert value("site", many) == many
+    assert problem(site={"workload_run_bogus": 1}).endswith(
+        "'workload_run_bogus' is not an input of role workload_run "
+        "(its meta/argument_specs.yml lists them), got {'workload_run_bogus': 1}"
+    )
 
 
 def test_workload_secrets_edges() -> None:
@@ -347,6 +379,11 @@ def test_placeholder_values_are_named() -> None:
         deep = [deep]
     assert placeholders.placeholder_keys({"d": deep}) == ["d"]
     assert placeholders.placeholder_keys({"d": [deep]}) == []  # deeper than it looks
+    nested: Any = "CHANGEME"
+    for _ in range(8):
+        nested = {"k": nested}
+    assert placeholders.placeholder_keys({"d": nested, "e": {"k": nested}}) == ["d"]
+    assert placeholders.placeholder_keys({"t": ("x", "changeme")}) == ["t"]
 
 
 def _stack(tmp_path: Path, text: str) -> Path:

@@ -185,6 +185,7 @@ def test_pid_alive_for_another_users_process() -> None:
     code = (
         "import os, sys; sys.path.insert(0, sys.argv[1]); "
         "from infra.ansible.runner import _pid_alive\n"
+        "assert _pid_alive(os.getpid())\n"  # every lazy import done while files are readable
         "if os.getuid() == 0: os.setgid(65534); os.setuid(65534)\n"
         "print(_pid_alive(1))"
     )
