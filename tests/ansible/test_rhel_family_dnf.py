@@ -10,7 +10,9 @@ repositories served over HTTP; NVIDIA's driver module stream (``@nvidia-driver:5
 from a modules.yaml; package signatures checked by rpm against the imported key for the CUDA
 and Docker repositories (gpgcheck=1); the signed repomd.xml of the libnvidia-container
 repository checked by dnf (repo_gpgcheck=1, gpgcheck=0, as NVIDIA's nvidia-container-toolkit.repo
-has it); ``dnf repolist --enabled`` and ``dnf config-manager --set-enabled crb``.
+has it; a copy of that repository whose repomd.xml changed after signing is refused by dnf
+under the role's repo file); ``dnf repolist --enabled`` and ``dnf config-manager
+--set-enabled crb``.
 
 What is replaced, and why:
 
@@ -30,7 +32,8 @@ What is replaced, and why:
   /etc/os-release has no ``PLATFORM_ID``, which dnf's module filtering needs: dnf.conf gets
   ``module_platform_id=platform:el9`` (Rocky 9's value). Debian's dnf-plugins-core enables its
   "local" plugin (a copy of every installed package in a local repository), which Rocky does
-  not ship: it is turned off.
+  not ship: it is turned off; and its dnf.conf says ``skip_if_unavailable=True``, where RHEL 9's
+  default is False: set to False.
 - Tasks that cannot act on a chroot of a Debian rootfs, each left to the role's own guard:
   the initramfs handler (``dracut --force``, ``removes: /usr/bin/dracut``: no dracut here, so
   it is skipped), ``mokutil --sb-state`` (absent: read as Secure Boot off), the reboot (never
@@ -44,8 +47,8 @@ What is replaced, and why:
 - nvidia_container_toolkit's Docker/containerd configuration is off (no dockerd here); it is
   the same nvidia-ctk tasks on both families and converged on the nspawn hosts.
 
-Converged twice: the second run must report changed=0. About 124 tasks a run; each converge
-takes ~85 s of CPU, and 230-280 s of wall time on a 2-core machine at load 9-10.
+Converged twice: the second run must report changed=0. About 124 tasks a run; the test uses
+~170 s of CPU in all, 8-12 min of wall time on a 2-core machine at load 4-12.
 """
 
 from __future__ import annotations
@@ -194,6 +197,7 @@ def rhel_target(request: pytest.FixtureRequest) -> Iterator[RhelTarget]:
         (root / "etc/dnf/vars/gpulabstub").write_text(f"127.0.0.1:{port}\n")
         with (root / "etc/dnf/dnf.conf").open("a") as f:  # Rocky's os-release PLATFORM_ID
             f.write("module_platform_id=platform:el9\n")
+            f.write("skip_if_unavailable=False\n")  # RHEL 9's default (Debian's dnf.conf: True)
         # Debian's dnf-plugins-core turns on the "local" plugin, which Rocky does not install
         (root / "etc/dnf/plugins/local.conf").write_text("[main]\nenabled = false\n")
         shutil.copy(repos / "files" / rpmrepo.RELEASE_RPM, root / "tmp")
@@ -298,6 +302,27 @@ def test_rhel_branches_real_dnf_on_debian_with_rocky_facts_converge_then_idempot
     assert "550-open [e]" in mods.stdout, mods.stdout + mods.stderr
     assert os.readlink(root / "usr/local/cuda") == "/usr/local/cuda-12.4"
     first_s = time.monotonic() - t0
+
+    # The role's repo_gpgcheck is enforced: the same repo file pointed at a copy whose
+    # repomd.xml changed after signing is refused by dnf; the signed original is accepted.
+    tampered = root / "etc/yum.repos.d/ctk-tampered.repo"
+    tampered.write_text(
+        repos["nvidia-container-toolkit"]
+        .read_text()
+        .replace("[nvidia-container-toolkit]", "[ctk-tampered]")
+        .replace(f"{t.url}/libnvidia-container/", f"{t.url}/libnvidia-container-tampered/")
+    )
+    # -y: dnf imports the role's key for the new repository id, then checks the signature
+    bad = t.sh("dnf -y --disablerepo='*' --enablerepo=ctk-tampered makecache")
+    tampered.unlink()
+    said = bad.stdout + bad.stderr
+    print("\ntampered repository: rc", bad.returncode, said.strip()[-300:])
+    assert bad.returncode != 0 and "signature" in said.lower(), said
+    assert list(root.glob("var/cache/dnf/ctk-tampered-*/pubring/pubring.kbx")), said  # key taken
+    good = t.sh(
+        "dnf -y --refresh --disablerepo='*' --enablerepo=nvidia-container-toolkit makecache"
+    )
+    assert good.returncode == 0, good.stdout + good.stderr
 
     t1 = time.monotonic()
     again = run_playbook(PLAYBOOK, [t.host], extravars=t.extravars(), check=False)

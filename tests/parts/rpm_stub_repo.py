@@ -16,6 +16,7 @@ Cached under ``.cache/rpm-stub-repo`` (rebuilt when this file or ``tests/data/rp
                            added by modifyrepo_c), cuda-toolkit-12-4 with a stub nvcc
     libnvidia-container/   like nvidia.github.io/libnvidia-container/stable/rpm: repomd.xml
                            SIGNED (repomd.xml.asc), packages not (repo_gpgcheck=1, gpgcheck=0)
+    libnvidia-container-tampered/  the same with repomd.xml changed after signing
     docker/9/x86_64/stable like download.docker.com/linux/centos: packages SIGNED
     files/                 single downloads: apptainer-1.3.4-1.x86_64.rpm, rocky-release
     SHA256SUMS             checksums of files/*
@@ -354,6 +355,10 @@ def build() -> Path:
         for repo in SIGNED_META:
             _run(["gpg", "--batch", "--yes", "--local-user", fpr, "--armor", "--detach-sign",
                   str(tmp / repo / "repodata/repomd.xml")], env)  # fmt: skip
+        # The same repository with its repomd.xml changed after signing: dnf must refuse it.
+        shutil.copytree(tmp / "libnvidia-container", tmp / "libnvidia-container-tampered")
+        with (tmp / "libnvidia-container-tampered/repodata/repomd.xml").open("a") as f:
+            f.write("<!-- changed after signing -->\n")
         sums = [f"{hashlib.sha256(f.read_bytes()).hexdigest()}  {f.name}"
                 for f in sorted((tmp / "files").iterdir())]  # fmt: skip
         (tmp / "SHA256SUMS").write_text("\n".join(sums) + "\n")
