@@ -185,6 +185,16 @@ def test_a_changed_tracked_file_is_dirty(checkout: Path) -> None:
     assert git_revision(checkout) == {"revision": head_of(checkout), "dirty": True}
 
 
+def test_a_tree_git_cannot_read_is_not_called_clean(checkout: Path, tmp_path: Path) -> None:
+    """A bare clone has HEAD but no work tree: ``git status`` fails there, so whether the tree
+    is dirty is unknown (null), not "clean"."""
+    bare = tmp_path / "bare.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(checkout), str(bare)], check=True)
+    status = subprocess.run(["git", "-C", str(bare), "status", "--porcelain"], capture_output=True)
+    assert status.returncode != 0  # what the case is about
+    assert git_revision(bare) == {"revision": head_of(checkout), "dirty": None}
+
+
 def test_without_git_metadata_the_revision_comes_from_the_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -76,7 +76,9 @@ def git_revision(repo: Path = REPO) -> dict[str, Any]:
                 timeout=5,
                 check=False,
             )
-            return {"revision": rev.stdout.strip(), "dirty": bool(status.stdout.strip())}
+            # A status that fails (no work tree, a broken index) says nothing of the tree.
+            dirty = bool(status.stdout.strip()) if status.returncode == 0 else None
+            return {"revision": rev.stdout.strip(), "dirty": dirty}
     except (OSError, subprocess.SubprocessError):
         pass
     env = os.environ.get("GPULAB_GIT_REV")
