@@ -148,6 +148,7 @@ print(first, _process_started(), time.time())
 def test_process_start_time_is_when_the_process_started() -> None:
     """A child's own start time: after the parent launched it (less /proc/stat's whole-second
     boot time), before it printed, and the same when asked again 1.2 s later (not "now")."""
+    assert runner_mod._process_started() <= time.time()  # (in this process too)
     before = time.time()
     out = subprocess.run(
         [sys.executable, "-c", PROBE, str(ROOT)],
@@ -182,6 +183,7 @@ def test_process_start_time_falls_back_to_now_without_proc(
 def test_pid_alive_for_another_users_process() -> None:
     """Signal 0 to another user's live process is refused (EPERM): it is alive all the same.
     Checked from a child that drops to nobody (after its imports) and asks about pid 1."""
+    assert runner_mod._pid_alive(os.getpid()) is True  # (in this process too)
     code = (
         "import os, sys; sys.path.insert(0, sys.argv[1]); "
         "from infra.ansible.runner import _pid_alive\n"
@@ -259,9 +261,17 @@ def test_secrets_file_is_created_new_and_private(tmp_path: Path) -> None:
 def test_pid_alive_asks_without_signalling_the_process() -> None:
     """Asking whether a run's owner lives must not disturb it: a live child is still running
     (not hung up, not interrupted) after being asked about."""
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    # default dispositions (a run under nohup ignores SIGHUP, and children inherit that)
+    code = (
+        "import signal, sys, time\n"
+        "for s in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGUSR1):\n"
+        "    signal.signal(s, signal.SIG_DFL)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(30)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
-        time.sleep(0.2)
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
         assert runner_mod._pid_alive(child.pid) is True
         time.sleep(0.2)
         assert child.poll() is None
