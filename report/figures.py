@@ -20,12 +20,7 @@ characters) and file names are safe and bounded (``_slug``).
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
 
 from report.figures_absolute import absolute_figure
 from report.figures_common import (
@@ -41,55 +36,16 @@ from report.figures_special import shared_figure, sharing_figure
 from report.published import Published
 from report.table import Row, Table
 
-__all__ = ["FIG_SIZE_PX", "FigureFile", "all_figures", "draw"]
+__all__ = ["FIG_SIZE_PX", "FigureFile", "all_figures"]
 
 
 def _arms_in(rows: list[Row]) -> int:
     return len({r.arm for r in rows})
 
 
-Job = tuple[Callable[..., FigureFile | None], tuple[Any, ...]]
-PARALLEL_MIN = 6  # fewer figures are drawn in this process: a worker's start costs more
-_JOBS: list[Job] = []  # the figures the forked workers draw (inherited, not pickled)
-
-
-def _draw(i: int) -> FigureFile | None:
-    fn, args = _JOBS[i]
-    return fn(*args)
-
-
-def _workers(n: int) -> int:
-    """How many processes draw ``n`` figures: the CPUs this process may use (at most
-    GPULAB_REPORT_THREADS, the report's DuckDB threads), 1 where fork is not available."""
-    if n < PARALLEL_MIN or "fork" not in multiprocessing.get_all_start_methods():
-        return 1
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    limit = os.environ.get("GPULAB_REPORT_THREADS")
-    return max(1, min(n, cpus or 1, int(limit) if limit else n))
-
-
-def draw(jobs: list[Job]) -> list[FigureFile | None]:
-    """Each job's figure, in the jobs' order. Matplotlib draws in one process at a time
-    (about half a second of CPU per figure, whatever the number of records), so many figures
-    are shared out among forked workers, one per CPU; each writes its own PNG."""
-    workers = _workers(len(jobs))
-    if workers == 1:
-        return [fn(*args) for fn, args in jobs]
-    from report.figures_common import _plt
-
-    _plt()  # matplotlib imported once, before the fork
-    _JOBS[:] = jobs
-    try:
-        ctx = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            return list(pool.map(_draw, range(len(jobs))))
-    finally:
-        _JOBS.clear()
-
-
 def all_figures(table: Table, pub: Published, out_dir: Path) -> list[FigureFile]:
     """Absolute figures always; ratio figures only where a group has two arms or more."""
-    jobs: list[Job] = []
+    out: list[FigureFile] = []
     groups: dict[tuple[str, str, str, str], list[Row]] = {}
     absolute: dict[tuple[str, str, str, str], list[Row]] = {}  # kernels: no ratio figure
     for r in table.rows:
@@ -104,18 +60,19 @@ def all_figures(table: Table, pub: Published, out_dir: Path) -> list[FigureFile]
     for (suite, scenario, data, metric), rows in sorted(absolute.items()):
         title = f"{suite}: {scenario} — {UNITS[metric]}"
         path = out_dir / f"{_slug(suite, scenario, data, metric)}_absolute.png"
-        jobs.append((absolute_figure, (table, rows, metric, title, path)))
+        out.append(absolute_figure(table, rows, metric, title, path))
     for (suite, scenario, data, metric), rows in sorted(groups.items()):
         exps = sorted({r.key.experiment for r in rows})
         name = exps[0] if len(exps) == 1 else f"{scenario}, {data or 'default'} data"
         slug = _slug(suite, scenario, data, metric)
         title = f"{suite}: {name} — {UNITS[metric]}"
-        path = out_dir / f"{slug}_absolute.png"
-        jobs.append((absolute_figure, (table, rows, metric, title, path)))
+        out.append(absolute_figure(table, rows, metric, title, out_dir / f"{slug}_absolute.png"))
         normed = [r for r in rows if r.norm is not None]
         if _arms_in(normed) >= 2:
             title = f"{suite}: {name} — {BAR_METRICS[metric]} relative to {table.baseline.label}"
-            jobs.append((bar_figure, (table, pub, normed, metric, title, out_dir / f"{slug}.png")))
+            out.append(bar_figure(table, pub, normed, metric, title, out_dir / f"{slug}.png"))
     for fn, name in ((shared_figure, "shared_degradation"), (sharing_figure, "sharing")):
-        jobs.append((fn, (table, out_dir / f"{name}.png")))
-    return [f for f in draw(jobs) if f is not None]
+        f = fn(table, out_dir / f"{name}.png")
+        if f is not None:
+            out.append(f)
+    return out

@@ -125,13 +125,7 @@ def test_two_arms_get_ratio_figures_and_reduced_sizes_are_named(tmp_path: Path) 
 class Captured:
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.axes: dict[str, Any] = {}
-        from report import (
-            figures,
-            figures_absolute,
-            figures_common,
-            figures_ratio,
-            figures_special,
-        )
+        from report import figures_absolute, figures_common, figures_ratio, figures_special
 
         real = figures_common._save
 
@@ -141,8 +135,6 @@ class Captured:
 
         for mod in (figures_absolute, figures_ratio, figures_special):  # each draws and saves
             monkeypatch.setattr(mod, "_save", save)
-        # the axes are kept in this process: no forked workers (report.figures.draw)
-        monkeypatch.setattr(figures, "_workers", lambda n: 1)
 
 
 def test_figure_axes_units_scale_and_single_values(
