@@ -136,7 +136,8 @@ def test_a_dir_that_cannot_be_removed_does_not_stop_the_cleanup(
 
 
 PROBE = """
-import sys, time
+import ctypes, sys, time
+ctypes.CDLL(None).prctl(15, b"gp) lab", 0, 0, 0)  # PR_SET_NAME: a ')' inside the name
 sys.path.insert(0, sys.argv[1])
 from infra.ansible.runner import _process_started
 first = _process_started()
@@ -147,7 +148,8 @@ print(first, _process_started(), time.time())
 
 def test_process_start_time_is_when_the_process_started() -> None:
     """A child's own start time: after the parent launched it (less /proc/stat's whole-second
-    boot time), before it printed, and the same when asked again 1.2 s later (not "now")."""
+    boot time), before it printed, and the same when asked again 1.2 s later (not "now"). The
+    child names itself "gp) lab": /proc/self/stat's fields start after the last ')'."""
     assert runner_mod._process_started() <= time.time()  # (in this process too)
     before = time.time()
     out = subprocess.run(
