@@ -64,8 +64,8 @@ from tests.parts import REPO
 
 # Four site runs (each stack's first up, and again when the arm's execution environment
 # changes it: gpulab_exec_envs is an input of the site run) and four workload runs. On freshly
-# booted hosts at load 8-10 on 2 cores: site 417 + 337 + 164 + 368 s, workload runs
-# 51 + 26 + 71 + 50 s, the study 1511 s, the module 1684 s; over the suite's 900 s per test.
+# booted hosts, 2 cores: at load 8-10 site 417 + 337 + 164 + 368 s, the study 1511 s, the
+# module 1684 s; at load 4-12 site 226 + 174 + 66 + 123 s, the study 684 s, the module 782 s.
 pytestmark = [
     pytest.mark.nspawn,
     pytest.mark.tf,
