@@ -390,7 +390,8 @@ def dnf_layer_ready() -> bool:
 
 def prepare_dnf_layer(apt_proxy: str | None) -> Path:
     """Build (cached) the dnf layer over the test rootfs: ``apt-get install`` of
-    :data:`LAYER_APT` in a chroot of an overlay whose upper directory becomes the layer."""
+    :data:`LAYER_APT` in a chroot of an overlay whose upper directory becomes the layer; through
+    ``apt_proxy`` when given, else straight from the rootfs's mirror."""
     if dnf_layer_ready():
         return LAYER
     work = Path(tempfile.mkdtemp(prefix="gpulab-dnflayer-"))
@@ -404,6 +405,13 @@ def prepare_dnf_layer(apt_proxy: str | None) -> Path:
         mounts.append(root)
         _run(["mount", "-t", "proc", "proc", str(root / "proc")])
         mounts.append(root / "proc")
+        if not apt_proxy:
+            # The chroot shares this machine's network: apt reaches the rootfs's mirror as this
+            # machine does, with its name service (bound over, so the layer keeps none of it).
+            for f in ("/etc/resolv.conf", "/etc/hosts"):
+                if Path(f).exists() and (root / f[1:]).is_file():
+                    _run(["mount", "--bind", f, str(root / f[1:])])
+                    mounts.append(root / f[1:])
         apt = ["chroot", str(root), "env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "-qq"]
         if apt_proxy:
             apt += ["-o", f"Acquire::http::Proxy={apt_proxy}"]
