@@ -460,3 +460,39 @@ def test_placeholders_are_refused_after_the_type_problems(tmp_path: Path) -> Non
         "(pulumi config set [--secret] KEY VALUE)"
     ]
     assert load_stack_file(ok, allow_placeholders=True).lab == "changeme"
+
+
+def test_a_stack_whose_cloud_extra_is_missing_names_the_extra(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The core install without the openstack extra (mocked: importlib finds no openstack
+    module, as on a controller installed without it): reading a nova-pci stack file is one line
+    naming the extra; a local stack needs none."""
+    import importlib.util
+
+    from infra.config import extras
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        extras.importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "openstack" else real(name, *a),
+    )
+    body = "config:\n" + "".join(f"  gpulab:{k}: {json.dumps(v)}\n" for k, v in NOVA.items())
+    with pytest.raises(ConfigError) as err:
+        load_stack_file(_stack(tmp_path, body))
+    assert err.value.problems == [
+        "topology nova-pci needs the openstack extra (openstack not installed): "
+        "pip install 'gpulab[openstack]' (or EXTRAS=openstack scripts/venv.sh)"
+    ]
+    local = _stack(tmp_path, "config:\n  gpulab:topology: local\n  gpulab:lab: mine\n")
+    assert load_stack_file(local).topology == "local"
+
+
+def test_an_execution_environment_that_is_not_text_is_one_line() -> None:
+    """A list or a mapping where a name belongs (YAML nesting by mistake) is refused like any
+    other unknown name, not a TypeError from a lookup of an unhashable value."""
+    for bad in (["native"], {"a": 1}):
+        assert problem(execution_envs=["docker", bad]).startswith(
+            "gpulab:execution_envs must be a list of native, docker, apptainer"
+        ), bad
