@@ -115,7 +115,10 @@ def test_no_ok_records_and_missing_baseline(tmp_path: Path) -> None:
         build_report([ok], tmp_path / "out", baseline="ironic-bm")
 
 
-def test_cli_writes_the_report(tmp_path: Path, capsys) -> None:
+def test_cli_writes_the_report(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A console wide enough for the note's path: rich folds a word longer than the line, and a
+    # deeper tmp_path (one per pytest-xdist worker) is folded inside the text looked for below.
+    monkeypatch.setenv("COLUMNS", "1000")
     src = synth.write(tmp_path / "r.jsonl", two_arms())
     with open(src, "a", encoding="utf-8") as fh:
         fh.write('{"schema_version": 2, "rec')  # a writer killed mid-line
