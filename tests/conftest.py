@@ -60,6 +60,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     if not where:
         return
     groups = {item.nodeid: group_of_item(item) for item in items}
+    # Longest first (so the last work handed out is short): the host tests, then every group
+    # holding a slow test, then the rest, each kept in collection order. The scheduler hands out
+    # groups in this order (FileGroupScheduling turns xdist's by-size reordering off).
+    slow = {groups[i.nodeid] for i in items if i.get_closest_marker("slow") is not None}
+
+    def rank(item: pytest.Item) -> int:
+        g = groups[item.nodeid]
+        return 0 if g == MACHINE_GROUP else 1 if g in slow else 2
+
+    items.sort(key=rank)  # stable: each group's own order is kept
+    groups = {item.nodeid: groups[item.nodeid] for item in items}
     out = Path(where) / f"groups-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}.json"
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(groups))
@@ -97,6 +108,9 @@ else:
         def __init__(self, config: pytest.Config, log: Any = None) -> None:
             super().__init__(config, log)
             self._groups: dict[str, str] | None = None
+            # Hand the groups out in the workers' collection order (longest first, see
+            # pytest_collection_modifyitems), not xdist's largest-count-first.
+            config.option.loadscopereorder = False
 
         def _split_scope(self, nodeid: str) -> str:
             if self._groups is None:

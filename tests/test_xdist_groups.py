@@ -42,6 +42,11 @@ def test_collected_e2e_and_converge_tests_land_in_the_machine_group(tmp_path: Pa
     )  # fmt: skip
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
     groups: dict[str, str] = json.loads((tmp_path / "groups-main.json").read_text())
+    # longest first: the host tests, then the groups with a slow test, then the rest
+    order = list(groups.values())
+    last_machine = max(i for i, g in enumerate(order) if g == MACHINE_GROUP)
+    assert set(order[: last_machine + 1]) == {MACHINE_GROUP}, order
+    assert order[-1] == "tests/test_records.py", order  # no slow test in it
     machine = {i for i in groups if i.startswith(("tests/e2e/", "tests/ansible/"))}
     machine |= {i for i in groups if "nspawn_host" in i}
     assert len(machine) >= 5, sorted(groups)
