@@ -849,25 +849,35 @@ def test_barrier_counts_every_ready_child_and_releases_exactly_n(tmp_path: Path)
             gate.close()
 
 
+# CHILD that leaves a mark (argv[3]) just before it tells the barrier it is ready.
+CHILD_MARKED = CHILD.replace("wait_in_child()", "open(sys.argv[3], 'w').close()\nwait_in_child()")
+
+
 def test_barrier_deadline_names_how_many_are_not_ready(tmp_path: Path) -> None:
+    marks = [tmp_path / f"c{i}.imported" for i in range(3)]
     with ProcGroup(tmp_path) as group:
         gate = Barrier()
         try:
             procs = [
                 group.start(
                     f"c{i}",
-                    [sys.executable, "-c", CHILD, str(s), "0"],
-                    gate.env(30),
+                    [sys.executable, "-c", CHILD_MARKED, str(s), "0", str(marks[i])],
+                    gate.env(60),
                     pass_fds=gate.fds,
                 )
                 for i, s in enumerate((0.0, 30.0, 30.0))
             ]
             gate.children_started()
+            # The first child's Python start and imports take from 0.1 s to many seconds on a
+            # busy machine: the deadline starts once it is about to say it is ready.
+            deadline = time.monotonic() + 60
+            while not marks[0].exists():
+                assert time.monotonic() < deadline, "the first child never got to its barrier"
+                time.sleep(0.02)
             t0 = time.monotonic()
-            # 3 s: the ready child starts Python and imports the package first (slow when busy)
-            why = gate.wait_ready(procs, time.monotonic() + 3.0)
+            why = gate.wait_ready(procs, time.monotonic() + 1.5)
             assert why == "2 of 3 jobs not warmed up by the deadline"
-            assert 2.9 < time.monotonic() - t0 < 6
+            assert 1.4 < time.monotonic() - t0 < 5
             assert gate.wait_ready(procs, time.monotonic() - 1) == (
                 "2 of 3 jobs not warmed up by the deadline"
             )
