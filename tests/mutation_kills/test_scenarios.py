@@ -9,7 +9,8 @@ and sleeps instead of training. ``sharing`` gets it through its own ``wrapper`` 
 ``shared`` has no wrapper option, so its ``jobs.start_job`` is given the same wrapper. The
 process group, deadlines, barrier pipes, protocol parsing and the scenario's arithmetic are the
 real ones. The stand-in is no friendlier than a real job: it can crash, fail, leave out its
-window or stop early, each set by an environment variable of the job.
+window or stop early, or leave fields out of its result, each set by an environment variable
+of the job.
 
 Each test runs in its own tmp_path and starts at most four short children.
 """
@@ -86,17 +87,19 @@ if mode != "no-window-any" and (mode != "no-window" or not behind_barrier):
 if mode == "fail" or (mode == "fail-concurrent" and behind_barrier):
     out("result", {"status": "failed", "error": "fake job: failed on purpose"})
     sys.exit(0)
-out(
-    "result",
-    {
-        "status": "ok",
-        "images_per_sec": 0.0 if mode == "zero-rate" else job["batch"] * steps / wall,
-        "step_times_s": times,
-        "metrics": {"timed_wall_s": wall},
-        "params": params,
-        "elapsed_s": time.time() - job["launched_at"],
-    },
-)
+result = {
+    "status": "ok",
+    "images_per_sec": 0.0 if mode == "zero-rate" else job["batch"] * steps / wall,
+    "step_times_s": times,
+    "metrics": {"timed_wall_s": wall},
+    "params": params,
+    "elapsed_s": time.time() - job["launched_at"],
+}
+if mode == "no-params":  # an ok result that leaves out its params (so its window too)
+    del result["params"]
+if mode == "no-step-times":
+    del result["step_times_s"]
+out("result", result)
 """
 
 
@@ -642,14 +645,18 @@ def test_shared_zero_rate_gives_no_degradation_ratio(shared_fake: list[str]) -> 
     )
 
 
-def test_shared_deadline_is_cut_to_the_jobs_timeout(shared_fake: list[str]) -> None:
-    """A job timeout of 16 s leaves 1 s: the alone run is killed at it, and the background
-    then has no time left to warm up."""
+@pytest.mark.parametrize(("timeout_s", "low", "high"), [(16, 0.95, 1.9), (16.5, 1.45, 2.4)])
+def test_shared_deadline_is_cut_to_the_jobs_timeout(
+    shared_fake: list[str], timeout_s: float, low: float, high: float
+) -> None:
+    """The scenario keeps 15 s of the job's timeout for itself: a timeout of 16 s leaves 1 s
+    (the floor), 16.5 s leaves 1.5 s. The alone run is killed at it, and the background then
+    has no time left to warm up."""
     job = _shared(foreground_env={"FAKE_STEP_S": "5"})
-    job.timeout_s = 16
+    job.timeout_s = timeout_s
     t0 = time.monotonic()
     out = shared.run(job)
-    assert 0.95 <= time.monotonic() - t0 < 1.9
+    assert low <= time.monotonic() - t0 < high
     assert out["status"] == "failed"
     assert out["error"].startswith("background job never reached its timed steps")
     assert out["params"]["alone"] == {
@@ -665,9 +672,76 @@ def test_shared_deadline_option_stops_the_jobs(shared_fake: list[str]) -> None:
     assert time.monotonic() - t0 < 1.9
 
 
+def test_shared_shared_first_runs_alone_once_after_the_background(
+    shared_fake: list[str],
+) -> None:
+    """Shared first: the background, then the foreground beside it, then the alone run, once."""
+    job = _shared(order="alternate")
+    job.repeat = 1
+    steps: list[tuple[str, int, int]] = []
+    job.progress = lambda phase, step, total: steps.append((phase, step, total))
+    assert "status" not in shared.run(job)
+    assert steps == [("background", 1, 2), ("alone", 0, 2)]
+
+
+def test_shared_random_order_follows_the_order_seed(shared_fake: list[str]) -> None:
+    """order random: the draw is seeded by order_seed and the repeat (seed 11, repeat 6 draws
+    shared first, where another seed's draw would not)."""
+    assert shared.alone_first("random", 6, 11) is False
+    assert shared.alone_first("random", 6, 0) is True
+    job = _shared(order="random", order_seed=11)
+    job.repeat = 6
+    out = shared.run(job)
+    assert "status" not in out, out.get("error")
+    assert out["params"]["run_order"] == "shared-first"
+    assert out["params"]["order_seed"] == 11
+
+
+def test_shared_crashed_foreground_keeps_empty_alone_fields(shared_fake: list[str]) -> None:
+    """A foreground that crashes has no result: the failed record still carries the alone
+    run's params and step times as empty values of their types, not nulls."""
+    out = shared.run(_shared(foreground_env={"FAKE_MODE": "crash"}))
+    assert out["status"] == "failed"
+    assert out["error"].startswith("alone: alone exited 3: ")
+    assert "; shared: shared exited 3: " in out["error"]
+    assert out["params"]["alone_params"] == {}
+    assert out["params"]["alone_step_times_s"] == []
+
+
+def test_shared_result_without_step_times_gives_empty_lists(shared_fake: list[str]) -> None:
+    out = shared.run(_shared(foreground_env={"FAKE_MODE": "no-step-times"}))
+    assert "status" not in out, out.get("error")
+    assert out["step_times_s"] == []
+    assert out["params"]["alone_step_times_s"] == []
+
+
+def test_shared_result_without_params_is_refused_not_a_crash(shared_fake: list[str]) -> None:
+    """An ok foreground result that leaves out its params has no timed window: the record is
+    refused as not shared (overlap 0), with the metrics kept."""
+    out = shared.run(_shared(foreground_env={"FAKE_MODE": "no-params"}))
+    assert out["status"] == "failed"
+    assert "the background ran for 0.00 of the foreground's timed window" in out["error"]
+    assert out["metrics"]["window_overlap"] == 0.0
+    assert out["params"]["alone_params"] == {}
+    assert "model" not in out["params"]
+
+
+def test_shared_ratio_and_overlap_edges() -> None:
+    """A zero rate or wall time on either side gives no ratio (never 0 or a division by 0), and
+    an empty or reversed timed window no overlap."""
+    assert shared._ratio(0.0, 2.0) is None
+    assert shared._ratio(2.0, 0.0) is None
+    assert shared._ratio(None, 2.0) is None
+    assert shared._ratio(3.0, 2.0) == 1.5
+    for window in ([5.0, 5.0], [6.0, 5.0]):
+        assert shared._overlap({"params": {"timed_window_unix": window}}, 10.0) == 0.0
+    assert shared._overlap({"params": {"timed_window_unix": [5.0, 7.0]}}, 6.0) == 0.5
+
+
 def test_shared_order_draws() -> None:
     assert shared.alone_first("alternate", 0, 0) is True
     assert shared.alone_first("alternate", 3, 0) is False
+    assert [shared.alone_first("alternate", r, 0) for r in (2, 4, 5)] == [True, True, False]
     assert shared.alone_first("anything-else", 1, 0) is True
     draws = [shared.alone_first("random", r, 11) for r in range(64)]
     assert draws != [shared.alone_first("random", r, 12) for r in range(64)]  # the seed counts
@@ -705,6 +779,7 @@ def test_shared_options_defaults() -> None:
         ({"order": "x"}, r"option 'order' must be one of alone-first, alternate, random, got 'x'"),
         ({"order_seed": True}, r"option 'order_seed' must be an integer, got True"),
         ({"order_seed": 1.5}, r"'order_seed'"),
+        ({"bogus": 1}, r"^option 'bogus' is unknown for scenario 'shared' \(known: .*order_seed"),
     ],
 )  # fmt: skip
 def test_shared_option_errors(options: dict[str, Any], match: str) -> None:
@@ -780,6 +855,22 @@ def test_wait_in_child_reports_ready_then_leaves_on_release(
         os.close(go_w)
 
 
+def test_wait_in_child_takes_one_release_and_leaves_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """All children share one go pipe and the parent writes one byte per child at once: a
+    child takes exactly one, so the others still find theirs."""
+    ready_r, go_r, go_w = _child_side(monkeypatch, "30")
+    other = os.dup(go_r)  # another child's copy of the go end
+    os.write(go_w, b"gg")
+    try:
+        assert wait_in_child() is True
+        assert os.read(other, 8) == b"g"
+    finally:
+        for fd in (ready_r, go_w, other):
+            os.close(fd)
+
+
 def test_wait_in_child_times_out_and_sees_a_closed_barrier(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -797,7 +888,9 @@ def test_wait_in_child_times_out_and_sees_a_closed_barrier(
     ready_r, go_r, go_w = _child_side(monkeypatch, "30")
     os.close(go_w)  # the parent went away without a release
     try:
-        with pytest.raises(BarrierError, match="closed without a release"):
+        with pytest.raises(
+            BarrierError, match=r"^start barrier closed without a release \(the parent exited\)$"
+        ):
             wait_in_child()
     finally:
         os.close(ready_r)
