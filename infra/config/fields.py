@@ -178,8 +178,13 @@ class LabConfig:
                     "workload suite to run on the GPU hosts", ALL, default="smoke")] = "smoke"
     execution_envs: A[tuple[str, ...], K(
         List(Parsed(_exec_env, ""), ", ".join(EXECUTION_ENVS)),
-        "execution environments to measure in (default: native; k8s on magnum-k8s; "
-        "bitfusion on vsphere-gpu mode bitfusion)", ALL, default=())] = ()
+        "execution environments the site prepares and, unless measure_envs says fewer, "
+        "measures in (default: native; k8s on magnum-k8s; bitfusion on vsphere-gpu mode "
+        "bitfusion)", ALL, default=())] = ()
+    measure_envs: A[tuple[str, ...], K(
+        List(Parsed(_exec_env, ""), ", ".join(EXECUTION_ENVS)),
+        "execution environments the workload runs measure in, a subset of execution_envs "
+        "(default: all of them); changing it re-runs no site play", ALL, default=())] = ()
     workload_variables: A[dict[str, Any], K(
         Parsed(p_variables, "a mapping of workload_run role inputs", dict[str, Any]),
         "extra workload_run role variables (e.g. workload_run_docker_image)", ALL,

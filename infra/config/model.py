@@ -83,6 +83,23 @@ def _unknown(raw: dict[str, Any], topology: str | None, problems: list[str]) -> 
         )
 
 
+def _check_measure_envs(topology: str, values: dict[str, Any], problems: list[str]) -> None:
+    """``gpulab:measure_envs`` may name only what the site prepares (``execution_envs``, else
+    the topology's default), aliases resolved on both sides."""
+    from types import SimpleNamespace
+
+    measured = values.get("measure_envs") or ()
+    prepared = topology_spec(topology).envs(
+        SimpleNamespace(execution_envs=values.get("execution_envs") or (), mode=values.get("mode"))
+    )
+    extra = [e for e in measured if e not in prepared]
+    if extra:
+        problems.append(
+            f"gpulab:measure_envs names {', '.join(extra)}, which gpulab:execution_envs does "
+            f"not prepare (it prepares {', '.join(prepared)}): add it there or measure less"
+        )
+
+
 def validate(raw: dict[str, Any]) -> LabConfig:
     """Check ``raw`` (keys without the ``gpulab:`` prefix) and build a :class:`LabConfig`.
 
@@ -124,6 +141,7 @@ def validate(raw: dict[str, Any]) -> LabConfig:
         )
     # the topology's own checks across keys (vsphere-gpu modes, magnum-k8s bare metal)
     topology_spec(topology).check_config(raw, values, problems)
+    _check_measure_envs(topology, values, problems)
     cidr = values.get("admin_cidr")
     if isinstance(cidr, str) and cidr.endswith("/0") and not values.get("allow_world"):
         problems.append(

@@ -2,10 +2,12 @@
 
 :func:`measure` is the step after a topology, called by :func:`infra.program.run` on every
 topology: ``AnsibleRun`` (playbooks/site.yml) on every host once every host resource (and, on
-vsphere-gpu mode vgpu, every vGPU attach) exists, then one ``WorkloadRun``
-(playbooks/workloads.yml) per execution environment on the GPU hosts, one after another (each
-waits for the previous one: the environments share the same GPUs), then the ``provision`` and
-``results`` stack outputs.
+vsphere-gpu mode vgpu, every vGPU attach) exists, preparing every execution environment of
+``gpulab:execution_envs``, then one ``WorkloadRun`` (playbooks/workloads.yml) per environment of
+``gpulab:measure_envs`` (default: all of them) on the GPU hosts, one after another (each waits
+for the previous one: the environments share the same GPUs), then the ``provision`` and
+``results`` stack outputs. Only the site run reads ``execution_envs`` and only the workload runs
+read ``measure_envs``: measuring in another prepared environment re-runs no site play.
 """
 
 from __future__ import annotations
@@ -25,6 +27,20 @@ def execution_envs(cfg: LabConfig) -> list[str]:
     from infra.specs.topology import get
 
     return get(cfg.topology).envs(cfg)
+
+
+def measure_envs(cfg: LabConfig) -> list[str]:
+    """The environments the workload runs measure in: those of :func:`execution_envs` that
+    ``gpulab:measure_envs`` names (all of them when it names none), in their order."""
+    prepared = execution_envs(cfg)
+    named = cfg.measure_envs
+    extra = [e for e in named if e not in prepared]
+    if extra:  # the config's validation refuses this first (infra/config/model.py)
+        raise ValueError(
+            f"gpulab:measure_envs names {', '.join(extra)}, which gpulab:execution_envs does "
+            f"not prepare ({', '.join(prepared)})"
+        )
+    return [e for e in prepared if not named or e in named]
 
 
 def site_variables(cfg: LabConfig, envs: list[str]) -> dict[str, Any]:
@@ -60,7 +76,7 @@ def measure(
         results_dir = str(stack_results_dir(pulumi.get_stack()))
     all_hosts = [h.to_output() for h in hosts]
     gpu_hosts = [h.to_output() for h in hosts if h.gpu_path != "none"]
-    envs = execution_envs(cfg)
+    envs = execution_envs(cfg)  # what the site prepares
     secrets: dict[str, Any] = {}
     token = cfg.vgpu_license_token
     if token is not None:
@@ -81,7 +97,7 @@ def measure(
     runs: list[Any] = []
     previous: Any = site
     measure_id = cfg.measure_id
-    for env in envs:
+    for env in measure_envs(cfg):
         # One after another: every environment measures the same GPUs.
         previous = WorkloadRun(
             f"{cfg.lab}-workloads-{env}",
