@@ -1,9 +1,12 @@
 """One study unit on a lab stack, through the Automation API path of ``gpulab up``.
 
-Per unit: the arm's suite and execution environment are set in the stack config
-(``gpulab:suite``, ``gpulab:execution_envs``), then the lab is built (``up``: hosts, site run,
-the workload run) when the study has not built it yet, rebuilt (``down`` + ``up``) when the
-study asks, or else measured again (``measure``: only the workload run re-runs). The records
+Per unit: the arm's suite and the execution environment it measures are set in the stack
+config (``gpulab:suite``, ``gpulab:measure_envs``), beside what the site prepares on that stack:
+``gpulab:execution_envs``, the environments of every arm of the study on the stack, the same for
+all its units, so switching between them never re-runs the site play. Then the lab is built
+(``up``: hosts, site run, the workload run) when the study has not built it yet, rebuilt
+(``down`` + ``up``) when the study asks, or else measured again (``measure``: only the workload
+run re-runs). The records
 the workload run fetched to ``results/<stack>/<run-id>/`` are the unit's. At the end,
 :meth:`LabUnits.teardown` runs ``down`` on every stack the study built, unless ``--keep``.
 
@@ -21,6 +24,7 @@ from typing import Any
 
 from infra.automation import REPO, Lab, LabError
 from infra.lab_faults import runs_since
+from infra.specs.execenv import canonical
 from infra.study.local import UnitResult
 from infra.study.model import Arm
 from infra.study.state import Journal, now
@@ -74,7 +78,21 @@ class LabUnits:
             stack.set_config("gpulab:workload_variables", cv(value=json.dumps(variables)))
         else:
             stack.set_config("gpulab:suite", cv(value=arm.suite))
-        stack.set_config("gpulab:execution_envs", cv(value=json.dumps([arm.exec_env])))
+        envs = json.dumps(self.stack_envs(arm))
+        stack.set_config("gpulab:execution_envs", cv(value=envs))
+        stack.set_config("gpulab:measure_envs", cv(value=json.dumps([canonical(arm.exec_env)])))
+
+    def stack_envs(self, arm: Arm) -> list[str]:
+        """What the site prepares on the arm's stack: the execution environment of every arm
+        of the study on it (the journal's arms: the study file's, in its order), each once."""
+        own = {"stack": arm.stack, "exec_env": arm.exec_env}  # in the journal's arms too
+        infos = [*self.journal.data.get("arms", {}).values(), own]
+        envs: list[str] = []
+        for info in infos:
+            env = canonical(info["exec_env"])
+            if info["stack"] == arm.stack and env not in envs:
+                envs.append(env)
+        return envs
 
     def run(self, arm: Arm, rebuild: bool, out: Path) -> UnitResult:
         self.projects[arm.stack] = arm.project

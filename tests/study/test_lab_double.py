@@ -85,14 +85,17 @@ def test_lab_arms_up_measure_rebuild_down_double(tmp_path: Path) -> None:
     calls = ops(auto)
     kinds = [c[0] if c[0] != "set_config" else c[2] for c in calls]
     envs = [c[3] for c in calls if c[0] == "set_config" and c[2] == "gpulab:execution_envs"]
-    assert envs == ['["native"]', '["docker"]', '["docker"]', '["native"]']
+    assert envs == ['["native", "docker"]'] * 4  # the site prepares both, for every unit
+    measured = [c[3] for c in calls if c[0] == "set_config" and c[2] == "gpulab:measure_envs"]
+    assert measured == ['["native"]', '["docker"]', '["docker"]', '["native"]']
+    each = ["gpulab:suite", "gpulab:execution_envs", "gpulab:measure_envs"]
     assert kinds == [
         # repeat 1: vm builds the lab (up), cvm measures it again (measure_id, up)
-        "gpulab:suite", "gpulab:execution_envs", "up",
-        "gpulab:suite", "gpulab:execution_envs", "gpulab:measure_id", "up",
+        *each, "up",
+        *each, "gpulab:measure_id", "up",
         # repeat 2: rebuilt first (down + up), then measured; at the end, down
-        "gpulab:suite", "gpulab:execution_envs", "destroy", "up",
-        "gpulab:suite", "gpulab:execution_envs", "gpulab:measure_id", "up",
+        *each, "destroy", "up",
+        *each, "gpulab:measure_id", "up",
         "destroy",
     ]  # fmt: skip
     recs = [json.loads(ln) for f in j.record_files() for ln in f.read_text().splitlines()]
