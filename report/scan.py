@@ -373,8 +373,8 @@ def _fingerprints(
             sql, params = f"SELECT fp FROM {src} WHERE hash(fp) = ? LIMIT 1", [fh]
         else:
             sql = (
-                f"SELECT fp FROM (SELECT try(json_extract(line, '$.fingerprint')) AS fp "
-                f"FROM {q.lines('?')}) WHERE hash(fp) = ? LIMIT 1"
+                f"SELECT fp FROM (SELECT {q.top_value('fingerprint')} AS fp "
+                f"FROM {q.records('?')}) WHERE hash(fp) = ? LIMIT 1"
             )
             params = [[str(paths[int(fi)])], fh]
         res = con.execute(sql, params).fetchone()
