@@ -12,7 +12,22 @@ and Docker repositories (gpgcheck=1); the signed repomd.xml of the libnvidia-con
 repository checked by dnf (repo_gpgcheck=1, gpgcheck=0, as NVIDIA's nvidia-container-toolkit.repo
 has it; a copy of that repository whose repomd.xml changed after signing is refused by dnf
 under the role's repo file); ``dnf repolist --enabled`` and ``dnf config-manager
---set-enabled crb``.
+--set-enabled crb``, after nvidia_driver installed dnf-plugins-core (Rocky 9's container image,
+rocky-linux/kickstarts Rocky-9-Container-Base.ks, has none: the chroot starts with Debian's
+config-manager plugin turned off, and ``dnf config-manager`` is asserted to be no command before
+the run). The other RHEL branches in the same converge, before nvidia_driver (a vGPU guest or
+a Bitfusion client runs without it, so nothing has enabled EPEL yet): gpu_facts installs
+pciutils with dnf and asks its lspci for the GPU's name, the GPU found in a copy of an H200
+host's sysfs (``gpu_facts_sysfs_root``, tests/data/gpu_facts); nvidia_vgpu_guest enables EPEL,
+installs gcc/make/dkms/elfutils-libelf-devel and the running kernel's headers, then the
+vendor's driver RPM (nvidia-linux-grid-550, downloaded from the stub server by get_url with its
+SHA-256, installed by dnf from the local file), writes gridd.conf and the client configuration
+token, and enables nvidia-gridd (``systemctl enable`` works offline in a chroot; starting it
+cannot and is left out by the module with a warning); bitfusion_client installs VMware's
+client RPM the same way and writes its token files; workload_env installs python3.11,
+python3.11-pip, python3-packaging and tar and makes its virtualenv with ``python3.11 -m venv``.
+The two secrets (vGPU token, Bitfusion token) go in through ``run_playbook(secrets=...)`` and
+must appear in no event of either run.
 
 What is replaced, and why:
 
@@ -21,8 +36,12 @@ What is replaced, and why:
   pkg_mgr dnf, an EL9 kernel ``5.14.0-427.13.1.el9_4.x86_64``) with ``set_fact cacheable``;
   the roles read them from ``ansible_facts`` as usual (tests/data/rpm/rhel_converge.yml).
 - The packages are STUBS (empty payloads with the real names, versions and dependencies; a
-  few carry the files the roles read back: nvcc, nvidia-ctk, apptainer, the repo files of
-  rocky-release and epel-release). Rocky's BaseOS/AppStream, CRB and EPEL are stub
+  few carry the files the roles read back: nvcc, nvidia-ctk, apptainer, bitfusion, the
+  nvidia-gridd unit, the repo files of rocky-release and epel-release, an lspci that prints
+  what the real one prints for the H200 sysfs copy, and dnf-plugins-core's
+  config-manager.conf that turns Debian's plugin back on). python3.11 is Debian's interpreter,
+  with Debian's python3.11-venv in the dnf layer for the ensurepip that Rocky's python3.11
+  package includes. Rocky's BaseOS/AppStream, CRB and EPEL are stub
   repositories on the same server, unsigned (gpgcheck=0 in their repo files, where Rocky and
   EPEL sign theirs); the CUDA, libnvidia-container and Docker repositories use a stub key,
   pinned by fingerprint in the role variables in place of NVIDIA's and Docker's.
@@ -44,16 +63,21 @@ What is replaced, and why:
   Debian nspawn hosts (test_nspawn_converge.py). Its restart handler (systemctl restart docker)
   cannot run without a booted systemd, so the play ends with ``meta: end_play`` right after
   the branch, before handlers run.
+- workload_env's pip step is off (no packages): the same ``pip`` module on both families,
+  converged with a stub index on the nspawn hosts. The license check (nvidia-smi -q) and
+  ``bitfusion list_gpus`` need a vGPU and a Bitfusion server (``*_hardware_steps`` off).
 - nvidia_container_toolkit's Docker/containerd configuration is off (no dockerd here); it is
   the same nvidia-ctk tasks on both families and converged on the nspawn hosts.
 
-Converged twice: the second run must report changed=0. About 124 tasks a run; the test uses
-~170 s of CPU in all, 8-12 min of wall time on a 2-core machine at load 4-12.
+Converged twice: the second run must report changed=0. About 170 tasks a run (124 before the
+vGPU, Bitfusion, workload_env and lspci branches were added); the test prints the seconds each
+role's tasks took in each run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -72,6 +96,7 @@ import pytest
 from infra.ansible import run_playbook
 from infra.hosts import Host
 from tests.ansible.helpers import Events
+from tests.ansible.test_gpu_facts import sysfs_tree
 from tests.parts import REPO, need, need_command, need_root
 from tests.parts import rpm_stub_repo as rpmrepo
 from tests.parts.nspawn import ROOTFS, rootfs_ready, stop_process, wait_for
@@ -82,6 +107,10 @@ PLAYBOOK = REPO / "tests/data/rpm/rhel_converge.yml"
 CUDA_KEY = "/etc/pki/rpm-gpg/RPM-GPG-KEY-NVIDIA-CUDA"
 CTK_KEY = "/etc/pki/rpm-gpg/RPM-GPG-KEY-NVIDIA-CONTAINER-TOOLKIT"
 DOCKER_KEY = "/etc/pki/rpm-gpg/RPM-GPG-KEY-DOCKER-CE"
+SYSFS = "/var/lib/gpulab-test/sys"  # a copy of the H200 host's PCI files (gpu_facts_sysfs_root)
+# Secrets handed in as run_playbook(secrets=...): they must appear in no event of the run.
+TOKEN = "SENTINEL-rhel-vgpu-client-token-3f9a61c2"
+BF_TOKEN = "SENTINEL-rhel-bitfusion-token-7be04d15"
 
 
 @dataclass
@@ -121,6 +150,24 @@ class RhelTarget:
             "docker_stub_repo": f"{u}/docker",
             "docker_engine_repo_key_url": key,
             "docker_engine_repo_key_fingerprint_rhel": fpr,
+            "gpu_facts_sysfs_root": SYSFS,
+            "nvidia_vgpu_guest_driver_url": f"{u}/files/{rpmrepo.GRID_RPM}",
+            "nvidia_vgpu_guest_driver_sha256": rpmrepo.sha256sums(self.repos)[rpmrepo.GRID_RPM],
+            "nvidia_vgpu_guest_hardware_steps": False,
+            "bitfusion_client_package_url": f"{u}/files/{rpmrepo.BITFUSION_RPM}",
+            "bitfusion_client_package_sha256": rpmrepo.sha256sums(self.repos)[
+                rpmrepo.BITFUSION_RPM
+            ],
+            "bitfusion_client_version": rpmrepo.BITFUSION,
+            "bitfusion_client_hardware_steps": False,
+            "workload_env_pip_packages": [],  # pip's path is the same on both families
+        }
+
+    @staticmethod
+    def secrets() -> dict[str, Any]:
+        return {
+            "nvidia_vgpu_guest_client_token": TOKEN,
+            "bitfusion_client_token_files": {"client.yaml": f"token: {BF_TOKEN}\n"},
         }
 
 
@@ -199,6 +246,11 @@ def rhel_target(request: pytest.FixtureRequest) -> Iterator[RhelTarget]:
             f.write("skip_if_unavailable=False\n")  # RHEL 9's default (Debian's dnf.conf: True)
         # Debian's dnf-plugins-core turns on the "local" plugin, which Rocky does not install
         (root / "etc/dnf/plugins/local.conf").write_text("[main]\nenabled = false\n")
+        # Rocky 9's container image has no dnf-plugins-core (rocky-linux/kickstarts,
+        # Rocky-9-Container-Base.ks): Debian's config-manager plugin is off until the stub
+        # dnf-plugins-core, installed by nvidia_driver, replaces this file with enabled=1.
+        (root / "etc/dnf/plugins/config-manager.conf").write_text("[main]\nenabled=0\n")
+        sysfs_tree(root / SYSFS.lstrip("/"), "sysfs_h200_vm.yaml")
         shutil.copy(repos / "files" / rpmrepo.RELEASE_RPM, root / "tmp")
         r = t.sh(f"rpm -i /tmp/{rpmrepo.RELEASE_RPM} && rm /tmp/{rpmrepo.RELEASE_RPM}")
         assert r.returncode == 0, r.stderr
@@ -210,6 +262,17 @@ def rhel_target(request: pytest.FixtureRequest) -> Iterator[RhelTarget]:
             subprocess.run(["umount", str(m)], capture_output=True, check=False)
         if not any(os.path.ismount(m) for m in mounts):  # never through /dev's bind mount
             shutil.rmtree(work, ignore_errors=True)
+
+
+def _role_seconds(events: list[dict[str, Any]]) -> str:
+    """Seconds of task time per role (ansible-runner's per-task durations), longest first."""
+    per: dict[str, float] = {}
+    for e in events:
+        data = e.get("event_data") or {}
+        if e.get("event", "").startswith("runner_on_") and "duration" in data:
+            role = data.get("role") or "(play)"
+            per[role] = per.get(role, 0.0) + float(data["duration"] or 0)
+    return ", ".join(f"{r} {s:.1f}" for r, s in sorted(per.items(), key=lambda x: -x[1]))
 
 
 def _mode(p: Path) -> str:
@@ -234,12 +297,51 @@ def test_rhel_branches_real_dnf_on_debian_with_rocky_facts_converge_then_idempot
     rhel_target: RhelTarget,
 ) -> None:
     t, root = rhel_target, rhel_target.root
+    # as on Rocky 9's container image: no config-manager before the role installs the plugins
+    nocm = t.sh("dnf -q config-manager --help")
+    assert nocm.returncode != 0 and "No such command: config-manager" in nocm.stdout + nocm.stderr
     ev = Events()
     t0 = time.monotonic()
-    first = run_playbook(PLAYBOOK, [t.host], extravars=t.extravars(), event_handler=ev,
-                         check=False)  # fmt: skip
+    first = run_playbook(PLAYBOOK, [t.host], extravars=t.extravars(), secrets=t.secrets(),
+                         event_handler=ev, check=False)  # fmt: skip
     assert first.ok, first.summary() + "\n" + first.stdout_tail[-4000:]
+    said = json.dumps(ev.events)  # every event: the play's output and each task's result
+    assert TOKEN not in said and BF_TOKEN not in said
+    written = ev.results("Write the client configuration token")
+    assert len(written) == 1 and "censored" in written[0], written  # it ran, under no_log
     facts = ev.facts(t.host.name)
+
+    # gpu_facts: pciutils from the stub BaseOS (gpu_facts/tasks/RedHat.yml), whose lspci names
+    # the GPU found in the sysfs tree
+    assert [(g["pci"], g["device_id"], g["name"]) for g in facts["gpu_facts_gpus"]] == [
+        ("0000:00:06.0", "2335", "GH100 [H200 SXM 141GB]")
+    ]
+    assert facts["gpu_facts_lspci_ok"] is True and facts["gpu_facts_pci_source"] == "sysfs"
+    assert t.sh("rpm -qf --qf '%{NAME}' /usr/sbin/lspci").stdout == "pciutils"
+
+    # nvidia_vgpu_guest ran before nvidia_driver: it enabled EPEL itself for dkms
+    assert [r.get("changed") for r in ev.results("Enable EPEL (DKMS) (Rocky/RHEL)")] == [True]
+    assert [r.get("changed") for r in ev.results("Enable EPEL (DKMS)")] == [False]
+    assert facts["nvidia_vgpu_guest_changed"] is True
+    assert facts["nvidia_vgpu_guest_reboot_wanted"] is False  # never on a chroot connection
+    gridd = root / "etc/nvidia/gridd.conf"
+    assert "FeatureType=4" in gridd.read_text().splitlines() and _mode(gridd) == "0o644"
+    tok = root / "etc/nvidia/ClientConfigToken/client_configuration_token_gpulab.tok"
+    assert tok.read_text() == TOKEN and _mode(tok) == "0o600"
+    # systemctl enables offline in a chroot; it cannot start anything there
+    assert (root / "etc/systemd/system/multi-user.target.wants/nvidia-gridd.service").is_symlink()
+    bf = root / "etc/bitfusion/client.yaml"
+    assert bf.read_text() == f"token: {BF_TOKEN}\n" and _mode(bf) == "0o640"
+    # workload_env: RHEL's python3.11 (Debian's interpreter here) made the virtualenv
+    venv = [r.get("cmd") for r in ev.results("Create the virtualenv")]
+    assert venv == [["python3.11", "-m", "venv", "/opt/gpulab/venv"]], venv
+    assert "version = 3.11" in (root / "opt/gpulab/venv/pyvenv.cfg").read_text()
+    assert facts["workload_env_python_bin"] == "/opt/gpulab/venv/bin/python"
+    assert facts["workload_env_schema_version"]
+
+    # nvidia_driver installed dnf-plugins-core before `dnf config-manager`
+    plugins = ev.results("Install dnf-plugins-core (dnf config-manager, for CRB/PowerTools)")
+    assert [r.get("changed") for r in plugins] == [True]
     assert facts["gpu_facts_supported"] is True and facts["gpu_facts_cuda_repo_distro"] == "rhel9"
     assert facts["nvidia_driver_changed"] is True and facts["nvidia_driver_reboot_wanted"] is False
     # CRB was disabled (rocky.repo), so the role enabled it with the real config-manager
@@ -292,7 +394,9 @@ def test_rhel_branches_real_dnf_on_debian_with_rocky_facts_converge_then_idempot
              "epel-release pciutils gnupg2 nvidia-driver kmod-nvidia-open-dkms "
              "cuda-toolkit-12-4 nvidia-container-toolkit nvidia-container-toolkit-base "
              "libnvidia-container-tools libnvidia-container1 apptainer docker-ce docker-ce-cli "
-             "containerd.io docker-buildx-plugin")  # fmt: skip
+             "containerd.io docker-buildx-plugin dnf-plugins-core elfutils-libelf-devel "
+             "nvidia-linux-grid-550 bitfusion-client python3.11 python3.11-pip "
+             "python3-packaging")  # fmt: skip
     assert q.returncode == 0, q.stdout + q.stderr
     assert f"kernel-devel-{rpmrepo.EL9_KERNEL.rsplit('.', 1)[0]}" in q.stdout.split()
     assert f"nvidia-container-toolkit-{rpmrepo.CTK}-1" in q.stdout.split()
@@ -324,9 +428,14 @@ def test_rhel_branches_real_dnf_on_debian_with_rocky_facts_converge_then_idempot
     assert good.returncode == 0, good.stdout + good.stderr
 
     t1 = time.monotonic()
-    again = run_playbook(PLAYBOOK, [t.host], extravars=t.extravars(), check=False)
+    ev2 = Events()
+    again = run_playbook(PLAYBOOK, [t.host], extravars=t.extravars(), secrets=t.secrets(),
+                         event_handler=ev2, check=False)  # fmt: skip
     assert again.ok and again.hosts[t.host.name].changed == 0, (
         again.summary() + "\n" + again.stdout_tail[-4000:]
     )
-    print(f"\nfirst converge {first_s:.1f} s; second {time.monotonic() - t1:.1f} s\n"
+    said = json.dumps(ev2.events)
+    assert TOKEN not in said and BF_TOKEN not in said
+    print(f"\nfirst converge {first_s:.1f} s: {_role_seconds(ev.events)}\n"
+          f"second {time.monotonic() - t1:.1f} s: {_role_seconds(ev2.events)}\n"
           + again.stdout_tail[-600:])  # fmt: skip

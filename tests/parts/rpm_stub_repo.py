@@ -7,8 +7,10 @@ few files the roles read back (``nvcc``, ``nvidia-ctk``, ``apptainer``, reposito
 Cached under ``.cache/rpm-stub-repo`` (rebuilt when this file or ``tests/data/rpm/`` changes)::
 
     baseos/                Rocky 9 BaseOS + AppStream stand-in (rocky-release, kernel-devel of
-                           the faked EL9 kernel, kernel-headers, gcc, make, pciutils, gnupg2,
-                           epel-release, python3, tar); unsigned, as the test's repo file says
+                           the faked EL9 kernel, kernel-headers, gcc, make, elfutils-libelf-devel,
+                           pciutils with an lspci, gnupg2, epel-release, dnf-plugins-core,
+                           python3, python3.11, python3.11-pip, python3-packaging, tar);
+                           unsigned, as the test's repo file says
     crb/                   CRB stand-in (disabled by rocky-release's repo file, as on Rocky 9)
     epel/                  EPEL stand-in: dkms (Requires gcc, make, kernel-devel)
     cuda/                  like NVIDIA's rhel9 CUDA repo: packages SIGNED with the stub key,
@@ -18,14 +20,19 @@ Cached under ``.cache/rpm-stub-repo`` (rebuilt when this file or ``tests/data/rp
                            SIGNED (repomd.xml.asc), packages not (repo_gpgcheck=1, gpgcheck=0)
     libnvidia-container-tampered/  the same with repomd.xml changed after signing
     docker/9/x86_64/stable like download.docker.com/linux/centos: packages SIGNED
-    files/                 single downloads: apptainer-1.3.4-1.x86_64.rpm, rocky-release
+    files/                 single downloads: apptainer-1.3.4-1.x86_64.rpm, rocky-release, the
+                           vGPU guest driver RPM (nvidia-linux-grid-550) and the Bitfusion
+                           client RPM (bitfusion-client-centos8), as NVIDIA's licensing portal
+                           and VMware hand them out: not from a repository
     SHA256SUMS             checksums of files/*
     keys/stub.asc, stub.fpr  the stub signing key (public part only) and its fingerprint
 
 :func:`prepare_dnf_layer` caches ``.cache/rootfs/bookworm-dnf`` : an overlay upper layer over
 the test rootfs (``scripts/parts/rootfs.sh``) holding Debian's ``dnf``, ``python3-dnf``,
 ``dnf-plugins-core`` and ``rpm`` (apt through the lab's apt-cacher-ng), with rpm's database at
-/var/lib/rpm as on RHEL (Debian's rpm puts it under ``~/.rpmdb``).
+/var/lib/rpm as on RHEL (Debian's rpm puts it under ``~/.rpmdb``), and ``python3.11-venv``:
+Debian splits ``venv``'s ensurepip out of its python3.11, which Rocky's python3.11 package
+includes (workload_env runs ``python3.11 -m venv``; the chroot's python3.11 is Debian's).
 """
 
 from __future__ import annotations
@@ -45,7 +52,7 @@ OUT = CACHE / "rpm-stub-repo"
 SPEC = REPO / "tests/data/rpm/stub.spec.in"
 LAYER = CACHE / "rootfs" / "bookworm-dnf"
 LAYER_READY = CACHE / "rootfs" / "bookworm-dnf.ready"
-LAYER_APT = ("dnf", "python3-dnf", "dnf-plugins-core", "rpm")
+LAYER_APT = ("dnf", "python3-dnf", "dnf-plugins-core", "rpm", "python3.11-venv")
 COMMANDS = ("rpmbuild", "rpmsign", "createrepo_c", "modifyrepo_c", "gpg")
 
 # The faked facts' kernel (a Rocky 9.4 kernel): kernel-devel-<it> must resolve in the stub repo.
@@ -54,6 +61,18 @@ DRIVER = "550.127.08"
 CTK = "1.17.3"
 APPTAINER_RPM = "apptainer-1.3.4-1.x86_64.rpm"
 RELEASE_RPM = "rocky-release-9.4-1.7.el9.noarch.rpm"
+GRID = "550.127.05"
+GRID_RPM = f"nvidia-linux-grid-550-{GRID}-1.x86_64.rpm"
+BITFUSION = "4.5.4"
+BITFUSION_RPM = f"bitfusion-client-centos8-{BITFUSION}-1.x86_64.rpm"  # VMware's file name
+# What `lspci -Dnn -d 10de:` prints for tests/data/gpu_facts/sysfs_h200_vm.yaml (the H200 of a
+# real host; tests/ansible/test_gpu_facts.py has the same text): the stub pciutils' lspci.
+H200_LSPCI = (
+    "0000:00:06.0 3D controller [0302]: NVIDIA Corporation GH100 [H200 SXM 141GB] [10de:2335]"
+    " (rev a1)\n"
+    "0000:00:06.1 Audio device [0403]: NVIDIA Corporation GA104 High Definition Audio"
+    " Controller [10de:228b] (rev a1)\n"
+)
 
 
 @dataclass
@@ -66,6 +85,7 @@ class Pkg:
     requires: list[str] = field(default_factory=list)
     provides: list[str] = field(default_factory=list)
     files: dict[str, tuple[int, str]] = field(default_factory=dict)  # path -> (mode, content)
+    saved_as: str = ""  # the file name under files/ when the vendor names it otherwise
 
     @property
     def filename(self) -> str:
@@ -106,6 +126,46 @@ enabled=1
 """
 
 
+LSPCI = f"""\
+# gpulab STUB of lspci: prints what the real one prints on the H200 host whose sysfs the test
+# copies (tests/data/gpu_facts/sysfs_h200_vm.yaml); only the query gpu_facts makes.
+[ "$*" = "-Dnn -d 10de:" ] || {{ echo "lspci (gpulab stub): unsupported: $*" >&2; exit 1; }}
+printf '%s' '{H200_LSPCI}'
+"""
+
+CONFIG_MANAGER_ON = """\
+# gpulab STUB: dnf-plugins-core installed, so its config-manager command is on (the test turns
+# the rootfs's Debian plugin off with enabled=0 here until this package replaces the file).
+[main]
+enabled=1
+"""
+
+GRIDD = """\
+# gpulab STUB of the vGPU licensing daemon: reads its config, then idles.
+test -r /etc/nvidia/gridd.conf || { echo "nvidia-gridd (stub): no gridd.conf" >&2; exit 1; }
+echo "nvidia-gridd (gpulab stub): FeatureType=$(sed -n 's/^FeatureType=//p' /etc/nvidia/gridd.conf)"
+exec sleep infinity
+"""
+
+GRIDD_UNIT = """\
+[Unit]
+Description=NVIDIA Grid Daemon (gpulab stub)
+[Service]
+Type=simple
+ExecStart=/usr/bin/nvidia-gridd
+[Install]
+WantedBy=multi-user.target
+"""
+
+BITFUSION_CLI = f"""\
+# gpulab STUB of the Bitfusion client
+case "$1" in
+  version|--version) echo "Bitfusion client {BITFUSION} (gpulab stub)"; exit 0 ;;
+esac
+echo "bitfusion (gpulab stub): no Bitfusion server reachable: $*" >&2; exit 1
+"""
+
+
 def packages() -> list[Pkg]:
     kver, krel = EL9_KERNEL.rsplit(".", 1)[0].split("-", 1)
     base = [
@@ -125,7 +185,23 @@ def packages() -> list[Pkg]:
         Pkg("bash", "5.1.8", "9.el9", "baseos", provides=["/bin/sh"]),  # the scripts' /bin/sh
         Pkg("gcc", "11.4.1", "3.el9", "baseos"),
         Pkg("make", "4.3", "8.el9", "baseos", provides=["make = 1:4.3"]),
-        Pkg("pciutils", "3.7.0", "5.el9", "baseos"),
+        Pkg("pciutils", "3.7.0", "5.el9", "baseos", files={"/usr/sbin/lspci": _exe(LSPCI)}),
+        Pkg("elfutils-libelf-devel", "0.190", "2.el9", "baseos"),
+        # Rocky's container image has no dnf-plugins-core (rocky-linux/kickstarts,
+        # Rocky-9-Container-Base.ks: --nocore, no dnf-plugins-core in %packages); the test turns
+        # Debian's config-manager plugin off with this file, which the stub then owns, enabled.
+        Pkg(
+            "dnf-plugins-core",
+            "4.3.0",
+            "13.el9",
+            "baseos",
+            arch="noarch",
+            provides=["dnf-command(config-manager)"],
+            files={"/etc/dnf/plugins/config-manager.conf": (0o644, CONFIG_MANAGER_ON)},
+        ),
+        Pkg("python3.11", "3.11.7", "1.el9", "baseos"),
+        Pkg("python3.11-pip", "22.3.1", "4.el9", "baseos", arch="noarch", requires=["python3.11"]),
+        Pkg("python3-packaging", "20.9", "5.el9", "baseos", arch="noarch"),
         Pkg("gnupg2", "2.3.3", "4.el9", "baseos"),
         Pkg("tar", "1.34", "6.el9", "baseos"),
         Pkg("python3", "3.9.18", "3.el9", "baseos"),
@@ -222,7 +298,15 @@ def packages() -> list[Pkg]:
             "/etc/apptainer/apptainer.conf": (0o644, "use nvidia-container-cli = no\n"),
             "/etc/apptainer/nvliblist.conf": (0o644, "libcuda.so\nlibnvidia-ml.so\n")}),
     ]  # fmt: skip
-    return base + cuda + ctk + docker + app
+    vendor = [
+        Pkg("nvidia-linux-grid-550", GRID, "1", "files", saved_as=GRID_RPM, files={
+            "/usr/bin/nvidia-gridd": _exe(GRIDD),
+            "/usr/lib/systemd/system/nvidia-gridd.service": (0o644, GRIDD_UNIT),
+            "/etc/nvidia/gridd.conf.template": (0o644, "# gridd.conf template (gpulab stub)\n")}),
+        Pkg("bitfusion-client", BITFUSION, "1", "files", saved_as=BITFUSION_RPM, files={
+            "/usr/bin/bitfusion": _exe(BITFUSION_CLI)}),
+    ]  # fmt: skip
+    return base + cuda + ctk + docker + app + vendor
 
 
 SIGNED_PKGS = ("cuda", "docker/9/x86_64/stable")  # gpgcheck=1 in the roles' repo files
@@ -305,7 +389,7 @@ def _build_one(p: Pkg, work: Path, out: Path) -> Path:
     _run(["rpmbuild", "-bb", "--quiet", "--define", f"_topdir {top}", str(sp)])
     built = top / "RPMS" / p.arch / p.filename
     out.mkdir(parents=True, exist_ok=True)
-    return Path(shutil.move(str(built), out / p.filename))
+    return Path(shutil.move(str(built), out / (p.saved_as or p.filename)))
 
 
 def build() -> Path:
