@@ -62,10 +62,11 @@ from tests.e2e.conftest import Lab, say
 from tests.e2e.engine import Engine
 from tests.parts import REPO
 
-# Four site runs (each stack's first up, and again when the arm's execution environment
-# changes it: gpulab_exec_envs is an input of the site run) and four workload runs. On freshly
-# booted hosts, 2 cores: at load 8-10 site 417 + 337 + 164 + 368 s, the study 1511 s, the
-# module 1684 s; at load 4-12 site 226 + 174 + 66 + 123 s, the study 684 s, the module 782 s.
+# Two site runs (each stack's first up prepares native and docker, the environments of the
+# study's arms on it; the docker arm then measures with gpulab:measure_envs, an input of the
+# workload run only) and four workload runs. Before, with gpulab:execution_envs set to the
+# arm's one environment, each switch re-ran the site play: four site runs; on freshly booted
+# hosts, 2 cores, at load 4-12: site 226 + 174 + 66 + 123 s, the study 684 s, the module 782 s.
 pytestmark = [
     pytest.mark.nspawn,
     pytest.mark.tf,
@@ -185,6 +186,7 @@ class _Stack:
         result = engine.up(self.name, raw_from_stack_file(self.file))
         for name, op, dt in result.steps:
             on_output(f"    {op:7s} {name} ({dt:.1f} s)")
+            self.auto.steps.append((self.name, name, op, dt))
         if result.error is not None:
             raise CommandError(CommandResult("Updating:\n", f"error: {result.error}", 255))
         self.auto.outputs[self.name] = dict(result.exports)
@@ -219,6 +221,7 @@ class EngineAuto:
         self.engines = engines
         self.outputs: dict[str, dict[str, Any]] = {}
         self.calls: list[tuple[Any, ...]] = []
+        self.steps: list[tuple[str, str, str, float]] = []  # (stack, resource, op, s) per up
 
     @staticmethod
     def LocalWorkspaceOptions(**kw: Any) -> dict[str, Any]:  # the SDK's class name
@@ -326,6 +329,29 @@ def test_study_builds_measures_and_records_every_native_arm(study_run: dict[str,
     ups = [c for c in study_run["auto"].calls if c[0] in ("up", "destroy")]
     assert ups[0] == ("up", "ironic-bm") and ("destroy", "ironic-bm") in ups
     assert ("up", "nova-pci") in ups and ("destroy", "nova-pci") in ups
+
+
+def test_the_site_play_runs_once_per_stack(study_run: dict[str, Any]) -> None:
+    """The site run is created by each stack's first up and is the same (not re-run) when the
+    stack's docker arm measures; each unit's up runs one workload run, in its arm's
+    environment."""
+    steps = study_run["auto"].steps
+    for stack, name, op, dt in steps:
+        say(f"[e2e] {stack}: {op} {name} {dt:.1f} s")
+    site = [(stack, op) for stack, name, op, _ in steps if name.endswith("-site")]
+    assert site == [
+        ("ironic-bm", "create"),
+        ("ironic-bm", "same"),
+        ("nova-pci", "create"),
+        ("nova-pci", "same"),
+    ], site
+    runs = [(s, n) for s, n, op, _ in steps if "-workloads-" in n and op != "same"]
+    assert runs == [
+        ("ironic-bm", "e2e-sbm-workloads-native"),
+        ("ironic-bm", "e2e-sbm-workloads-docker"),
+        ("nova-pci", "e2e-spci-workloads-native"),
+        ("nova-pci", "e2e-spci-workloads-docker"),
+    ], runs
 
 
 def test_docker_arms_fail_on_the_nspawn_hosts_with_the_reason_and_the_study_goes_on(
