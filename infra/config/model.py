@@ -83,21 +83,29 @@ def _unknown(raw: dict[str, Any], topology: str | None, problems: list[str]) -> 
         )
 
 
+def unprepared_envs(prepared: list[str], measured: tuple[str, ...]) -> str | None:
+    """The problem when ``gpulab:measure_envs`` (``measured``) names an environment the site
+    does not prepare (``prepared``: ``execution_envs`` resolved), else None."""
+    extra = [e for e in measured if e not in prepared]
+    if not extra:
+        return None
+    return (
+        f"gpulab:measure_envs names {', '.join(extra)}, which gpulab:execution_envs does "
+        f"not prepare (it prepares {', '.join(prepared)}): add it there or measure less"
+    )
+
+
 def _check_measure_envs(topology: str, values: dict[str, Any], problems: list[str]) -> None:
     """``gpulab:measure_envs`` may name only what the site prepares (``execution_envs``, else
-    the topology's default), aliases resolved on both sides."""
+    the topology's default; aliases are resolved on both sides by then)."""
     from types import SimpleNamespace
 
-    measured = values.get("measure_envs") or ()
     prepared = topology_spec(topology).envs(
         SimpleNamespace(execution_envs=values.get("execution_envs") or (), mode=values.get("mode"))
     )
-    extra = [e for e in measured if e not in prepared]
-    if extra:
-        problems.append(
-            f"gpulab:measure_envs names {', '.join(extra)}, which gpulab:execution_envs does "
-            f"not prepare (it prepares {', '.join(prepared)}): add it there or measure less"
-        )
+    problem = unprepared_envs(prepared, values.get("measure_envs") or ())
+    if problem:
+        problems.append(problem)
 
 
 def validate(raw: dict[str, Any]) -> LabConfig:

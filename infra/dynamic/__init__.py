@@ -32,14 +32,13 @@ def execution_envs(cfg: LabConfig) -> list[str]:
 def measure_envs(cfg: LabConfig) -> list[str]:
     """The environments the workload runs measure in: those of :func:`execution_envs` that
     ``gpulab:measure_envs`` names (all of them when it names none), in their order."""
+    from infra.config.model import unprepared_envs
+
     prepared = execution_envs(cfg)
     named = cfg.measure_envs
-    extra = [e for e in named if e not in prepared]
-    if extra:  # the config's validation refuses this first (infra/config/model.py)
-        raise ValueError(
-            f"gpulab:measure_envs names {', '.join(extra)}, which gpulab:execution_envs does "
-            f"not prepare ({', '.join(prepared)})"
-        )
+    problem = unprepared_envs(prepared, named)
+    if problem:  # the config's validation refuses this first
+        raise ValueError(problem)
     return [e for e in prepared if not named or e in named]
 
 
