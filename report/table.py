@@ -255,7 +255,8 @@ def finish(col: Collected, baseline: Arm) -> Table:
     settings = {a: s.setting for a, s in col.arm_set.items()}
     rows: list[Row] = []
     index: dict[tuple[GroupKey, Arm, str], Row] = {}
-    for (key, arm, metric), vals in sorted(col.values.items(), key=lambda kv: str(kv[0])):
+    # in the order of their fields: suite, experiment, ..., batch size (as a number), arm, metric
+    for (key, arm, metric), vals in sorted(col.values.items()):
         seed_key = f"{key}|{arm.label}|{metric}"
         row = Row(key, arm, settings[arm], metric, summarize(vals, seed_key))
         sizes, steps = col.shapes.get((key, arm), (set(), set()))

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from report.mapping import Arm
 from report.table import (
     GroupKey,
@@ -19,6 +21,7 @@ from report.table import (
     metric_values,
 )
 from tests.report import synth
+from workloads.errors import InputError
 
 REC = {
     "suite": "closer2018",
@@ -202,3 +205,82 @@ def test_finished_table_carries_baseline_counts_kinds_and_intervals() -> None:
     (z,) = table.find(arm=arm, metric="images_per_sec", model="vgg16")
     assert z.norm is None and z.baseline_median is None
     assert [r.key.experiment for r in table.rows] == sorted(r.key.experiment for r in table.rows)
+
+
+def test_rows_come_in_field_order_with_batch_sizes_as_numbers() -> None:
+    """Rows follow their group's fields, then arm and metric, whatever order the records came
+    in; a batch of 8 comes before one of 16 (as numbers, not as text)."""
+    recs = synth.reps("local", "native", experiment="e", model="resnet50", ips=9.0, batch=16)
+    recs += synth.reps("local", "native", experiment="e", model="resnet50", ips=9.0, batch=8)
+    recs += synth.reps("local", "native", experiment="a", model="resnet50", ips=9.0, batch=64)
+    rows = build_table(recs, Arm("local", "native")).find(metric="images_per_sec")
+    assert [(r.key.experiment, r.key.batch_size) for r in rows] == [("a", 64), ("e", 8), ("e", 16)]
+
+
+def test_rows_after_a_relative_metric_or_a_missing_baseline_are_still_normalized() -> None:
+    """Group "a" (first in order) has a relative metric and a baseline median of 0, group "b"
+    no baseline rows at all: neither stops the normalization of group "e" after them."""
+    base, arm = Arm("local", "native"), Arm("local", "docker")
+    recs = synth.reps("local", "native", experiment="a", model="resnet50", ips=0.0,
+                      metrics={"images_per_sec_degradation": 0.2})  # fmt: skip
+    recs += synth.reps("local", "docker", experiment="a", model="resnet50", ips=5.0)
+    recs += synth.reps("local", "docker", experiment="b", model="resnet50", ips=5.0)
+    recs += synth.reps("local", "native", experiment="e", model="resnet50", ips=100.0)
+    recs += synth.reps("local", "docker", experiment="e", model="resnet50", ips=80.0)
+    table = build_table(recs, base)
+    order = [(r.key.experiment, r.metric) for r in table.rows]
+    assert order.index(("a", "images_per_sec_degradation")) < order.index(("e", "images_per_sec"))
+    (deg,) = table.find(arm=base, metric="images_per_sec_degradation")
+    assert deg.norm is None and deg.baseline_median is None
+    (b,) = table.find(arm=arm, metric="images_per_sec", model="resnet50", experiment="b")
+    assert b.norm is None
+    (e,) = table.find(arm=arm, metric="images_per_sec", experiment="e")
+    assert e.norm == 0.8 and e.baseline_median == 100.0
+
+
+def test_recorded_degradation_is_kept_not_derived() -> None:
+    rec = {"metrics": {"images_per_sec_alone": 100.0, "images_per_sec_shared": 50.0,
+                       "images_per_sec_degradation": 0.4}}  # fmt: skip
+    assert metric_values(rec)["images_per_sec_degradation"] == 0.4
+
+
+def test_table_keeps_each_arms_records_and_setting_flags() -> None:
+    base, arm = Arm("local", "native"), Arm("local", "docker")
+    native = synth.reps("local", "native", experiment="e", model="resnet50", ips=10.0, repeats=3)
+    docker = synth.reps("local", "docker", experiment="e", model="resnet50", ips=9.0, repeats=3)
+    for r in docker:
+        r["setting_flags"] = ["image digest unknown"]
+    table = build_table(native + docker, base)
+    assert table.records_per_arm == {base: native, arm: docker}
+    assert table.setting_flags == {arm: ["image digest unknown"]}
+
+
+def test_rows_without_shapes_have_empty_sizes_and_steps() -> None:
+    """Collected values whose group has no shapes (the scan path fills them separately)."""
+    from report.table import finish
+
+    recs = synth.reps("local", "native", experiment="e", model="resnet50", ips=10.0, repeats=3)
+    col = collect(recs)
+    col.shapes = {}
+    (row,) = finish(col, Arm("local", "native")).find(metric="images_per_sec")
+    assert (row.image_sizes, row.steps) == ((), ())
+
+
+def test_repeats_of_two_runs_pool_by_default_and_are_refused_without_pool() -> None:
+    base = Arm("local", "native")
+    recs = synth.reps("local", "native", experiment="e", model="resnet50", ips=10.0, repeats=4)
+    for i, r in enumerate(recs):
+        r["run_id"] = f"run-{i % 2}"
+    assert build_table(recs, base).find(metric="images_per_sec")[0].summary.n == 4
+    assert build_table(recs, base, pool=True).find(metric="images_per_sec")[0].summary.n == 4
+    with pytest.raises(InputError, match="run"):
+        build_table(recs, base, pool=False)
+
+
+def test_an_arm_whose_settings_differ_from_the_baseline_is_refused() -> None:
+    recs = synth.reps("local", "native", experiment="e", model="resnet50", ips=10.0)
+    recs += synth.reps("local", "docker", experiment="e", model="resnet50", ips=9.0)
+    for r in recs:
+        r["steps"] = 50 if r["arm"] == "native" else 20
+    with pytest.raises(InputError, match="steps"):
+        build_table(recs, Arm("local", "native"))
