@@ -760,6 +760,18 @@ def test_shared_options_defaults() -> None:
         "random"
     )
     assert shared.check_options({"order_seed": -3})["order_seed"] == -3
+    ones = shared.check_options({"background_batch": 1, "background_image_size": 1})
+    assert (ones["background_batch"], ones["background_image_size"]) == (1, 1)
+
+
+def test_shared_unknown_background_model_lists_the_models() -> None:
+    from workloads.models import MODELS
+
+    with pytest.raises(InputError) as err:
+        shared.check_options({"background_model": "bert"})
+    assert str(err.value) == (
+        f"option 'background_model' 'bert' is not one of {', '.join(sorted(MODELS))}"
+    )
 
 
 @pytest.mark.parametrize(
