@@ -65,8 +65,9 @@ from tests.parts import REPO
 # Two site runs (each stack's first up prepares native and docker, the environments of the
 # study's arms on it; the docker arm then measures with gpulab:measure_envs, an input of the
 # workload run only) and four workload runs. Before, with gpulab:execution_envs set to the
-# arm's one environment, each switch re-ran the site play: four site runs; on freshly booted
-# hosts, 2 cores, at load 4-12: site 226 + 174 + 66 + 123 s, the study 684 s, the module 782 s.
+# arm's one environment, each switch re-ran the site play: four site runs. On freshly booted
+# hosts, 2 cores, at load 5-8, back to back: before, site 276 + 342 + 141 + 237 s, the study
+# 1163 s, the module 1221 s; now, site 528 + 218 s, the study 965 s, the module 1036 s.
 pytestmark = [
     pytest.mark.nspawn,
     pytest.mark.tf,
