@@ -137,16 +137,23 @@ def values(
         f"steps, kind {sql_rows} AND ela IS NOT NULL"
     )
     got: dict[tuple[GroupKey, Arm, str], list[tuple[int, float]]] = {}
+    plain: dict[tuple[GroupKey, Arm, str], list[float]] = {}  # no Python rows: no orders
     last: dict[GroupKey, int] = {}
+    # the order of each value is fetched only where Python rows are merged in (a million
+    # ints and pairs less to build otherwise)
+    ords_sql = "list(o ORDER BY o)" if py else "NULL"
     for row in con.execute(
-        "SELECT * EXCLUDE (v, o, isize, steps, kind), list(v ORDER BY o), "
-        "list(o ORDER BY o), list(DISTINCT isize) FILTER (isize IS NOT NULL), "
+        f"SELECT * EXCLUDE (v, o, isize, steps, kind), list(v ORDER BY o), {ords_sql}, "
+        "list(DISTINCT isize) FILTER (isize IS NOT NULL), "
         "list(DISTINCT steps) FILTER (steps IS NOT NULL), arg_max(kind, o), max(o) "
         f"FROM ({union}) GROUP BY ALL"
     ).fetchall():
         key, arm, metric = GroupKey(*row[:7]), Arm(row[7], row[8]), row[9]
         vals, ords, isizes, steps, kind, at = row[10:16]
-        got[(key, arm, metric)] = list(zip(ords, vals, strict=True))
+        if py:
+            got[(key, arm, metric)] = list(zip(ords, vals, strict=True))
+        else:
+            plain[(key, arm, metric)] = [float(v) for v in vals]
         sizes, steps_ = col.shapes.setdefault((key, arm), (set(), set()))
         sizes.update(int(x) for x in isizes or [])
         steps_.update(int(x) for x in steps or [])
@@ -188,10 +195,10 @@ def values(
             steps_ |= st
         for gk in one.kinds:
             _kind(col, last, gk, kind, int(o))
-    col.values = {
-        k: [float(v) for _, v in (ov if not py else sorted(ov, key=lambda t: t[0]))]
-        for k, ov in got.items()
-    }
+    if not py:
+        col.values = plain
+        return
+    col.values = {k: [float(v) for _, v in sorted(ov, key=lambda t: t[0])] for k, ov in got.items()}
 
 
 def _kind(col: Collected, last: dict[GroupKey, int], key: GroupKey, kind: str, at: int) -> None:
