@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -302,3 +303,28 @@ def test_entries_that_vanish_during_the_cleanup_are_passed_over(
 
     monkeypatch.setattr(Path, "lstat", lstat)
     assert sorted(runner_mod.clean_stale_secrets(tmp_path)) == sorted(stale)
+
+
+def test_an_entry_gone_before_its_lstat_does_not_stop_the_cleanup(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A secrets dir removed by someone else between the directory listing and its lstat (a
+    race, made certain here by listing it first and making its lstat fail) is passed over, and
+    the stale dirs listed after it are still removed."""
+    dead = _dead_pid()
+    gone = tmp_path / f"gpulab-secrets-{dead}-gone"
+    stale = [_run_dir(tmp_path, f"gpulab-secrets-{dead}-s{i}") for i in range(2)]
+    real_iterdir, real_lstat = Path.iterdir, Path.lstat
+
+    def iterdir(self: Path) -> Iterator[Path]:
+        return iter([gone, *real_iterdir(self)]) if self == tmp_path else real_iterdir(self)
+
+    def lstat(self: Path) -> os.stat_result:
+        if self == gone:
+            raise FileNotFoundError(str(self))
+        return real_lstat(self)
+
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    monkeypatch.setattr(Path, "lstat", lstat)
+    assert sorted(runner_mod.clean_stale_secrets(tmp_path)) == sorted(stale)
+    assert not any(d.exists() for d in stale)
