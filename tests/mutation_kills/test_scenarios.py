@@ -269,6 +269,7 @@ def test_sharing_job_dying_before_the_barrier_is_named(fake: list[str]) -> None:
     assert out["error"].startswith("concurrent jobs: job")
     assert "exited 3 before the start barrier" in out["error"]
     assert "crashed on purpose" in out["error"]
+    assert out["params"]["jobs"] == 2 and out["params"]["wrapper"] == fake
 
 
 def test_sharing_failed_concurrent_jobs_are_each_named(fake: list[str]) -> None:
@@ -292,6 +293,41 @@ def test_sharing_job_without_a_timed_window_is_refused(fake: list[str]) -> None:
     )
     assert out["status"] == "failed" and out["metrics"] == {}
     assert out["error"] == ("a concurrent job recorded no timed window (params.timed_window_unix)")
+    assert out["params"]["jobs"] == 2 and out["params"]["single_params"]["batch"] == 8
+
+
+def test_sharing_partition_wrapper_is_the_jobs_wrapper(fake: list[str]) -> None:
+    out = sharing.run(
+        _job("sharing", jobs=2, wrapper=fake, baseline_wrapper=fake, partition="wrapper")
+    )
+    assert "status" not in out, out.get("error")
+    assert out["params"]["partition"]["mechanism"] == "wrapper"
+
+
+def test_sharing_bare_results_give_empty_fields_not_nulls(fake: list[str]) -> None:
+    """A baseline result without params and jobs' results without step times (the stand-in
+    leaves them out) still give a record whose fields have their types."""
+    bare = sharing.run(
+        _job(
+            "sharing",
+            jobs=2,
+            wrapper=fake,
+            baseline_wrapper=["env", "FAKE_MODE=no-params", *fake],
+        )
+    )
+    assert "status" not in bare, bare.get("error")
+    assert bare["params"]["single_params"] == {}
+    no_steps = sharing.run(
+        _job(
+            "sharing",
+            jobs=2,
+            wrapper=fake,
+            baseline_wrapper=fake,
+            env={"FAKE_MODE": "no-step-times"},
+        )
+    )
+    assert "status" not in no_steps, no_steps.get("error")
+    assert no_steps["params"]["step_times_s_job0"] == []
 
 
 def test_sharing_jobs_are_killed_at_the_deadline(fake: list[str]) -> None:
