@@ -13,16 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import pulumi
 import pytest
-from pulumi.runtime.stack import wait_for_rpcs
 
-from infra import program
-from infra.config import ConfigError, from_pulumi_config, validate
+from infra.config import ConfigError, validate
 from infra.dynamic import execution_envs, measure_envs
 from infra.dynamic.ansible_run import AnsibleRunProvider
-from tests.pulumi.mocks import stack_raw, use_config
-from tests.topologies.test_site_inputs_stable import RecordingProvider, StableCloudMocks
+from tests.pulumi.mocks import stack_raw
+from tests.topologies.test_site_inputs_stable import RecordingProvider, program_dynamic_inputs
 
 DYNAMIC = "pulumi-python:dynamic/gpulab:"
 BOTH = {"execution_envs": ["native", "docker"]}
@@ -89,23 +86,7 @@ def test_measure_envs_outside_execution_envs_refused_by_the_program_too() -> Non
 
 def build(topology: str, **overrides: Any) -> dict[str, dict[str, Any]]:
     """The dynamic resources' inputs by name, of the whole program of an example stack."""
-    mocks = StableCloudMocks()
-    pulumi.runtime.set_mocks(mocks, project="gpulab", stack="measure", preview=False)
-    use_config(stack_raw(topology, **overrides))
-
-    @pulumi.runtime.test  # type: ignore[untyped-decorator]
-    def run() -> Any:
-        cfg = from_pulumi_config()
-        original = pulumi.export
-        pulumi.export = lambda *_: None
-        try:
-            program.run(cfg)
-        finally:
-            pulumi.export = original
-        return pulumi.Output.from_input(wait_for_rpcs(await_all_outstanding_tasks=False))
-
-    run()
-    return {r.name: r.inputs for r in mocks.resources if r.typ.startswith(DYNAMIC)}
+    return program_dynamic_inputs(stack_raw(topology, **overrides), stack="measure")
 
 
 @pytest.mark.parametrize("topology", ["ironic-bm", "nova-pci"])

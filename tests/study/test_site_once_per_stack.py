@@ -18,22 +18,18 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import pulumi
 import pytest
 import yaml
-from pulumi.runtime.stack import wait_for_rpcs
 from rich.console import Console
 
-from infra import program
-from infra.config import from_pulumi_config, raw_from_stack_file
+from infra.config import raw_from_stack_file
 from infra.dynamic.ansible_run import AnsibleRunProvider
 from infra.errors import UsageError
 from infra.study.driver import Driver, RunOptions
 from infra.study.model import REPO, load_study, stack_paths
 from tests.lifecycle.test_automation_double import AutoDouble
-from tests.pulumi.mocks import use_config
 from tests.study.helpers import write_study
-from tests.topologies.test_site_inputs_stable import StableCloudMocks
+from tests.topologies.test_site_inputs_stable import program_dynamic_inputs
 from workloads.records import make_record
 
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGpulabstudytestkeyxxxxxxxxxxxxxxxxxxxxxxxx t@t"
@@ -102,23 +98,7 @@ def driver(tmp_path: Path, auto: AutoDouble, proj: Path, **doc: Any) -> Driver:
 
 def dynamic_inputs(raw: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The dynamic resources' inputs by name, of the program built with this stack config."""
-    mocks = StableCloudMocks()
-    pulumi.runtime.set_mocks(mocks, project="gpulab", stack="unit", preview=False)
-    use_config(raw)
-
-    @pulumi.runtime.test  # type: ignore[untyped-decorator]
-    def run() -> Any:
-        cfg = from_pulumi_config()
-        original = pulumi.export
-        pulumi.export = lambda *_: None
-        try:
-            program.run(cfg)
-        finally:
-            pulumi.export = original
-        return pulumi.Output.from_input(wait_for_rpcs(await_all_outstanding_tasks=False))
-
-    run()
-    return {r.name: r.inputs for r in mocks.resources if r.typ.startswith(DYNAMIC)}
+    return program_dynamic_inputs(raw, stack="unit")
 
 
 def test_each_stack_prepares_its_arms_union_once_and_measures_the_units_arm_double(

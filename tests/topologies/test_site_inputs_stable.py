@@ -57,11 +57,12 @@ class StableCloudMocks(LabMocks):
         return rid, outs
 
 
-def site_inputs(topology: str, **overrides: Any) -> dict[str, Any]:
-    """Run the whole program of an example stack under fresh mocks; the site run's inputs."""
+def program_dynamic_inputs(raw: dict[str, Any], stack: str = "stable") -> dict[str, Any]:
+    """Run the whole program with this stack config under fresh mocks; the dynamic resources'
+    inputs by name."""
     mocks = StableCloudMocks()
-    pulumi.runtime.set_mocks(mocks, project="gpulab", stack="stable", preview=False)
-    use_config(stack_raw(topology, **overrides))
+    pulumi.runtime.set_mocks(mocks, project="gpulab", stack=stack, preview=False)
+    use_config(raw)
 
     @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def run() -> Any:
@@ -75,8 +76,14 @@ def site_inputs(topology: str, **overrides: Any) -> dict[str, Any]:
         return pulumi.Output.from_input(wait_for_rpcs(await_all_outstanding_tasks=False))
 
     run()
-    [site] = [r for r in mocks.resources if r.typ.startswith(DYNAMIC) and r.name.endswith("-site")]
-    return site.inputs
+    return {r.name: r.inputs for r in mocks.resources if r.typ.startswith(DYNAMIC)}
+
+
+def site_inputs(topology: str, **overrides: Any) -> dict[str, Any]:
+    """The site run's inputs of the whole program of an example stack."""
+    made = program_dynamic_inputs(stack_raw(topology, **overrides))
+    [site] = [inputs for name, inputs in made.items() if name.endswith("-site")]
+    return dict(site)
 
 
 @pytest.mark.parametrize("topology", ["ironic-bm", "nova-pci"])
