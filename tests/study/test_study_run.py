@@ -60,7 +60,15 @@ def test_closer2018_on_local_interrupted_mid_arm_then_resumed(tmp_path: Path) ->
     run = study("run", "closer2018", "--on-local", "--suite", str(SUITE), results=results)
     t0 = time.monotonic()
     proc = subprocess.Popen(
-        run, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        run,
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # as from a terminal: SIGINT at its default, whatever this test runner inherited (a job
+        # started with `&` by a non-interactive shell ignores SIGINT, and so would its children)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
         # wait until the third unit (arm vm) is measuring, then Ctrl-C
