@@ -66,6 +66,23 @@ def add_bench_arguments(p: argparse.ArgumentParser) -> None:
     add_arguments(p)
 
 
+def progress_line(event: Any) -> str | None:
+    """The line printed when a measurement finishes: its status, its rate when it has one, and
+    its error when it did not end ``ok`` (a refused result keeps its rate; the reason is what
+    the reader needs)."""
+    if event.kind != "finish":
+        return None
+    rec = event.record
+    ips = rec.get("images_per_sec")
+    parts = [f"{ips:.1f} images/sec"] if ips else []
+    if rec.get("status") != "ok" and rec.get("error"):
+        parts.append(str(rec["error"]))
+    return (
+        f"[{event.index + 1}/{event.total}] {rec['experiment']} repeat "
+        f"{rec['repeat']}: {rec['status']} {': '.join(parts)}"
+    )
+
+
 def _bench(args: argparse.Namespace) -> int:
     from workloads.bench import run_bench
     from workloads.bench_options import finish
@@ -87,16 +104,9 @@ def _bench(args: argparse.Namespace) -> int:
     )
 
     def progress(event: Any) -> None:
-        if event.kind == "finish":
-            rec = event.record
-            ips = rec.get("images_per_sec")
-            rate = f"{ips:.1f} images/sec" if ips else rec.get("error") or ""
-            print(
-                f"[{event.index + 1}/{event.total}] {rec['experiment']} repeat "
-                f"{rec['repeat']}: {rec['status']} {rate}",
-                file=sys.stderr,
-                flush=True,
-            )
+        line = progress_line(event)
+        if line is not None:
+            print(line, file=sys.stderr, flush=True)
 
     setting = setting_from_options(opts["gpu_path"], opts["exec_env"], opts["sharing"])
     result = run_bench(
