@@ -10,7 +10,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "scripts" / "mutation.sh"
 CORE = {"config", "records", "timing", "table", "stats", "checks", "fingerprint", "dynamic",
-        "runner", "scenarios-shared", "scenarios-sharing"}  # fmt: skip
+        "runner", "scenarios-shared", "scenarios-sharing", "scenarios-barrier"}  # fmt: skip
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -25,7 +25,7 @@ def test_list_names_every_core_module_and_its_files() -> None:
     listed = dict(line.split(": ", 1) for line in r.stdout.splitlines())
     assert set(listed) == CORE
     assert listed["stats"] == "report/stats.py"
-    scenarios = f"{listed['scenarios-shared']} {listed['scenarios-sharing']}".split()
+    scenarios = " ".join(listed[f"scenarios-{m}"] for m in ("shared", "sharing", "barrier")).split()
     assert sorted(scenarios) == [
         f"workloads/scenarios/{m}.py" for m in ("barrier", "shared", "sharing")
     ]

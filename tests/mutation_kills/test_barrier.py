@@ -1,0 +1,246 @@
+"""The start barrier of concurrent jobs and the statistics of their timed windows
+(workloads/scenarios/barrier.py), on its own: real pipes and real child processes (short
+Python scripts that take the barrier the way a job does), no scenario around them.
+
+Kept apart from test_scenarios.py so that a mutant of the barrier runs only these tests (a
+few seconds): a barrier that never lets go hangs until the mutation run's timeout, which is a
+multiple of the time of the tests that reach the mutated code.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from workloads.scenarios.barrier import (
+    ENV_FDS,
+    ENV_TIMEOUT,
+    Barrier,
+    BarrierError,
+    wait_in_child,
+    window_stats,
+)
+from workloads.scenarios.procs import ProcGroup
+
+# --- barrier ---------------------------------------------------------------------------------
+
+
+def test_window_stats_edges() -> None:
+    w = window_stats([(2.0, 6.0), (0.0, 3.0)])  # given out of order
+    assert (w.union_s, w.together_s, w.start_spread_s, w.end_spread_s) == (6.0, 1.0, 2.0, 3.0)
+    assert w.overlap == pytest.approx(1 / 6)
+    point = window_stats([(1.0, 1.0)])  # an empty window is allowed, its overlap is 0
+    assert (point.union_s, point.overlap) == (0.0, 0.0)
+    touching = window_stats([(0.0, 1.0), (1.0, 3.0)])
+    assert (touching.union_s, touching.together_s) == (3.0, 0.0)
+    apart = window_stats([(0.0, 1.0), (5.0, 6.0), (2.0, 4.0)])
+    assert (apart.union_s, apart.together_s, apart.end_spread_s) == (4.0, 0.0, 5.0)
+    inner = window_stats([(0.0, 10.0), (2.0, 3.0), (4.0, 5.0)])
+    assert (inner.union_s, inner.together_s) == (10.0, 0.0)
+    with pytest.raises(ValueError, match="non-empty"):
+        window_stats([])
+    with pytest.raises(ValueError):
+        window_stats([(0.0, 1.0), (3.0, 2.0)])
+
+
+def test_barrier_env_names_both_ends_and_a_whole_second_timeout() -> None:
+    gate = Barrier()
+    try:
+        assert gate.fds == (gate.ready_w, gate.go_r)
+        env = gate.env(12.6)
+        assert env == {ENV_FDS: f"{gate.ready_w},{gate.go_r}", ENV_TIMEOUT: "13"}
+        assert gate.env(0.2)[ENV_TIMEOUT] == "1"  # at least one second
+        assert gate.env(-5)[ENV_TIMEOUT] == "1"
+    finally:
+        gate.close()
+
+
+def test_wait_in_child_without_a_barrier_is_false(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(ENV_FDS, raising=False)
+    assert wait_in_child() is False
+    monkeypatch.setenv(ENV_FDS, "")
+    assert wait_in_child() is False
+
+
+def _child_side(monkeypatch: pytest.MonkeyPatch, timeout: str | None) -> tuple[int, int, int]:
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    monkeypatch.setenv(ENV_FDS, f"{ready_w},{go_r}")
+    if timeout is None:
+        monkeypatch.delenv(ENV_TIMEOUT, raising=False)
+    else:
+        monkeypatch.setenv(ENV_TIMEOUT, timeout)
+    return ready_r, go_r, go_w
+
+
+def test_wait_in_child_reports_ready_then_leaves_on_release(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ready_r, go_r, go_w = _child_side(monkeypatch, None)
+    os.write(go_w, b"g")
+    try:
+        assert wait_in_child() is True
+        assert os.read(ready_r, 8) == b"r"
+        assert os.read(ready_r, 8) == b""  # the child's ready end is closed
+        assert ENV_FDS not in os.environ  # taken, so a grandchild does not wait again
+        with pytest.raises(OSError):
+            os.fstat(go_r)  # the go end is closed too
+    finally:
+        os.close(ready_r)
+        os.close(go_w)
+
+
+def test_wait_in_child_takes_one_release_and_leaves_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """All children share one go pipe and the parent writes one byte per child at once: a
+    child takes exactly one, so the others still find theirs."""
+    ready_r, go_r, go_w = _child_side(monkeypatch, "30")
+    other = os.dup(go_r)  # another child's copy of the go end
+    os.write(go_w, b"gg")
+    try:
+        assert wait_in_child() is True
+        assert os.read(other, 8) == b"g"
+    finally:
+        for fd in (ready_r, go_w, other):
+            os.close(fd)
+
+
+def test_wait_in_child_times_out_and_sees_a_closed_barrier(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ready_r, go_r, go_w = _child_side(monkeypatch, "0.3")
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(BarrierError, match=r"^start barrier not released within 0 s$"):
+            wait_in_child()
+        assert 0.25 < time.monotonic() - t0 < 3
+        with pytest.raises(OSError):
+            os.fstat(go_r)
+    finally:
+        os.close(ready_r)
+        os.close(go_w)
+    ready_r, go_r, go_w = _child_side(monkeypatch, "30")
+    os.close(go_w)  # the parent went away without a release
+    try:
+        with pytest.raises(
+            BarrierError, match=r"^start barrier closed without a release \(the parent exited\)$"
+        ):
+            wait_in_child()
+    finally:
+        os.close(ready_r)
+    ready_r, go_r, go_w = _child_side(monkeypatch, "30")
+    os.write(go_w, b"x")  # anything but the release byte is no release
+    try:
+        with pytest.raises(BarrierError, match="closed without a release"):
+            wait_in_child()
+    finally:
+        os.close(ready_r)
+        os.close(go_w)
+
+
+CHILD = """
+import sys, time
+from workloads.scenarios.barrier import wait_in_child
+time.sleep(float(sys.argv[1]))
+wait_in_child()
+print("left", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_barrier_counts_every_ready_child_and_releases_exactly_n(tmp_path: Path) -> None:
+    with ProcGroup(tmp_path) as group:
+        gate = Barrier()
+        try:
+            procs = [
+                group.start(
+                    f"c{i}",
+                    [sys.executable, "-c", CHILD, str(0.1 * i), "0"],
+                    gate.env(30),
+                    pass_fds=gate.fds,
+                )
+                for i in range(3)
+            ]
+            gate.children_started()
+            for fd in (gate.ready_w, gate.go_r):  # the parent's copies are gone
+                with pytest.raises(OSError):
+                    os.fstat(fd)
+            assert gate.wait_ready(procs, time.monotonic() + 30) is None
+            assert gate.ready == 3
+            before = time.time()
+            released = gate.release(3)
+            assert before <= released <= time.time()
+            assert group.wait(procs, time.monotonic() + 20)
+            assert [p.popen.returncode for p in procs] == [0, 0, 0]
+        finally:
+            gate.close()
+
+
+# CHILD that leaves a mark (argv[3]) just before it tells the barrier it is ready.
+CHILD_MARKED = CHILD.replace("wait_in_child()", "open(sys.argv[3], 'w').close()\nwait_in_child()")
+
+
+def test_barrier_deadline_names_how_many_are_not_ready(tmp_path: Path) -> None:
+    marks = [tmp_path / f"c{i}.imported" for i in range(3)]
+    with ProcGroup(tmp_path) as group:
+        gate = Barrier()
+        try:
+            procs = [
+                group.start(
+                    f"c{i}",
+                    [sys.executable, "-c", CHILD_MARKED, str(s), "0", str(marks[i])],
+                    gate.env(60),
+                    pass_fds=gate.fds,
+                )
+                for i, s in enumerate((0.0, 30.0, 30.0))
+            ]
+            gate.children_started()
+            # The first child's Python start and imports take from 0.1 s to many seconds on a
+            # busy machine: the deadline starts once it is about to say it is ready.
+            deadline = time.monotonic() + 60
+            while not marks[0].exists():
+                assert time.monotonic() < deadline, "the first child never got to its barrier"
+                time.sleep(0.02)
+            t0 = time.monotonic()
+            why = gate.wait_ready(procs, time.monotonic() + 1.5)
+            assert why == "2 of 3 jobs not warmed up by the deadline"
+            assert 1.4 < time.monotonic() - t0 < 5
+            assert gate.wait_ready(procs, time.monotonic() - 1) == (
+                "2 of 3 jobs not warmed up by the deadline"
+            )
+        finally:
+            gate.close()
+
+
+def test_barrier_sees_a_child_exit_after_every_ready_end_closed(tmp_path: Path) -> None:
+    """Both children close their ready ends without a byte; one then exits 5 after a while:
+    the parent waits for the exit and names it rather than spinning to the deadline."""
+    closer = (
+        "import os, sys, time\n"
+        "fds = os.environ['GPULAB_BARRIER_FDS'].split(',')\n"
+        "os.close(int(fds[0]))\n"
+        "time.sleep(float(sys.argv[1]))\n"
+        "sys.exit(int(sys.argv[2]))\n"
+    )
+    with ProcGroup(tmp_path) as group:
+        gate = Barrier()
+        try:
+            procs = [
+                group.start(
+                    f"c{i}", [sys.executable, "-c", closer, t, rc], gate.env(30), pass_fds=gate.fds
+                )
+                for i, (t, rc) in enumerate((("0.6", "5"), ("20", "0")))
+            ]
+            gate.children_started()
+            t0 = time.monotonic()
+            why = gate.wait_ready(procs, time.monotonic() + 10)
+            assert why is not None and why.startswith("c0 exited 5 before the start barrier")
+            assert time.monotonic() - t0 < 5
+            assert gate.ready == 0
+        finally:
+            gate.close()
