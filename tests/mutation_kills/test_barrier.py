@@ -39,6 +39,8 @@ def test_window_stats_edges() -> None:
     assert (touching.union_s, touching.together_s) == (3.0, 0.0)
     apart = window_stats([(0.0, 1.0), (5.0, 6.0), (2.0, 4.0)])
     assert (apart.union_s, apart.together_s, apart.end_spread_s) == (4.0, 0.0, 5.0)
+    late = window_stats([(13.0, 30.0), (10.0, 20.0)])  # wall-clock starts are far from 0
+    assert (late.start_spread_s, late.end_spread_s, late.together_s) == (3.0, 10.0, 7.0)
     inner = window_stats([(0.0, 10.0), (2.0, 3.0), (4.0, 5.0)])
     assert (inner.union_s, inner.together_s) == (10.0, 0.0)
     with pytest.raises(ValueError, match="non-empty"):
@@ -244,3 +246,42 @@ def test_barrier_sees_a_child_exit_after_every_ready_end_closed(tmp_path: Path) 
             assert gate.ready == 0
         finally:
             gate.close()
+
+
+def test_close_never_closes_a_number_that_was_reused(tmp_path: Path) -> None:
+    """children_started() frees the children's ends; the next open() may get one of their
+    numbers (a job's log, a temporary file). close() must leave that file open."""
+    gate = Barrier()
+    freed = set(gate.fds)
+    gate.children_started()
+    gate.children_started()  # a second call closes nothing
+    opened = [os.open(tmp_path / f"f{i}", os.O_CREAT | os.O_RDWR) for i in range(2)]
+    try:
+        assert freed & set(opened), "the kernel hands out the lowest free numbers"
+        gate.close()
+        gate.close()
+        for fd in opened:
+            os.fstat(fd)  # still open
+            os.write(fd, b"x")
+    finally:
+        for fd in opened:
+            os.close(fd)
+
+
+def test_wait_in_child_with_a_go_end_that_is_not_open_raises_oserror(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A wrapper that closed the inherited go end: the select's EBADF comes out as it is (the
+    close in the cleanup must not replace it with an error of its own)."""
+    ready_r, ready_w = os.pipe()
+    go_r, go_w = os.pipe()
+    os.close(go_r)
+    os.close(go_w)
+    monkeypatch.setenv(ENV_FDS, f"{ready_w},{go_r}")
+    monkeypatch.setenv(ENV_TIMEOUT, "5")
+    try:
+        with pytest.raises(OSError):
+            wait_in_child()
+        assert os.read(ready_r, 8) == b"r"
+    finally:
+        os.close(ready_r)

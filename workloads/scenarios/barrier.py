@@ -73,9 +73,8 @@ class Barrier:
 
     def children_started(self) -> None:
         """Drop the parent's copies of the children's ends (so EOF means they all went)."""
-        for fd in (self.ready_w, self.go_r):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        _close(self.ready_w, self.go_r)
+        self.ready_w = self.go_r = -1  # their numbers may now be reused by any other open()
 
     def wait_ready(self, procs: Sequence[Proc], deadline: float) -> str | None:
         """Wait (until ``deadline``, time.monotonic) for every job to be ready; None or why not."""
@@ -107,7 +106,14 @@ class Barrier:
         return time.time()
 
     def close(self) -> None:
-        for fd in (self.ready_r, self.ready_w, self.go_r, self.go_w):
+        """Close the ends still open, each once (never a number that something else reused)."""
+        _close(self.ready_r, self.ready_w, self.go_r, self.go_w)
+        self.ready_r = self.ready_w = self.go_r = self.go_w = -1
+
+
+def _close(*fds: int) -> None:
+    for fd in fds:
+        if fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(fd)
 
