@@ -121,12 +121,15 @@ def ratio_ci(
 
 
 def coefficient_of_variation(values: Sequence[float]) -> float | None:
+    """Sample stdev / |mean| in float arithmetic (numpy: statistics.stdev is exact rational
+    arithmetic, about 20x slower, and a CV is shown to 3 digits)."""
     if len(values) < 2:
         return None
-    mean = statistics.fmean(values)
+    a = np.asarray(values, dtype=float)
+    mean = float(a.mean())
     if mean == 0 or not math.isfinite(mean):
         return None
-    return statistics.stdev(values) / abs(mean)
+    return float(a.std(ddof=1)) / abs(mean)
 
 
 def summarize(values: Sequence[float], key: str) -> Summary:
