@@ -16,11 +16,20 @@
 Every title's second line says what ran (device, image sizes, timed steps); arms are labelled
 with the setting their records state. Text from records is plain (no TeX, no control
 characters) and file names are safe and bounded (``_slug``).
+
+Drawing is the report's largest fixed cost (about half a second a figure, most of it text
+layout), so with 4 figures or more and more than one CPU the figures are drawn by forked
+worker processes (as many as ``$GPULAB_REPORT_THREADS``, default the CPU count, at most 4),
+which inherit the table instead of receiving it; the PNGs are the same bytes either way.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from report.figures_absolute import absolute_figure
 from report.figures_common import (
@@ -43,9 +52,21 @@ def _arms_in(rows: list[Row]) -> int:
     return len({r.arm for r in rows})
 
 
+Task = tuple[Callable[..., FigureFile | None], tuple[Any, ...]]
+PARALLEL_FROM = 4  # figures; fewer are drawn in this process (a fork costs ~10 ms)
+MAX_WORKERS = 4
+_TASKS: list[Task] = []  # set before the fork; the workers index it
+
+
 def all_figures(table: Table, pub: Published, out_dir: Path) -> list[FigureFile]:
     """Absolute figures always; ratio figures only where a group has two arms or more."""
-    out: list[FigureFile] = []
+    tasks = figure_tasks(table, pub, out_dir)
+    return [f for f in draw(tasks, workers()) if f is not None]
+
+
+def figure_tasks(table: Table, pub: Published, out_dir: Path) -> list[Task]:
+    """Every figure to draw, in the report's order, as (function, arguments)."""
+    out: list[Task] = []
     groups: dict[tuple[str, str, str, str], list[Row]] = {}
     absolute: dict[tuple[str, str, str, str], list[Row]] = {}  # kernels: no ratio figure
     for r in table.rows:
@@ -60,19 +81,44 @@ def all_figures(table: Table, pub: Published, out_dir: Path) -> list[FigureFile]
     for (suite, scenario, data, metric), rows in sorted(absolute.items()):
         title = f"{suite}: {scenario} — {UNITS[metric]}"
         path = out_dir / f"{_slug(suite, scenario, data, metric)}_absolute.png"
-        out.append(absolute_figure(table, rows, metric, title, path))
+        out.append((absolute_figure, (table, rows, metric, title, path)))
     for (suite, scenario, data, metric), rows in sorted(groups.items()):
         exps = sorted({r.key.experiment for r in rows})
         name = exps[0] if len(exps) == 1 else f"{scenario}, {data or 'default'} data"
         slug = _slug(suite, scenario, data, metric)
         title = f"{suite}: {name} — {UNITS[metric]}"
-        out.append(absolute_figure(table, rows, metric, title, out_dir / f"{slug}_absolute.png"))
+        path = out_dir / f"{slug}_absolute.png"
+        out.append((absolute_figure, (table, rows, metric, title, path)))
         normed = [r for r in rows if r.norm is not None]
         if _arms_in(normed) >= 2:
             title = f"{suite}: {name} — {BAR_METRICS[metric]} relative to {table.baseline.label}"
-            out.append(bar_figure(table, pub, normed, metric, title, out_dir / f"{slug}.png"))
-    for fn, name in ((shared_figure, "shared_degradation"), (sharing_figure, "sharing")):
-        f = fn(table, out_dir / f"{name}.png")
-        if f is not None:
-            out.append(f)
+            out.append((bar_figure, (table, pub, normed, metric, title, out_dir / f"{slug}.png")))
+    out.append((shared_figure, (table, out_dir / "shared_degradation.png")))
+    out.append((sharing_figure, (table, out_dir / "sharing.png")))
     return out
+
+
+def workers() -> int:
+    """Processes that draw: ``$GPULAB_REPORT_THREADS`` (DuckDB's setting too), else the CPUs
+    this process may use; at most MAX_WORKERS."""
+    env = os.environ.get("GPULAB_REPORT_THREADS", "")
+    n = int(env) if env.isdigit() and int(env) > 0 else len(os.sched_getaffinity(0))
+    return min(n, MAX_WORKERS)
+
+
+def draw(tasks: list[Task], n: int) -> list[FigureFile | None]:
+    """Each task's figure, in order: here when there are few, else in ``n`` forked workers."""
+    if n < 2 or len(tasks) < PARALLEL_FROM or "fork" not in multiprocessing.get_all_start_methods():
+        return [fn(*args) for fn, args in tasks]
+    global _TASKS
+    _TASKS = tasks
+    try:
+        with multiprocessing.get_context("fork").Pool(min(n, len(tasks))) as pool:
+            return pool.map(_draw_one, range(len(tasks)), chunksize=1)
+    finally:
+        _TASKS = []
+
+
+def _draw_one(i: int) -> FigureFile | None:
+    fn, args = _TASKS[i]
+    return fn(*args)
