@@ -18,7 +18,8 @@ with the setting their records state. Text from records is plain (no TeX, no con
 characters) and file names are safe and bounded (``_slug``).
 
 Drawing is the report's largest fixed cost (about half a second a figure, most of it text
-layout), so with 4 figures or more and more than one CPU the figures are drawn by forked
+layout), so with 4 figures or more, more than one CPU and no other Python thread running
+(a thread's held lock would stay held in a forked child) the figures are drawn by forked
 worker processes (as many as ``$GPULAB_REPORT_THREADS``, default the CPU count, at most 4),
 which inherit the table instead of receiving it; the PNGs are the same bytes either way.
 """
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -108,7 +110,13 @@ def workers() -> int:
 
 def draw(tasks: list[Task], n: int) -> list[FigureFile | None]:
     """Each task's figure, in order: here when there are few, else in ``n`` forked workers."""
-    if n < 2 or len(tasks) < PARALLEL_FROM or "fork" not in multiprocessing.get_all_start_methods():
+    if (
+        n < 2
+        or len(tasks) < PARALLEL_FROM
+        or "fork" not in multiprocessing.get_all_start_methods()
+        or threading.active_count() > 1  # a thread's held lock (a progress display writing to
+        # stdout) would stay held in a forked child
+    ):
         return [fn(*args) for fn, args in tasks]
     global _TASKS
     _TASKS = tasks

@@ -64,3 +64,23 @@ def test_an_error_in_a_worker_reaches_the_caller() -> None:
     tasks = [(boom, (i,)) for i in range(figures_mod.PARALLEL_FROM)]
     with pytest.raises(ValueError, match="figure 0 failed"):
         figures_mod.draw(tasks, 2)  # type: ignore[arg-type]
+
+
+def test_with_another_thread_running_the_figures_are_drawn_here() -> None:
+    """A progress display's thread may hold the stdout lock at the fork: no fork then."""
+    import os
+    import threading
+
+    pids: list[int] = []
+    tasks = [(lambda: pids.append(os.getpid()), ()) for _ in range(figures_mod.PARALLEL_FROM)]
+    stop = threading.Event()
+    t = threading.Thread(target=stop.wait)
+    t.start()
+    try:
+        figures_mod.draw(tasks, 2)  # type: ignore[arg-type]
+    finally:
+        stop.set()
+        t.join()
+    assert pids == [os.getpid()] * figures_mod.PARALLEL_FROM
+    figures_mod.draw(tasks, 2)  # type: ignore[arg-type]  # forked: nothing comes back here
+    assert len(pids) == figures_mod.PARALLEL_FROM
