@@ -285,3 +285,55 @@ def test_wait_in_child_with_a_go_end_that_is_not_open_raises_oserror(
         assert os.read(ready_r, 8) == b"r"
     finally:
         os.close(ready_r)
+
+
+def _is_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+def test_children_started_closes_the_childrens_ends_and_close_the_rest() -> None:
+    """No end leaks: the children's two after children_started(), the parent's two at close();
+    nothing is opened in between, so a number still open is the barrier's own."""
+    gate = Barrier()
+    ready_r, ready_w, go_r, go_w = gate.ready_r, gate.ready_w, gate.go_r, gate.go_w
+    gate.children_started()
+    assert [_is_open(fd) for fd in (ready_r, ready_w, go_r, go_w)] == [True, False, False, True]
+    gate.close()
+    assert [_is_open(fd) for fd in (ready_r, ready_w, go_r, go_w)] == [False] * 4
+    # every end is marked closed, so no later close() reaches a number reused since
+    assert (gate.ready_r, gate.ready_w, gate.go_r, gate.go_w) == (-1, -1, -1, -1)
+
+
+def test_close_after_an_end_was_closed_elsewhere_does_not_raise() -> None:
+    gate = Barrier()
+    os.close(gate.go_w)  # e.g. by a wrapper's cleanup of inherited descriptors
+    ready_r = gate.ready_r
+    gate.close()
+    assert not _is_open(ready_r)
+
+
+def test_an_end_on_descriptor_0_is_closed_too() -> None:
+    """A process started with stdin closed gets descriptor 0 for the first pipe end (here:
+    this process's descriptor 0 is moved away for the test and put back)."""
+    saved = os.dup(0)
+    try:
+        os.close(0)
+        gate = Barrier()
+        assert gate.ready_r == 0
+        gate.close()
+        assert not _is_open(0)
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+
+
+def test_close_without_children_started_closes_all_four_ends() -> None:
+    """The jobs could not be started (a bad wrapper): close() alone leaks nothing."""
+    gate = Barrier()
+    ends = (gate.ready_r, gate.ready_w, gate.go_r, gate.go_w)
+    gate.close()
+    assert [_is_open(fd) for fd in ends] == [False] * 4
