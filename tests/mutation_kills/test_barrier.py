@@ -13,6 +13,7 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -155,21 +156,24 @@ time.sleep(float(sys.argv[2]))
 """
 
 
+def _start(group: ProcGroup, gate: Barrier, argvs: list[list[str]], timeout: float) -> list[Any]:
+    """One child per argv behind ``gate``, then the parent's copies of their ends dropped."""
+    procs = [
+        group.start(f"c{i}", argv, gate.env(timeout), pass_fds=gate.fds)
+        for i, argv in enumerate(argvs)
+    ]
+    gate.children_started()
+    return procs
+
+
 def test_barrier_counts_every_ready_child_and_releases_exactly_n(tmp_path: Path) -> None:
     with ProcGroup(tmp_path) as group:
         gate = Barrier()
         try:
-            procs = [
-                group.start(
-                    f"c{i}",
-                    [sys.executable, "-c", CHILD, str(0.1 * i), "0"],
-                    gate.env(30),
-                    pass_fds=gate.fds,
-                )
-                for i in range(3)
-            ]
-            gate.children_started()
-            for fd in (gate.ready_w, gate.go_r):  # the parent's copies are gone
+            childrens_ends = gate.fds
+            argvs = [[sys.executable, "-c", CHILD, str(0.1 * i), "0"] for i in range(3)]
+            procs = _start(group, gate, argvs, 30)
+            for fd in childrens_ends:  # the parent's copies are gone
                 with pytest.raises(OSError):
                     os.fstat(fd)
             assert gate.wait_ready(procs, time.monotonic() + 30) is None
@@ -192,16 +196,11 @@ def test_barrier_deadline_names_how_many_are_not_ready(tmp_path: Path) -> None:
     with ProcGroup(tmp_path) as group:
         gate = Barrier()
         try:
-            procs = [
-                group.start(
-                    f"c{i}",
-                    [sys.executable, "-c", CHILD_MARKED, str(s), "0", str(marks[i])],
-                    gate.env(60),
-                    pass_fds=gate.fds,
-                )
+            argvs = [
+                [sys.executable, "-c", CHILD_MARKED, str(s), "0", str(marks[i])]
                 for i, s in enumerate((0.0, 30.0, 30.0))
             ]
-            gate.children_started()
+            procs = _start(group, gate, argvs, 60)
             # The first child's Python start and imports take from 0.1 s to many seconds on a
             # busy machine: the deadline starts once it is about to say it is ready.
             deadline = time.monotonic() + 60
@@ -232,13 +231,8 @@ def test_barrier_sees_a_child_exit_after_every_ready_end_closed(tmp_path: Path) 
     with ProcGroup(tmp_path) as group:
         gate = Barrier()
         try:
-            procs = [
-                group.start(
-                    f"c{i}", [sys.executable, "-c", closer, t, rc], gate.env(30), pass_fds=gate.fds
-                )
-                for i, (t, rc) in enumerate((("0.6", "5"), ("20", "0")))
-            ]
-            gate.children_started()
+            argvs = [[sys.executable, "-c", closer, t, rc] for t, rc in (("0.6", "5"), ("20", "0"))]
+            procs = _start(group, gate, argvs, 30)
             t0 = time.monotonic()
             why = gate.wait_ready(procs, time.monotonic() + 10)
             assert why is not None and why.startswith("c0 exited 5 before the start barrier")
