@@ -1,8 +1,16 @@
 """Figures drawn by forked worker processes (report/figures.py ``draw``) are the figures drawn in
-the report's own process: the same files, titles, captions, order and bytes."""
+the report's own process: the same files, titles, captions, order and bytes.
+
+``draw`` does not fork while another Python thread runs. A test process may hold threads that
+earlier tests left (a sampler, a server's thread), so the tests that need the fork pretend to
+be single-threaded (``threading.active_count`` -> 1) and check, from the pids that drew, that
+the figures really came from other processes."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +29,10 @@ def _report(
     return build_report([src.parent], tmp / f"out-{threads}").figures
 
 
+def _single_threaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(threading, "active_count", lambda: 1)
+
+
 def test_parallel_figures_are_the_same_bytes_in_the_same_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -28,18 +40,30 @@ def test_parallel_figures_are_the_same_bytes_in_the_same_order(
         tmp_path / "in" / "records.jsonl",
         [r for r in synth.closer() if r["experiment"].startswith("single")],
     )
-    drawn_by: list[int] = []
-    real_draw = figures_mod.draw
+    _single_threaded(monkeypatch)
+    pids = tmp_path / "pids"
+    real_tasks = figures_mod.figure_tasks
 
-    def spy(tasks: list[Any], n: int) -> list[FigureFile | None]:
-        drawn_by.append(n)
-        return real_draw(tasks, n)
+    def noting_pid(fn: Any) -> Any:
+        def drawn(*args: Any) -> Any:
+            (pids / str(os.getpid())).touch()
+            return fn(*args)
 
-    monkeypatch.setattr(figures_mod, "draw", spy)
+        return drawn
+
+    def tasks_spy(*a: Any) -> list[Any]:
+        return [(noting_pid(fn), args) for fn, args in real_tasks(*a)]
+
+    monkeypatch.setattr(figures_mod, "figure_tasks", tasks_spy)
+    pids.mkdir()
     one = _report(tmp_path, "1", monkeypatch, src)
+    assert [p.name for p in pids.iterdir()] == [str(os.getpid())]
+    shutil.rmtree(pids)
+    pids.mkdir()
     two = _report(tmp_path, "2", monkeypatch, src)
-    assert drawn_by == [1, 2]
-    assert len(one) >= figures_mod.PARALLEL_FROM  # so the second report really forked
+    drawers = {int(p.name) for p in pids.iterdir()}
+    assert len(one) >= figures_mod.PARALLEL_FROM
+    assert drawers and os.getpid() not in drawers and len(drawers) <= 2  # two forked workers
     assert [(f.path.name, f.title, f.caption) for f in one] == [
         (f.path.name, f.title, f.caption) for f in two
     ]
@@ -57,19 +81,19 @@ def test_workers_follow_the_report_threads_setting(monkeypatch: pytest.MonkeyPat
     assert 1 <= figures_mod.workers() <= figures_mod.MAX_WORKERS
 
 
-def test_an_error_in_a_worker_reaches_the_caller() -> None:
+def test_an_error_in_a_worker_reaches_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
+    _single_threaded(monkeypatch)
+
     def boom(x: int) -> None:
         raise ValueError(f"figure {x} failed")
 
     tasks = [(boom, (i,)) for i in range(figures_mod.PARALLEL_FROM)]
-    with pytest.raises(ValueError, match="figure 0 failed"):
+    with pytest.raises(ValueError, match=r"^figure [0-3] failed$"):  # the first that failed
         figures_mod.draw(tasks, 2)  # type: ignore[arg-type]
 
 
 def test_with_another_thread_running_the_figures_are_drawn_here() -> None:
     """A progress display's thread may hold the stdout lock at the fork: no fork then."""
-    import os
-    import threading
 
     pids: list[int] = []
     tasks = [(lambda: pids.append(os.getpid()), ()) for _ in range(figures_mod.PARALLEL_FROM)]
@@ -82,5 +106,13 @@ def test_with_another_thread_running_the_figures_are_drawn_here() -> None:
         stop.set()
         t.join()
     assert pids == [os.getpid()] * figures_mod.PARALLEL_FROM
-    figures_mod.draw(tasks, 2)  # type: ignore[arg-type]  # forked: nothing comes back here
-    assert len(pids) == figures_mod.PARALLEL_FROM
+
+
+def test_single_threaded_the_figures_are_drawn_by_forked_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _single_threaded(monkeypatch)
+    pids: list[int] = []
+    tasks = [(lambda: pids.append(os.getpid()), ()) for _ in range(figures_mod.PARALLEL_FROM)]
+    figures_mod.draw(tasks, 2)  # type: ignore[arg-type]
+    assert pids == []  # appended in the workers' copies of the list, not here
