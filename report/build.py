@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from report import claims as claims_mod
+from report.cpus import report_threads
 from report.environment import banner, compare, size_text
 from report.exclusions import Excluded, bit_names, split, throttle_bits
 from report.figures import FigureFile, all_figures
@@ -157,6 +158,7 @@ def build_report(
     """
     if engine not in ENGINES:
         raise InputError(f"engine {engine!r} is not one of {', '.join(ENGINES)}")
+    report_threads()  # a bad $GPULAB_REPORT_THREADS fails here, before anything is read or made
     problems: list[str] = []
     load = _duckdb if engine == "duckdb" else _python
     got = load(inputs, baseline, pool, problems)

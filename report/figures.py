@@ -20,19 +20,19 @@ characters) and file names are safe and bounded (``_slug``).
 Drawing is the report's largest fixed cost (about half a second a figure, most of it text
 layout), so with 4 figures or more, more than one CPU and no other Python thread running
 (a thread's held lock would stay held in a forked child) the figures are drawn by forked
-worker processes (as many as ``$GPULAB_REPORT_THREADS``, default the CPU count, at most 4),
+worker processes (as many as ``$GPULAB_REPORT_THREADS``, report.cpus, at most 4),
 which inherit the table instead of receiving it; the PNGs are the same bytes either way.
 """
 
 from __future__ import annotations
 
 import multiprocessing
-import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from report.cpus import report_threads
 from report.figures_absolute import absolute_figure
 from report.figures_common import (
     BAR_METRICS,
@@ -101,11 +101,8 @@ def figure_tasks(table: Table, pub: Published, out_dir: Path) -> list[Task]:
 
 
 def workers() -> int:
-    """Processes that draw: ``$GPULAB_REPORT_THREADS`` (DuckDB's setting too), else the CPUs
-    this process may use; at most MAX_WORKERS."""
-    env = os.environ.get("GPULAB_REPORT_THREADS", "")
-    n = int(env) if env.isdigit() and int(env) > 0 else len(os.sched_getaffinity(0))
-    return min(n, MAX_WORKERS)
+    """Processes that draw: report.cpus (``$GPULAB_REPORT_THREADS``), at most MAX_WORKERS."""
+    return min(report_threads(), MAX_WORKERS)
 
 
 def draw(tasks: list[Task], n: int) -> list[FigureFile | None]:

@@ -39,6 +39,7 @@ from typing import Any
 from report import parquet
 from report import scan_groups as groups
 from report import scan_sql as q
+from report.cpus import report_threads
 from report.exclusions import POWER_CAP, THROTTLE_MASK, Excluded, bit_names, throttle_bits
 from report.load import plan, read_planned
 from report.mapping import Arm
@@ -67,8 +68,7 @@ def _connect(tmp: Path) -> Any:
     import duckdb
 
     con = duckdb.connect()
-    threads = os.environ.get("GPULAB_REPORT_THREADS") or str(os.cpu_count() or 2)
-    con.execute(f"SET threads={int(threads)}")
+    con.execute(f"SET threads={report_threads()}")
     con.execute("SET memory_limit='480MB'")
     con.execute("SET preserve_insertion_order=true")
     con.execute("SET enable_progress_bar=false")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from report import build_report
 from report import figures as figures_mod
 from report.figures import FigureFile
 from tests.report import synth
+from workloads.errors import InputError
 
 
 def _report(
@@ -77,8 +80,35 @@ def test_workers_follow_the_report_threads_setting(monkeypatch: pytest.MonkeyPat
     assert figures_mod.workers() == 3
     monkeypatch.setenv("GPULAB_REPORT_THREADS", "64")
     assert figures_mod.workers() == figures_mod.MAX_WORKERS
-    monkeypatch.setenv("GPULAB_REPORT_THREADS", "0")  # not a count: the CPUs, capped
+    monkeypatch.delenv("GPULAB_REPORT_THREADS")  # unset: the CPUs, capped
     assert 1 <= figures_mod.workers() <= figures_mod.MAX_WORKERS
+    for bad in ("0", "two", "-1"):
+        monkeypatch.setenv("GPULAB_REPORT_THREADS", bad)
+        with pytest.raises(InputError, match=rf"^\$GPULAB_REPORT_THREADS .* got '{bad}'$"):
+            figures_mod.workers()
+
+
+def test_cli_report_with_a_bad_threads_setting_is_one_line_and_builds_nothing(
+    tmp_path: Path,
+) -> None:
+    """As a user runs it: ``GPULAB_REPORT_THREADS=two gpulab report ...``: exit 2, one line
+    naming the variable, no output directory made."""
+    src = synth.write(tmp_path / "in" / "records.jsonl", synth.closer()[:10])
+    env = dict(os.environ, GPULAB_REPORT_THREADS="two")
+    proc = subprocess.run(
+        [str(Path(sys.executable).with_name("gpulab")), "report", str(src), "--out-dir", "rep"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+        check=False,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "$GPULAB_REPORT_THREADS" in lines[0] and "'two'" in lines[0]
+    assert "Traceback" not in proc.stdout + proc.stderr
+    assert not (tmp_path / "rep").exists()
 
 
 def test_an_error_in_a_worker_reaches_the_caller(monkeypatch: pytest.MonkeyPatch) -> None:
