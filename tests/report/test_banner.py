@@ -135,6 +135,8 @@ class Captured:
 
         for mod in (figures_absolute, figures_ratio, figures_special):  # each draws and saves
             monkeypatch.setattr(mod, "_save", save)
+        # the axes are captured in this process: no forked figure workers (report.cpus)
+        monkeypatch.setenv("GPULAB_REPORT_THREADS", "1")
 
 
 def test_figure_axes_units_scale_and_single_values(
