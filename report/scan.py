@@ -165,8 +165,10 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
         f"CREATE TABLE rec AS {q.scan_query()} LIMIT 0", {"files": [str(tmp / "empty.jsonl")]}
     )
 
+    order = key_order(next(iter(fast), None))
+
     def load(names: list[str]) -> None:
-        con.execute(f"INSERT INTO rec {q.scan_query()}", {"files": names})
+        con.execute(f"INSERT INTO rec {q.scan_query(order=order)}", {"files": names})
 
     if fast:
         try:
@@ -236,7 +238,8 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
     con.execute(f"CREATE TEMP VIEW ro AS SELECT rowid AS r, {ORD} AS o, * FROM rec")
     problems += _unset_notes(con, labels)
     total = int(con.execute("SELECT count(*) FROM rec").fetchone()[0])
-    _throttle(con, tmp)
+    fps = _fingerprints(con, paths_by_idx, sources)
+    _throttle(con, tmp, fps)
     excluded, capped = _left_out(con)
     kept_where = f"status = 'ok' AND (thr_bits & {THROTTLE_MASK}) = 0"
     con.execute(f"CREATE TEMP VIEW k AS SELECT * FROM ro WHERE {kept_where}")
@@ -245,7 +248,6 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
         (_loads(c) or [], int(n))
         for c, n in con.execute("SELECT claims, count(*) FROM rec GROUP BY claims").fetchall()
     ]
-    fps = _fingerprints(con, paths_by_idx, sources)
     collected = Collected()
     pairs: list[tuple[int, GroupKey, Arm, dict[str, Any]]] = []
     if kept:
@@ -263,6 +265,19 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
         claim_lists=claim_lists,
         problems=problems,
     )
+
+
+def key_order(path: str | None) -> tuple[str, ...]:
+    """The top-level keys of the first line of the JSON Lines file ``path``, in order (the
+    order a writer puts them: report.scan_sql.json_source); () where there is none."""
+    if path is None:
+        return ()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            rec = json.loads(fh.readline(1 << 20))
+    except (OSError, ValueError):
+        return ()
+    return tuple(k for k in rec if isinstance(k, str)) if isinstance(rec, dict) else ()
 
 
 def _no_records(inputs: list[str | os.PathLike[str]], problems: list[str]) -> InputError:
@@ -288,19 +303,33 @@ def _unset_notes(con: Any, labels: dict[int, str]) -> list[str]:
     ]
 
 
-def _throttle(con: Any, tmp: Path) -> None:
+def _throttle(con: Any, tmp: Path, fps: dict[int, dict[str, Any]]) -> None:
+    """thr_bits where SQL could not decode them: ``params.nvml_samples`` beyond plain
+    ``throttle_mask`` ints (per record), and the fingerprint's readings (per distinct
+    fingerprint: the same bits for every record that carries it). report.exclusions'
+    throttle_bits is an OR over the readings of both, where a record's sample list stands
+    in for a fingerprint's own ``_params_nvml_samples``; so is this."""
     rows = con.execute("SELECT r, thr_src FROM ro WHERE thr_src IS NOT NULL").fetchall()
-    if not rows:
-        return
-    path = tmp / "bits.csv"
-    with open(path, "w", encoding="utf-8") as fh:
-        for r, src in rows:
-            fh.write(f"{r},{throttle_bits(json.loads(src))}\n")
-    con.execute(
-        "UPDATE rec SET thr_bits = b.bits FROM read_csv(?, columns={'r': 'BIGINT', "
-        "'bits': 'BIGINT'}, header=false) b WHERE rec.rowid = b.r",
-        [str(path)],
-    )
+    if rows:
+        path = tmp / "bits.csv"
+        with open(path, "w", encoding="utf-8") as fh:
+            for r, src in rows:
+                fh.write(f"{r},{throttle_bits({'params': {'nvml_samples': json.loads(src)}})}\n")
+        con.execute(
+            "UPDATE rec SET thr_bits = b.bits FROM read_csv(?, columns={'r': 'BIGINT', "
+            "'bits': 'BIGINT'}, header=false) b WHERE rec.rowid = b.r",
+            [str(path)],
+        )
+    for fh_, fp in fps.items():
+        alone = throttle_bits({"fingerprint": fp})
+        own = {k: v for k, v in fp.items() if k != "_params_nvml_samples"}
+        beside = throttle_bits({"fingerprint": own}) if len(own) < len(fp) else alone
+        if alone or beside:
+            con.execute(
+                "UPDATE rec SET thr_bits = thr_bits | CASE WHEN nvml_list THEN ? ELSE ? END "
+                "WHERE fh = ?",
+                [beside, alone, fh_],
+            )
 
 
 _COMPACT = (
@@ -362,10 +391,10 @@ def _left_out(con: Any) -> tuple[list[Excluded], list[tuple[dict[str, Any], int]
 def _fingerprints(
     con: Any, paths: dict[int, Path], sources: dict[int, str]
 ) -> dict[int, dict[str, Any]]:
-    """One fingerprint per distinct hash of the kept records, read from its first file."""
-    rows = con.execute(
-        "SELECT fh, arg_min(fi, o) FROM ro WHERE status = 'ok' GROUP BY fh"
-    ).fetchall()
+    """One fingerprint per distinct hash, read from the first file that holds it (the
+    throttle readings of every record, report.scan._throttle, and the environment of the
+    kept ones)."""
+    rows = con.execute("SELECT fh, arg_min(fi, o) FROM ro GROUP BY fh").fetchall()
     out: dict[int, dict[str, Any]] = {}
     for fh, fi in rows:
         src = sources.get(int(fi))

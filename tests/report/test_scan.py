@@ -127,3 +127,65 @@ def test_empty_nvml_sample_list_reads_as_no_throttle_on_both_paths(tmp_path: Pat
     a, b, _, _ = _both([p])
     assert b.kept == a.kept == 3
     assert not b.excluded
+
+
+def _run(fp: dict[str, Any], samples: Any = None, ips: float = 1.0) -> dict[str, Any]:
+    rec = make_record(
+        run_id="synthetic", suite="s", experiment="e", model="m", images_per_sec=ips,
+        topology="local", arm="native", fingerprint=fp,
+    )  # fmt: skip
+    if samples is not None:
+        rec["params"] = {**rec.get("params", {}), "nvml_samples": samples}
+    return rec
+
+
+def test_fingerprint_readings_are_decoded_once_per_fingerprint_as_python_does(
+    tmp_path: Path,
+) -> None:
+    """The DuckDB path decodes a fingerprint's throttle readings once per distinct
+    fingerprint and ORs them into each record's sample bits; the Python path decodes each
+    record whole. A record's own sample list replaces the fingerprint's
+    ``_params_nvml_samples`` (report.exclusions.throttle_bits), so one fingerprint can leave a
+    record throttled and its neighbour kept."""
+    hot = {"host": "a", "_params_nvml_samples": [{"throttle_mask": 0x08}]}
+    thermal = {"host": "b", "nvml_sampler": {"throttle_reasons": ["hw_thermal_slowdown"]}}
+    capped = {"host": "c", "nvml": [{"clocks_event_reasons": 0x04}]}
+    recs = [
+        _run(hot),  # the fingerprint's own samples: hw_slowdown
+        _run(hot, samples=[{"throttle_mask": 0}]),  # the record's samples stand in: kept
+        _run(hot, samples=[{"throttle_mask": 0x20}]),  # sw_thermal from the record
+        _run(thermal, samples=[{"throttle_mask": 0}]),  # the fingerprint's sampler: out
+        _run(capped, samples=[{"samples": [{"throttle_mask": 0}]}]),  # capped, kept
+        _run({"host": "d"}, samples=[{"gpus": [{"throttle_reasons": ["hw_power_brake"]}]}]),
+        *synth.reps("local", "native", experiment="e", model="m", ips=1.0, repeats=2),
+    ]
+    p = synth.write(tmp_path / "r.jsonl", recs)
+    a, b, _, _ = _both([p])
+    out = [(e.record_id, e.reason, e.detail) for e in a.excluded]
+    assert [(e.record_id, e.reason, e.detail) for e in b.excluded] == out
+    assert out == [
+        (recs[0]["record_id"], "throttled", "hw_slowdown"),
+        (recs[2]["record_id"], "throttled", "sw_thermal_slowdown"),
+        (recs[3]["record_id"], "throttled", "hw_thermal_slowdown"),
+        (recs[5]["record_id"], "throttled", "hw_power_brake"),
+    ]
+    assert [(r["record_id"], bits) for r, bits in b.capped] == [(recs[4]["record_id"], 0x04)]
+    assert [(r["record_id"], bits) for r, bits in a.capped] == [(recs[4]["record_id"], 0x04)]
+    assert b.kept == a.kept == 4
+
+
+def test_records_whose_keys_come_in_another_order_read_the_same(tmp_path: Path) -> None:
+    """The DuckDB path takes a field by its place in the first record's key order where it
+    sits there; records with their keys in other orders (another writer, a hand edit) are
+    searched by key and give the Python path's table."""
+    recs = synth.paper_like()[:120]
+    shuffled = []
+    for i, r in enumerate(recs):
+        keys = list(r)
+        keys = keys[i % len(keys) :] + keys[: i % len(keys)]  # rotated: every place differs
+        shuffled.append({k: r[k] for k in (keys if i else list(r))})
+    p = synth.write(tmp_path / "r.jsonl", shuffled)
+    a, b, _, _ = _both([p])
+    assert _rows(a.table) == _rows(b.table) and len(a.table.rows) > 10
+    assert (a.total, a.kept) == (b.total, b.kept) == (len(recs), b.kept)
+    assert a.table.settings == b.table.settings
