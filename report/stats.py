@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,6 +26,7 @@ N_BOOT = 2000
 LEVEL = 0.95
 CV_FLAG = 0.03  # a coefficient of variation above 3 % is flagged
 MIN_N = 3  # fewer repetitions than this: flagged, and no verdict rests on the row
+Values = Sequence[float] | np.ndarray  # a group's values: a list, or report.scan's array
 EXACT_N = 200  # more repetitions: resampled medians drawn from their exact distribution
 
 
@@ -79,7 +79,7 @@ def seed_for(key: str) -> int:
 
 
 def bootstrap_ci(
-    values: Sequence[float], key: str, level: float = LEVEL, n_boot: int = N_BOOT
+    values: Values, key: str, level: float = LEVEL, n_boot: int = N_BOOT
 ) -> tuple[float, float]:
     xs = np.asarray(values, dtype=float)
     if xs.size == 0:
@@ -120,7 +120,7 @@ def ratio_ci(
     return float(lo), float(hi)
 
 
-def coefficient_of_variation(values: Sequence[float]) -> float | None:
+def coefficient_of_variation(values: Values) -> float | None:
     """Sample stdev / |mean| in float arithmetic (numpy: statistics.stdev is exact rational
     arithmetic, about 20x slower, and a CV is shown to 3 digits)."""
     if len(values) < 2:
@@ -132,16 +132,19 @@ def coefficient_of_variation(values: Sequence[float]) -> float | None:
     return float(a.std(ddof=1)) / abs(mean)
 
 
-def summarize(values: Sequence[float], key: str) -> Summary:
-    vals = tuple(float(v) for v in values)
-    if not vals:
+def summarize(values: Values, key: str) -> Summary:
+    """n, median, bootstrap CI and CV of ``values`` (a sequence or a float array: report.scan
+    hands over one array per group, and a million values are converted once, not per step)."""
+    xs = np.asarray(values, dtype=float)
+    if xs.size == 0:
         raise ValueError("summary of no values")
-    lo, hi = bootstrap_ci(vals, key)
+    vals = tuple(xs.tolist())
+    lo, hi = bootstrap_ci(xs, key)
     return Summary(
         n=len(vals),
-        median=float(statistics.median(vals)),
+        median=float(np.median(xs)),  # the middle value, or the mean of the two (as statistics)
         ci_lo=lo,
         ci_hi=hi,
-        cv=coefficient_of_variation(vals),
+        cv=coefficient_of_variation(xs),
         values=vals,
     )
