@@ -13,7 +13,7 @@ from report import claims as claims_mod
 from report.cpus import report_threads
 from report.environment import banner, compare, size_text
 from report.exclusions import Excluded, bit_names, split, throttle_bits
-from report.figures import FigureFile, all_figures
+from report.figures import FigureFile, all_figures, warm_up
 from report.load import load_records
 from report.mapping import SETTING_LABELS, arm_settings, check_pairs, resolve_baseline
 from report.published import load_published
@@ -161,6 +161,7 @@ def build_report(
     report_threads()  # a bad $GPULAB_REPORT_THREADS fails here, before anything is read or made
     problems: list[str] = []
     load = _duckdb if engine == "duckdb" else _python
+    warm = warm_up()  # beside the scan; not joined if the records are refused
     got = load(inputs, baseline, pool, problems)
     table, excluded, capped, base = got.table, got.excluded, got.capped, got.table.baseline
     pub = load_published(published)
@@ -170,6 +171,8 @@ def build_report(
         (out / "figures").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"--out {str(out)!r} cannot be created: {exc.strerror}") from None
+    if warm is not None:
+        warm.join()  # no other thread when the figure workers are forked
     figures = all_figures(table, pub, out / "figures")
     arms = table.arms
     env = compare(arms, table.records_per_arm)

@@ -40,6 +40,7 @@ from report.figures_common import (
     SPECIAL_SCENARIOS,
     UNITS,
     FigureFile,
+    _plt,
     _slug,
 )
 from report.figures_ratio import bar_figure
@@ -122,6 +123,38 @@ def draw(tasks: list[Task], n: int) -> list[FigureFile | None]:
             return pool.map(_draw_one, range(len(tasks)), chunksize=1)
     finally:
         _TASKS = []
+
+
+def warm_up() -> threading.Thread | None:
+    """Start a thread that imports matplotlib and draws one small throwaway figure (fonts,
+    text layout, the PNG writer), to be joined before :func:`draw`; None where the figures
+    will not be drawn by forked workers. The report starts it before reading the records:
+    DuckDB releases the GIL while it reads, so the thread runs beside the scan, and the
+    workers forked later inherit a warm matplotlib instead of each paying for the first
+    figure (about a second)."""
+    if workers() < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    t = threading.Thread(target=_warm, name="gpulab-figures-warm-up", daemon=True)
+    t.start()
+    return t
+
+
+def _warm() -> None:
+    import io
+
+    try:
+        plt = _plt()
+        fig, ax = plt.subplots(figsize=(3, 2), dpi=40, layout="constrained")
+        ax.bar([0, 1], [1.0, 2.0], label="a")
+        ax.annotate("1.0", (0, 1.0), xytext=(0, 2), textcoords="offset points", fontsize=7)
+        ax.set_xticks([0, 1], ["a", "b"], fontsize=7)
+        ax.set_title("t\nu", fontsize=9)
+        ax.set_yscale("log")
+        ax.legend(fontsize=7)
+        fig.savefig(io.BytesIO(), format="png")
+        plt.close(fig)
+    except Exception:  # a warm-up only: the real figures report their own errors
+        return
 
 
 def _draw_one(i: int) -> FigureFile | None:

@@ -146,3 +146,47 @@ def test_single_threaded_the_figures_are_drawn_by_forked_workers(
     tasks = [(lambda: pids.append(os.getpid()), ()) for _ in range(figures_mod.PARALLEL_FROM)]
     figures_mod.draw(tasks, 2)  # type: ignore[arg-type]
     assert pids == []  # appended in the workers' copies of the list, not here
+
+
+def test_the_warm_up_runs_beside_the_scan_and_is_joined_before_the_fork(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """build_report starts the matplotlib warm-up thread before it reads the records and
+    joins it before the figures are drawn, so the workers fork from a process without it."""
+    import report.build as build_mod
+
+    src = synth.write(tmp_path / "in" / "records.jsonl", synth.closer()[:60])
+    started: list[threading.Thread | None] = []
+    at_draw: list[list[str]] = []
+    real_warm, real_draw = figures_mod.warm_up, figures_mod.draw
+
+    def warm_spy() -> threading.Thread | None:
+        started.append(real_warm())
+        return started[-1]
+
+    def draw_spy(tasks: Any, n: int) -> Any:
+        at_draw.append([t.name for t in threading.enumerate()])
+        return real_draw(tasks, n)
+
+    monkeypatch.setattr(build_mod, "warm_up", warm_spy)
+    monkeypatch.setattr(figures_mod, "draw", draw_spy)
+    _report(tmp_path, "2", monkeypatch, src)
+    (thread,) = started
+    assert thread is not None and thread.name == "gpulab-figures-warm-up"
+    assert not thread.is_alive()
+    assert at_draw and "gpulab-figures-warm-up" not in at_draw[0]
+
+
+def test_no_warm_up_where_the_figures_are_drawn_in_the_report_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GPULAB_REPORT_THREADS", "1")
+    assert figures_mod.warm_up() is None
+    monkeypatch.setenv("GPULAB_REPORT_THREADS", "2")
+    t = figures_mod.warm_up()
+    assert t is not None
+    t.join(timeout=60)
+    assert not t.is_alive()
+    import matplotlib
+
+    assert matplotlib.get_backend().lower() == "agg"  # the thread really drew
