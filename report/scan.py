@@ -16,7 +16,8 @@ unusual, the Python code decides:
   report.load (skipped lines named with file and line, bad records refused with the same
   message); its good records then go through the same table;
 * throttle readings that are not plain ``params.nvml_samples[*].throttle_mask`` ints are
-  decoded by report.exclusions.throttle_bits;
+  decoded by report.exclusions.throttle_bits, and a fingerprint's readings once per distinct
+  fingerprint (ORed into the bits of every record that carries it);
 * records with ``metrics``, a non-string ``params.variant`` or the sharing scenario are
   grouped by report.table.key_of / metric_values.
 

@@ -130,34 +130,35 @@ def values(
         f"ips, ela, metrics, variant, jobs, isz, ishape, {PAIR_COLS} FROM k WHERE {PY_ROW} "
         "ORDER BY o"
     ).fetchall()
-    cols = f"{key_sql}, {ARM_SQL}"
-    union = (
-        f"SELECT {cols}, 'images_per_sec' AS metric, ips AS v, o, {ISIZE} AS isize, steps, kind "
-        f"{sql_rows} AND ips IS NOT NULL UNION ALL SELECT {cols}, 'elapsed_s', ela, o, {ISIZE}, "
-        f"steps, kind {sql_rows} AND ela IS NOT NULL"
-    )
     got: dict[tuple[GroupKey, Arm, str], list[tuple[int, float]]] = {}
     plain: dict[tuple[GroupKey, Arm, str], Any] = {}  # no Python rows: no orders
     last: dict[GroupKey, int] = {}
-    # the order of each value is fetched only where Python rows are merged in (a million
-    # ints and pairs less to build otherwise)
-    ords_sql = "list(o ORDER BY o)" if py else "NULL"
-    names = [f"c{i}" for i in range(16)]
+    # one group per (group, arm) holding both metrics' values (half the rows of a group per
+    # metric); the order of each value is fetched only where Python rows are merged in (a
+    # million ints and pairs less to build otherwise)
+    metrics = (("images_per_sec", "ips"), ("elapsed_s", "ela"))
+    lists = [f"list({c} ORDER BY o) FILTER ({c} IS NOT NULL)" for _, c in metrics]
+    ords = [f"list(o ORDER BY o) FILTER ({c} IS NOT NULL)" if py else "NULL" for _, c in metrics]
+    names = [f"c{i}" for i in range(17)]
     # fetchnumpy: each group's values come as one float64 array (a Python float per value
     # and a list per group cost about a second at a million records); NULL is None
     res = con.execute(
-        f"SELECT * FROM (SELECT * EXCLUDE (v, o, isize, steps, kind), list(v ORDER BY o), "
-        f"{ords_sql}, list(DISTINCT isize) FILTER (isize IS NOT NULL), "
+        f"SELECT * FROM (SELECT {key_sql}, {ARM_SQL}, {', '.join(lists)}, {', '.join(ords)}, "
+        f"list(DISTINCT {ISIZE}) FILTER ({ISIZE} IS NOT NULL), "
         "list(DISTINCT steps) FILTER (steps IS NOT NULL), arg_max(kind, o), max(o) "
-        f"FROM ({union}) GROUP BY ALL) t({', '.join(names)})"
+        f"{sql_rows} AND (ips IS NOT NULL OR ela IS NOT NULL) GROUP BY ALL) "
+        f"t({', '.join(names)})"
     ).fetchnumpy()
     for row in zip(*(res[n].tolist() for n in names), strict=True):
-        key, arm, metric = GroupKey(*row[:7]), Arm(row[7], row[8]), row[9]
-        vals, ords, isizes, steps, kind, at = row[10:16]
-        if py:
-            got[(key, arm, metric)] = list(zip(ords.tolist(), vals.tolist(), strict=True))
-        else:
-            plain[(key, arm, metric)] = vals.astype(float, copy=False)
+        key, arm = GroupKey(*row[:7]), Arm(row[7], row[8])
+        isizes, steps, kind, at = row[13:17]
+        for (metric, _), vals, ords_ in zip(metrics, row[9:11], row[11:13], strict=True):
+            if vals is None:
+                continue
+            if py:
+                got[(key, arm, metric)] = list(zip(ords_.tolist(), vals.tolist(), strict=True))
+            else:
+                plain[(key, arm, metric)] = vals.astype(float, copy=False)
         sizes, steps_ = col.shapes.setdefault((key, arm), (set(), set()))
         sizes.update(int(x) for x in ([] if isizes is None else isizes))
         steps_.update(int(x) for x in ([] if steps is None else steps))
