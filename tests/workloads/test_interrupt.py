@@ -35,12 +35,15 @@ def start_suite(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
         )
     )
     out = tmp_path / "records.jsonl"
+    tmp = tmp_path / "tmp"  # kill -9 leaves the running job's temporary directory behind
+    tmp.mkdir()
     proc = subprocess.Popen(
         [sys.executable, "-m", "workloads", "bench", "--suite", str(suite), "--out", str(out)],
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, "TMPDIR": str(tmp)},
     )
     return proc, out
 
@@ -92,6 +95,7 @@ def test_kill_9_loses_no_finished_record(tmp_path):
         assert [r["experiment"] for r in records] == ["quick-1", "quick-2"]
         assert all(r["status"] == "ok" for r in records)
         wait_for(lambda: gone(child), 15, "the orphaned measurement process to die")
+        assert [p.name[:11] for p in (tmp_path / "tmp").iterdir()] == ["gpulab-job-"]
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -111,6 +115,7 @@ def test_sigterm_keeps_records_and_marks_the_running_one(tmp_path):
         assert "SIGTERM" in records[2]["error"]
         assert records[2]["elapsed_s"] > 2
         assert gone(child)
+        assert list((tmp_path / "tmp").iterdir()) == []  # the job's temporary directory too
     finally:
         if proc.poll() is None:
             proc.kill()
