@@ -59,6 +59,7 @@ Task = tuple[Callable[..., FigureFile | None], tuple[Any, ...]]
 PARALLEL_FROM = 4  # figures; fewer are drawn in this process (a fork costs ~10 ms)
 MAX_WORKERS = 4
 _TASKS: list[Task] = []  # set before the fork; the workers index it
+WARM_UP = "gpulab-figures-warm-up"  # the thread of warm_up()
 
 
 def all_figures(table: Table, pub: Published, out_dir: Path) -> list[FigureFile]:
@@ -108,6 +109,9 @@ def workers() -> int:
 
 def draw(tasks: list[Task], n: int) -> list[FigureFile | None]:
     """Each task's figure, in order: here when there are few, else in ``n`` forked workers."""
+    for t in threading.enumerate():  # a warm-up left by a report that failed: done first
+        if t.name == WARM_UP and t is not threading.current_thread():
+            t.join()
     if (
         n < 2
         or len(tasks) < PARALLEL_FROM
@@ -134,7 +138,7 @@ def warm_up() -> threading.Thread | None:
     figure (about a second)."""
     if workers() < 2 or "fork" not in multiprocessing.get_all_start_methods():
         return None
-    t = threading.Thread(target=_warm, name="gpulab-figures-warm-up", daemon=True)
+    t = threading.Thread(target=_warm, name=WARM_UP, daemon=True)
     t.start()
     return t
 

@@ -190,3 +190,20 @@ def test_no_warm_up_where_the_figures_are_drawn_in_the_report_process(
     import matplotlib
 
     assert matplotlib.get_backend().lower() == "agg"  # the thread really drew
+
+
+def test_a_warm_up_left_running_is_finished_before_the_fork(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A report that failed after starting the warm-up leaves it running (its error is not
+    held up); the next draw() waits for it rather than fork beside it."""
+    _single_threaded(monkeypatch)
+    release = threading.Event()
+    left = threading.Thread(target=release.wait, name=figures_mod.WARM_UP, daemon=True)
+    left.start()
+    threading.Timer(0.5, release.set).start()
+    pids: list[int] = []
+    tasks = [(lambda: pids.append(os.getpid()), ()) for _ in range(figures_mod.PARALLEL_FROM)]
+    figures_mod.draw(tasks, 2)  # type: ignore[arg-type]
+    assert not left.is_alive()
+    assert pids == []  # still drawn by forked workers, after the warm-up ended
