@@ -138,9 +138,6 @@ def _num(path: str) -> str:
     return f"CASE WHEN isfinite(TRY_CAST({v} AS DOUBLE)) THEN TRY_CAST({v} AS DOUBLE) END"
 
 
-THROTTLE_WORDS = ("throttle", "clocks_event")
-
-
 def _suspect() -> str:
     """SQL boolean: ``params.nvml_samples`` needs the Python reader (report.exclusions): a
     list with readings other than plain int ``throttle_mask`` values. The fingerprint's
