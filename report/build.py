@@ -161,7 +161,7 @@ def build_report(
     report_threads()  # a bad $GPULAB_REPORT_THREADS fails here, before anything is read or made
     problems: list[str] = []
     load = _duckdb if engine == "duckdb" else _python
-    warm = warm_up()  # beside the scan; not joined if the records are refused
+    warm_up()  # beside the scan; figures.draw waits for it before it forks
     got = load(inputs, baseline, pool, problems)
     table, excluded, capped, base = got.table, got.excluded, got.capped, got.table.baseline
     pub = load_published(published)
@@ -171,8 +171,6 @@ def build_report(
         (out / "figures").mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(f"--out {str(out)!r} cannot be created: {exc.strerror}") from None
-    if warm is not None:
-        warm.join()  # no other thread when the figure workers are forked
     figures = all_figures(table, pub, out / "figures")
     arms = table.arms
     env = compare(arms, table.records_per_arm)

@@ -109,7 +109,7 @@ def workers() -> int:
 
 def draw(tasks: list[Task], n: int) -> list[FigureFile | None]:
     """Each task's figure, in order: here when there are few, else in ``n`` forked workers."""
-    for t in threading.enumerate():  # a warm-up left by a report that failed: done first
+    for t in threading.enumerate():  # the report's warm-up (or one a failed report left)
         if t.name == WARM_UP and t is not threading.current_thread():
             t.join()
     if (
@@ -131,7 +131,7 @@ def draw(tasks: list[Task], n: int) -> list[FigureFile | None]:
 
 def warm_up() -> threading.Thread | None:
     """Start a thread that imports matplotlib and draws one small throwaway figure (fonts,
-    text layout, the PNG writer), to be joined before :func:`draw`; None where the figures
+    text layout, the PNG writer), which :func:`draw` waits for; None where the figures
     will not be drawn by forked workers. The report starts it before reading the records:
     DuckDB releases the GIL while it reads, so the thread runs beside the scan, and the
     workers forked later inherit a warm matplotlib instead of each paying for the first

@@ -151,30 +151,31 @@ def test_single_threaded_the_figures_are_drawn_by_forked_workers(
 def test_the_warm_up_runs_beside_the_scan_and_is_joined_before_the_fork(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """build_report starts the matplotlib warm-up thread before it reads the records and
-    joins it before the figures are drawn, so the workers fork from a process without it."""
+    """build_report starts the matplotlib warm-up thread before it reads the records, and
+    draw() waits for it, so the workers fork from a process without it."""
     import report.build as build_mod
 
     src = synth.write(tmp_path / "in" / "records.jsonl", synth.closer()[:60])
+    _single_threaded(monkeypatch)
     started: list[threading.Thread | None] = []
-    at_draw: list[list[str]] = []
-    real_warm, real_draw = figures_mod.warm_up, figures_mod.draw
+    at_fork: list[list[str]] = []
+    real_warm, real_context = figures_mod.warm_up, figures_mod.multiprocessing.get_context
 
     def warm_spy() -> threading.Thread | None:
         started.append(real_warm())
         return started[-1]
 
-    def draw_spy(tasks: Any, n: int) -> Any:
-        at_draw.append([t.name for t in threading.enumerate()])
-        return real_draw(tasks, n)
+    def context_spy(method: str | None = None) -> Any:
+        at_fork.append([t.name for t in threading.enumerate()])
+        return real_context(method)
 
     monkeypatch.setattr(build_mod, "warm_up", warm_spy)
-    monkeypatch.setattr(figures_mod, "draw", draw_spy)
+    monkeypatch.setattr(figures_mod.multiprocessing, "get_context", context_spy)
     _report(tmp_path, "2", monkeypatch, src)
     (thread,) = started
-    assert thread is not None and thread.name == "gpulab-figures-warm-up"
+    assert thread is not None and thread.name == figures_mod.WARM_UP
     assert not thread.is_alive()
-    assert at_draw and "gpulab-figures-warm-up" not in at_draw[0]
+    assert at_fork and figures_mod.WARM_UP not in at_fork[0]
 
 
 def test_no_warm_up_where_the_figures_are_drawn_in_the_report_process(
