@@ -67,7 +67,7 @@ def _fmt(seconds: float) -> str:
 
 def tag_records(part: Path, final: Path, study: str, unit: Unit) -> tuple[int, int]:
     """Copy a unit's records to its final file with ``params.study`` set; (records, ok)."""
-    from infra.study.state import atomic_write
+    from workloads.files import write_text
 
     lines, ok = [], 0
     if part.is_file():
@@ -83,7 +83,7 @@ def tag_records(part: Path, final: Path, study: str, unit: Unit) -> tuple[int, i
             rec["params"] = params
             ok += rec.get("status") == "ok"
             lines.append(json.dumps(rec, sort_keys=True))
-    atomic_write(final, "".join(f"{ln}\n" for ln in lines))
+    write_text(final, "".join(f"{ln}\n" for ln in lines))
     part.unlink(missing_ok=True)
     return len(lines), ok
 

@@ -8,15 +8,13 @@ temporary file renamed), so a unit in the journal as ``done`` always has all its
 unit stopped part-way has none there: ``run`` again re-runs it, and its partial records are
 kept aside as ``units/<arm>.r<repeat>.stopped-<n>.jsonl`` (never reported).
 
-Writes are a temporary file in the same directory, fsynced, then ``os.replace``: a crash leaves
-either the old journal or the new one, never half of one.
+Writes go through :func:`workloads.files.write_text` (a temporary file in the same directory,
+fsynced, then renamed): a crash leaves either the old journal or the new one, never half of one.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +22,7 @@ from typing import Any
 
 from infra.errors import UsageError
 from infra.study.plan import Unit
+from workloads.files import write_text
 
 JOURNAL = "study.json"
 STATUSES = ("pending", "running", "done", "failed", "skipped")
@@ -32,20 +31,6 @@ FINAL = ("done", "failed", "skipped")
 
 def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
-
-
-def atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 @dataclass
@@ -64,7 +49,7 @@ class Journal:
 
     def save(self) -> None:
         self.data["updated"] = now()
-        atomic_write(self.path, json.dumps(self.data, indent=2, sort_keys=True) + "\n")
+        write_text(self.path, json.dumps(self.data, indent=2, sort_keys=True) + "\n")
 
     # -- units ----------------------------------------------------------------------------
 

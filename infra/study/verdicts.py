@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from infra.study.fingerprint import Warning_, compare, paired_setting_warning
-from infra.study.state import Journal, atomic_write
+from infra.study.state import Journal
+from workloads.files import write_text
 
 GPU_WORDS = ("GPU", "GTX", "Tesla", "P100", "V100", "M60", "A100", "H100")
 
@@ -222,8 +223,8 @@ def write(j: Journal, r: StudyReport) -> None:
         "verdicts": [v.__dict__ for v in r.verdicts],
         "note": r.note,
     }
-    atomic_write(r.out_dir / "study.json", json.dumps(data, indent=2, sort_keys=True) + "\n")
-    atomic_write(r.out_dir / "study.md", markdown(j, r))
+    write_text(r.out_dir / "study.json", json.dumps(data, indent=2, sort_keys=True) + "\n")
+    write_text(r.out_dir / "study.md", markdown(j, r))
 
 
 def markdown(j: Journal, r: StudyReport) -> str:
