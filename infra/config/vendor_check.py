@@ -80,14 +80,15 @@ def _as_data(values: dict[str, Any]) -> dict[str, Any]:
     return dict(values)
 
 
-def role_packages(
+def render(
     role: str,
+    var: str,
     distro: str,
     overrides: dict[str, Any] | None = None,
     gpu_device_ids: tuple[str, ...] = (),
-) -> list[dict[str, str]]:
-    """What ``role`` installs from vendor repositories on a host of ``distro`` with its
-    defaults, ``overrides`` (plain values) and GPUs of these PCI device ids (hex)."""
+) -> Any:
+    """The value of ``role``'s variable ``var`` on a host of ``distro`` with the role's defaults
+    and vars, ``overrides`` (plain values) and GPUs of these PCI device ids (hex)."""
     # ansible is imported here, not at the top: `gpulab validate` pays for it only when a stack
     # overrides a GPU role's inputs.
     from ansible.template import Templar
@@ -99,8 +100,20 @@ def role_packages(
     variables["ansible_facts"] = DISTROS[distro].facts()
     variables["gpu_facts_gpus"] = [{"device_id": d} for d in gpu_device_ids]
     variables["gpu_facts_has_gpu"] = bool(gpu_device_ids)
+    variables["group_names"] = []
     variables["role_path"] = str(ROLES_DIR / role)
-    rendered = Templar(variables=variables).template(variables[VENDOR_ROLES[role]])
+    return Templar(variables=variables).template(variables[var])
+
+
+def role_packages(
+    role: str,
+    distro: str,
+    overrides: dict[str, Any] | None = None,
+    gpu_device_ids: tuple[str, ...] = (),
+) -> list[dict[str, str]]:
+    """What ``role`` installs from vendor repositories on a host of ``distro`` (see
+    :func:`render`)."""
+    rendered = render(role, VENDOR_ROLES[role], distro, overrides, gpu_device_ids)
     return [
         {k: str(p.get(k) or "") for k in ("vendor", "name", "version")}
         for p in (rendered if isinstance(rendered, list) else [])
