@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.config.roles import ROLES_DIR
+from infra.specs.topology import get as topology_spec
 from infra.vendor_packages import DISTROS, problem
 
 # role -> the variable of its vars/main.yml that lists what it installs from a vendor
@@ -161,7 +162,7 @@ def _os_release() -> str | None:
 
 def stack_distros(topology: str, image: str | None) -> tuple[list[str], str]:
     """The distributions the stack's hosts run, and how that was found (for the message)."""
-    if topology == "local":
+    if topology_spec(topology).runs_here:
         name, how = _os_release() or "", "this machine's /etc/os-release"
     else:
         name, how = image or "", f"image {image!r}"
