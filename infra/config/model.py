@@ -150,6 +150,10 @@ def validate(raw: dict[str, Any]) -> LabConfig:
     # the topology's own checks across keys (vsphere-gpu modes, magnum-k8s bare metal)
     topology_spec(topology).check_config(raw, values, problems)
     _check_measure_envs(topology, values, problems)
+    if not problems:  # what gpulab:site makes the GPU roles install, against the vendors' lists
+        from infra.config import vendor_check
+
+        problems += vendor_check.problems(topology, values)
     cidr = values.get("admin_cidr")
     if isinstance(cidr, str) and cidr.endswith("/0") and not values.get("allow_world"):
         problems.append(

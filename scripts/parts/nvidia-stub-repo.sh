@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# Part "nvidia-stub-repo": STUB NVIDIA packages built with dpkg-deb, so the Ansible roles'
+# Part "nvidia-stub-repo": STUB vendor packages built with dpkg-deb, so the Ansible roles'
 # repository setup, installation, runtime configuration and idempotence run end to end without
-# NVIDIA's repositories (unreachable here) and without a GPU. Package names match the real ones;
+# the vendors' repositories (unreachable here) and without a GPU. The repositories hold exactly
+# the names and versions of the vendor package lists (infra/vendor_packages/<vendor>/*.txt),
+# per distribution, so a name or version the vendor does not publish fails here as on a lab;
 # every binary is a small script that says it is a stub. Layout (served over HTTP by the tests):
-#   .cache/nvidia-stub-repo/cuda/                  flat apt repo like NVIDIA's CUDA repo
-#   .cache/nvidia-stub-repo/libnvidia-container/   flat apt repo like nvidia.github.io/...
+#   .cache/nvidia-stub-repo/<distro>/cuda/         flat apt repo like NVIDIA's CUDA repo for
+#                                                  ubuntu2204, ubuntu2404, debian12
+#   .cache/nvidia-stub-repo/<distro>/docker/       Docker's apt repo (dists/<codename>/stable)
+#   .cache/nvidia-stub-repo/libnvidia-container/   flat apt repo like nvidia.github.io/... (one
+#                                                  for every Debian and Ubuntu release)
 #   .cache/nvidia-stub-repo/files/                 single downloads (vGPU guest driver .deb,
-#                                                  apptainer .deb, bitfusion client .deb, .run)
+#                                                  every listed apptainer .deb, bitfusion client
+#                                                  .deb, the driver .run)
 #   .cache/nvidia-stub-repo/pypi/simple/           a PyPI index with one stub package
 #                                                  (gpulab-probe 1.0) for workload_env's pip path
 #   .cache/nvidia-stub-repo/SHA256SUMS             checksums of files/*
@@ -17,7 +23,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 OUT=.cache/nvidia-stub-repo
 STAMP=$OUT/.ready
-SELF_SUM=$(sha256sum "$0" | cut -d' ' -f1)
+LISTS=infra/vendor_packages
+SELF_SUM=$(cat "$0" "$LISTS"/nvidia-cuda/*.txt "$LISTS"/nvidia-container-toolkit/deb.txt \
+  "$LISTS"/docker/*.txt "$LISTS"/apptainer/deb.txt | sha256sum | cut -d' ' -f1)
+DEB_DISTROS="ubuntu2204 ubuntu2404 debian12"
 ARCH=$(dpkg --print-architecture 2>/dev/null || echo amd64)
 
 case "${1:-prepare}" in
@@ -36,9 +45,10 @@ command -v dpkg-deb >/dev/null && command -v dpkg-scanpackages >/dev/null || {
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 rm -rf "$OUT.tmp"
-mkdir -p "$OUT.tmp/cuda" "$OUT.tmp/libnvidia-container" "$OUT.tmp/files"
+mkdir -p "$OUT.tmp/libnvidia-container" "$OUT.tmp/files"
 
-# pkg NAME VERSION DEST DEPENDS DESCRIPTION  (files already placed under $WORK/NAME/)
+# pkg NAME VERSION DEST DEPENDS DESCRIPTION  (files already placed under $WORK/NAME/; the
+# staging directory is emptied after the build, so each version starts from nothing)
 pkg() {
   local name=$1 version=$2 dest=$3 depends=$4 desc=$5 root=$WORK/$1
   mkdir -p "$root/DEBIAN" "$root/usr/share/doc/$name"
@@ -55,8 +65,13 @@ pkg() {
     echo "Description: gpulab STUB of $desc"
   } > "$root/DEBIAN/control"
   find "$root" -type d -exec chmod 0755 {} +
-  dpkg-deb --root-owner-group -Zgzip --build "$root" "$dest/${name}_${version}_${ARCH}.deb" >/dev/null
+  mkdir -p "$dest"
+  dpkg-deb --root-owner-group -Zgzip --build "$root" "$dest/${name}_${version#*:}_${ARCH}.deb" >/dev/null
+  rm -rf "$root"
 }
+
+# listed FILE: "name version..." lines of a vendor package list (comments skipped)
+listed() { grep -vE '^\s*(#|$)' "$1"; }
 
 # script NAME PATH BODY: an executable stub file inside package NAME
 script() {
@@ -65,19 +80,30 @@ script() {
   chmod 0755 "$WORK/$1/$2"
 }
 
-# ---- CUDA repository: drivers and toolkit ------------------------------------------------
-for flavor in cuda-drivers-550 nvidia-open-550; do
-  mkdir -p "$WORK/$flavor/usr/lib/gpulab-stub"
-  echo "550.127.08" > "$WORK/$flavor/usr/lib/gpulab-stub/$flavor.version"
-  pkg "$flavor" 550.127.08-1 "$OUT.tmp/cuda" "" "the NVIDIA driver metapackage ($flavor)"
+# ---- CUDA repository per distribution: what infra/vendor_packages/nvidia-cuda/ lists -------
+for distro in $DEB_DISTROS; do
+  while read -r name versions; do
+    for version in $versions; do
+      case $name in
+        cuda-toolkit-*)
+          mm=${name#cuda-toolkit-}; mm=${mm/-/.}
+          script "$name" "usr/local/cuda-$mm/bin/nvcc" "#!/bin/sh
+echo \"nvcc: NVIDIA (R) Cuda compiler driver (gpulab stub)\"
+echo \"Cuda compilation tools, release $mm, V${version%-*}\""
+          pkg "$name" "$version" "$OUT.tmp/$distro/cuda" "" "the CUDA $mm toolkit" ;;
+        *)
+          mkdir -p "$WORK/$name/usr/lib/gpulab-stub"
+          echo "${version%-*}" > "$WORK/$name/usr/lib/gpulab-stub/$name.version"
+          pkg "$name" "$version" "$OUT.tmp/$distro/cuda" "" "the NVIDIA driver metapackage ($name)" ;;
+      esac
+    done
+  done < <(listed "$LISTS/nvidia-cuda/$distro.txt")
 done
-script cuda-toolkit-12-4 usr/local/cuda-12.4/bin/nvcc '#!/bin/sh
-echo "nvcc: NVIDIA (R) Cuda compiler driver (gpulab stub)"
-echo "Cuda compilation tools, release 12.4, V12.4.131"'
-pkg cuda-toolkit-12-4 12.4.1-1 "$OUT.tmp/cuda" "" "the CUDA 12.4 toolkit"
 
-# ---- libnvidia-container repository: NVIDIA Container Toolkit ----------------------------
-script nvidia-container-toolkit-base usr/bin/nvidia-ctk '#!/usr/bin/python3
+# ---- libnvidia-container repository: NVIDIA Container Toolkit, every version listed --------
+# (one repository for every Debian and Ubuntu release, as NVIDIA's stable/deb since 1.14); the
+# dependencies as the real packages have them (nvidia-container-toolkit on its base and tools).
+CTK_SCRIPT='#!/usr/bin/python3
 """gpulab STUB of nvidia-ctk: --version, runtime configure (containerd/crio append a runtime
 section if absent; docker merges daemon.json), cdi generate (fails: no GPU)."""
 import json, os, sys
@@ -90,7 +116,7 @@ def opt(name, default=None):
             return a[i + 1]
     return default
 if not a or a[0] in ("--version", "-v", "version"):
-    print("NVIDIA Container Toolkit CLI version 1.17.3 (gpulab stub)")
+    print("NVIDIA Container Toolkit CLI version " + VERSION + " (gpulab stub)")
     sys.exit(0)
 if a[:2] == ["runtime", "configure"]:
     rt = opt("--runtime", "docker")
@@ -117,23 +143,51 @@ if a[:2] == ["runtime", "configure"]:
 if a[:2] == ["cdi", "generate"]:
     sys.exit("ERROR failed to generate CDI spec: failed to initialize NVML: ERROR_LIBRARY_NOT_FOUND (gpulab stub: no GPU)")
 sys.exit("nvidia-ctk (gpulab stub): unsupported arguments: " + " ".join(a))'
-pkg nvidia-container-toolkit-base 1.17.3-1 "$OUT.tmp/libnvidia-container" "python3" \
-  "the NVIDIA Container Toolkit base (nvidia-ctk)"
-mkdir -p "$WORK/libnvidia-container1/usr/lib/gpulab-stub"
-echo stub > "$WORK/libnvidia-container1/usr/lib/gpulab-stub/libnvidia-container.so.1.stub"
-pkg libnvidia-container1 1.17.3-1 "$OUT.tmp/libnvidia-container" "" "libnvidia-container"
-script libnvidia-container-tools usr/bin/nvidia-container-cli '#!/bin/sh
+while read -r name versions; do
+  for version in $versions; do
+    v=${version%-*}
+    case $name in
+      nvidia-container-toolkit-base)
+        script "$name" usr/bin/nvidia-ctk "$(printf '%s\n' "$CTK_SCRIPT" | sed "s/^import json, os, sys$/import json, os, sys\nVERSION = \"$v\"/")"
+        pkg "$name" "$version" "$OUT.tmp/libnvidia-container" "python3" \
+          "the NVIDIA Container Toolkit base (nvidia-ctk)" ;;
+      libnvidia-container1)
+        mkdir -p "$WORK/$name/usr/lib/gpulab-stub"
+        echo stub > "$WORK/$name/usr/lib/gpulab-stub/libnvidia-container.so.1.stub"
+        pkg "$name" "$version" "$OUT.tmp/libnvidia-container" "" "libnvidia-container" ;;
+      libnvidia-container-tools)
+        script "$name" usr/bin/nvidia-container-cli '#!/bin/sh
 echo "nvidia-container-cli: initialization error: nvml error: driver not loaded (gpulab stub)" >&2
 exit 1'
-pkg libnvidia-container-tools 1.17.3-1 "$OUT.tmp/libnvidia-container" "libnvidia-container1 (>= 1.17.3-1)" \
-  "libnvidia-container tools (nvidia-container-cli)"
-script nvidia-container-toolkit usr/bin/nvidia-container-runtime '#!/bin/sh
+        pkg "$name" "$version" "$OUT.tmp/libnvidia-container" "libnvidia-container1 (>= $version)" \
+          "libnvidia-container tools (nvidia-container-cli)" ;;
+      nvidia-container-toolkit)
+        script "$name" usr/bin/nvidia-container-runtime '#!/bin/sh
 exec runc "$@"'
-script nvidia-container-toolkit usr/bin/nvidia-container-runtime-hook '#!/bin/sh
+        script "$name" usr/bin/nvidia-container-runtime-hook '#!/bin/sh
 exit 0'
-pkg nvidia-container-toolkit 1.17.3-1 "$OUT.tmp/libnvidia-container" \
-  "nvidia-container-toolkit-base (= 1.17.3-1), libnvidia-container-tools (>= 1.17.3-1)" \
-  "the NVIDIA Container Toolkit"
+        pkg "$name" "$version" "$OUT.tmp/libnvidia-container" \
+          "nvidia-container-toolkit-base (= $version), libnvidia-container-tools (>= $version), libnvidia-container-tools (<< 2.0.0)" \
+          "the NVIDIA Container Toolkit" ;;
+      *) echo "nvidia-stub-repo: no stub for $name" >&2; exit 2 ;;
+    esac
+  done
+done < <(listed "$LISTS/nvidia-container-toolkit/deb.txt")
+
+# ---- Docker's apt repository per distribution (dists/<codename>/stable), from the lists ----
+for distro in $DEB_DISTROS; do
+  codename=$(sed -n 's/^# repository: .* \([a-z]*\) stable .*/\1/p' "$LISTS/docker/$distro.txt")
+  pool="$OUT.tmp/$distro/docker/pool"
+  while read -r name versions; do
+    for version in $versions; do
+      pkg "$name" "$version" "$pool" "" "Docker's $name"
+    done
+  done < <(listed "$LISTS/docker/$distro.txt")
+  dist="$OUT.tmp/$distro/docker/dists/$codename/stable/binary-$ARCH"
+  mkdir -p "$dist"
+  (cd "$OUT.tmp/$distro/docker" && dpkg-scanpackages --multiversion pool /dev/null 2>/dev/null \
+     > "dists/$codename/stable/binary-$ARCH/Packages")
+done
 
 # ---- single downloads ------------------------------------------------------------------
 script nvidia-linux-grid-550 usr/bin/nvidia-gridd '#!/bin/sh
@@ -154,22 +208,28 @@ UNIT
 echo "# gridd.conf template (gpulab stub)" > "$WORK/nvidia-linux-grid-550/etc/nvidia/gridd.conf.template"
 pkg nvidia-linux-grid-550 550.127.05 "$OUT.tmp/files" "" "the NVIDIA vGPU guest driver (GRID)"
 
-script apptainer usr/bin/apptainer '#!/bin/sh
+APPTAINER_SCRIPT='#!/bin/sh
 case "$1" in
-  --version|version) echo "apptainer version 1.3.4 (gpulab stub)"; exit 0 ;;
+  --version|version) echo "apptainer version @VERSION@ (gpulab stub)"; exit 0 ;;
   build) # "build [--force] SIF SOURCE": a text file naming its source instead of an image
      shift; [ "$1" = --force ] && shift
      echo "gpulab STUB SIF built from $2" > "$1"; exit 0 ;;
 esac
 echo "apptainer (gpulab stub): cannot run containers here: $*" >&2
 exit 1'
+# Apptainer's GitHub release assets: every listed version, as apptainer_<version>_amd64.deb
+while read -r name versions; do
+  for version in $versions; do
+script apptainer usr/bin/apptainer "${APPTAINER_SCRIPT//@VERSION@/$version}"
 mkdir -p "$WORK/apptainer/etc/apptainer"
 printf '%s\n' "# apptainer.conf (gpulab stub)" "allow setuid = yes" "use nvidia-container-cli = no" \
   > "$WORK/apptainer/etc/apptainer/apptainer.conf"
 printf '%s\n' "# nvliblist.conf (gpulab stub)" "nvidia-smi" "libcuda.so" "libnvidia-ml.so" \
   > "$WORK/apptainer/etc/apptainer/nvliblist.conf"
 mkdir -p "$WORK/apptainer/usr/bin" && ln -sf apptainer "$WORK/apptainer/usr/bin/singularity"
-pkg apptainer 1.3.4 "$OUT.tmp/files" "" "Apptainer"
+pkg apptainer "$version" "$OUT.tmp/files" "" "Apptainer"
+  done
+done < <(listed "$LISTS/apptainer/deb.txt")
 
 script bitfusion-client usr/bin/bitfusion '#!/bin/sh
 # gpulab STUB of the Bitfusion client: "run -n N -p F -- CMD" runs CMD locally.
@@ -188,14 +248,14 @@ mv "$OUT.tmp/files/bitfusion-client_4.5.4-1_${ARCH}.deb" \
    "$OUT.tmp/files/bitfusion-client-ubuntu2204_4.5.4-1_${ARCH}.deb"
 
 # A runfile stub (the NVIDIA .run installer): records that it ran.
-cat > "$OUT.tmp/files/NVIDIA-Linux-x86_64-550.127.05.run" <<'RUN'
+cat > "$OUT.tmp/files/NVIDIA-Linux-x86_64-580.95.05.run" <<'RUN'
 #!/bin/sh
 # gpulab STUB of the NVIDIA driver runfile installer
 mkdir -p /var/lib/gpulab-stub
-echo "550.127.05 $*" > /var/lib/gpulab-stub/nvidia-runfile-installed
-echo "NVIDIA-Linux-x86_64-550.127.05.run (gpulab stub) installed with: $*"
+echo "580.95.05 $*" > /var/lib/gpulab-stub/nvidia-runfile-installed
+echo "NVIDIA-Linux-x86_64-580.95.05.run (gpulab stub) installed with: $*"
 RUN
-chmod 0755 "$OUT.tmp/files/NVIDIA-Linux-x86_64-550.127.05.run"
+chmod 0755 "$OUT.tmp/files/NVIDIA-Linux-x86_64-580.95.05.run"
 
 # A one-package PyPI "simple" index, so workload_env's pip path (index URL variable, pinned
 # requirement, idempotence) runs for real inside the test namespace (no route to PyPI there).
@@ -240,16 +300,33 @@ FPR=$(gpg --batch --with-colons --list-keys 2>/dev/null | awk -F: '$1 == "fpr" {
 gpg --batch --armor --export "$FPR" > "$OUT.tmp/keys/stub.asc"
 echo "$FPR" > "$OUT.tmp/keys/stub.fpr"
 
-for repo in cuda libnvidia-container; do
+# signed LABEL SUITE INDEX...: a Release listing the index files (paths from the cwd; SUITE
+# empty for a flat repository), signed as InRelease and Release.gpg with the stub key.
+signed() {
+  local label=$1 suite=$2 f
+  shift 2
+  {
+    echo "Origin: gpulab-stub"
+    echo "Label: gpulab-stub-$label"
+    if [ -n "$suite" ]; then
+      echo "Suite: $suite"; echo "Codename: $suite"; echo "Components: stable"; echo "Architectures: $ARCH"
+    fi
+    echo "Date: Thu, 01 Jan 2026 00:00:00 UTC"
+    echo "SHA256:"
+    for f in "$@"; do echo " $(sha256sum "$f" | cut -d' ' -f1) $(stat -c %s "$f") $f"; done
+  } > Release
+  gpg --batch --yes --local-user "$FPR" --clearsign -o InRelease Release
+  gpg --batch --yes --local-user "$FPR" --armor --detach-sign -o Release.gpg Release
+}
+for repo in $(for d in $DEB_DISTROS; do echo "$d/cuda"; done) libnvidia-container; do
   (cd "$OUT.tmp/$repo" && dpkg-scanpackages --multiversion . /dev/null 2>/dev/null > Packages \
-     && gzip -9nkf Packages \
-     && { echo "Origin: gpulab-stub"; echo "Label: gpulab-stub-$repo"
-          echo "Date: Thu, 01 Jan 2026 00:00:00 UTC"; echo "SHA256:"
-          for f in Packages Packages.gz; do
-            echo " $(sha256sum "$f" | cut -d' ' -f1) $(stat -c %s "$f") $f"
-          done; } > Release \
-     && gpg --batch --yes --local-user "$FPR" --clearsign -o InRelease Release \
-     && gpg --batch --yes --local-user "$FPR" --armor --detach-sign -o Release.gpg Release)
+     && gzip -9nkf Packages && signed "$repo" "" Packages Packages.gz)
+done
+for distro in $DEB_DISTROS; do
+  codename=$(sed -n 's/^# repository: .* \([a-z]*\) stable .*/\1/p' "$LISTS/docker/$distro.txt")
+  (cd "$OUT.tmp/$distro/docker/dists/$codename" && gzip -9nkf "stable/binary-$ARCH/Packages" \
+     && signed "docker-$distro" "$codename" "stable/binary-$ARCH/Packages" \
+          "stable/binary-$ARCH/Packages.gz")
 done
 (cd "$OUT.tmp/files" && sha256sum -- * > ../SHA256SUMS)
 rm -rf "$OUT"

@@ -39,9 +39,10 @@ def stub_key_fingerprint() -> str:
     return (REPO / ".cache/nvidia-stub-repo/keys/stub.fpr").read_text().strip()
 
 
-def stub_vars(stub_url: str, sums: dict[str, str]) -> dict[str, Any]:
-    """Role variables that point every repository and download at the stub repository; its
-    signed apt repositories are trusted through its own key, pinned by fingerprint."""
+def stub_vars(stub_url: str, sums: dict[str, str], distro: str = "debian12") -> dict[str, Any]:
+    """Role variables that point every repository and download at the stub repository of
+    ``distro`` (the test hosts are Debian 12); its signed apt repositories are trusted through
+    its own key, pinned by fingerprint."""
     files = f"{stub_url}/files"
     key, fpr = f"{stub_url}/keys/stub.asc", stub_key_fingerprint()
     grid = "nvidia-linux-grid-550_550.127.05_amd64.deb"
@@ -49,12 +50,12 @@ def stub_vars(stub_url: str, sums: dict[str, str]) -> dict[str, Any]:
     bf = "bitfusion-client-ubuntu2204_4.5.4-1_amd64.deb"
     return {
         **NO_HARDWARE,
-        "nvidia_driver_cuda_repo_url": f"{stub_url}/cuda/",
+        "nvidia_driver_cuda_repo_url": f"{stub_url}/{distro}/cuda/",
         "nvidia_driver_cuda_repo_key_url": key,
         "nvidia_driver_cuda_repo_key_fingerprint": fpr,
         "nvidia_driver_install_kernel_headers": False,  # nspawn runs the machine's kernel
         "nvidia_driver_reboot": False,  # a reboot would end the nspawn container
-        "cuda_toolkit_repo_url": f"{stub_url}/cuda/",
+        "cuda_toolkit_repo_url": f"{stub_url}/{distro}/cuda/",
         "cuda_toolkit_repo_key_url": key,
         "cuda_toolkit_repo_key_fingerprint": fpr,
         "nvidia_container_toolkit_repo_url": f"{stub_url}/libnvidia-container/",
@@ -81,7 +82,9 @@ def stub_vars(stub_url: str, sums: dict[str, str]) -> dict[str, Any]:
         "workload_image_apt_packages": [],
         "workload_image_pip_packages": [],
         "workload_image_venv": "",
-        # no route to PyPI from the test namespace: the stub index's one package, pinned
+        # no route to PyPI from the test namespace: the stub index's one package, pinned, and
+        # no TensorFlow (its wheels are resolved against the real index in test_workload_env_pip)
+        "workload_env_tensorflow": "",
         "workload_env_pip_packages": ["gpulab-probe==1.0"],
         "workload_env_pip_index_url": f"{stub_url}/pypi/simple/",
         "workload_env_pip_extra_args": f"--trusted-host {stub_url.split('//')[1].split(':')[0]}",

@@ -17,7 +17,7 @@ ROLES = Path(__file__).resolve().parents[2] / "playbooks" / "roles"
 
 pytestmark = [pytest.mark.nspawn, pytest.mark.slow]
 
-RUN = "NVIDIA-Linux-x86_64-550.127.05.run"
+RUN = "NVIDIA-Linux-x86_64-580.95.05.run"
 
 
 def _vars(lab: NspawnLab, **over: object) -> dict[str, object]:
@@ -51,7 +51,7 @@ def test_runfile_driver_on_chroot_no_reboot_then_idempotent(
     assert ev.results("Query the loaded driver") == []
     root = chroot_target.path
     marker = (root / "var/lib/gpulab-stub/nvidia-runfile-installed").read_text()
-    assert marker.startswith("550.127.05 --silent --dkms --no-questions")
+    assert marker.startswith("580.95.05 --silent --dkms --no-questions")
     assert (root / "etc/modprobe.d/blacklist-nouveau.conf").read_text().count("nouveau") == 2
     again = run_playbook(PLAYBOOKS / "one_role.yml", [host], extravars=_vars(nspawn_lab))
     assert again.ok and again.hosts[host.name].changed == 0, again.summary()

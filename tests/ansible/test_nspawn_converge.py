@@ -108,11 +108,14 @@ def test_first_converge_installs_and_configures(first, nspawn_host: NspawnHost) 
     assert h.changed >= 15, r.summary()
     ssh = nspawn_host.ssh
     pk = ssh(
-        "dpkg-query -W -f='${Package} ${Version}\\n' cuda-drivers-550 cuda-toolkit-12-4 "
+        "dpkg-query -W -f='${Package} ${Version}\\n' cuda-drivers-580 cuda-toolkit-12-9 "
         "nvidia-container-toolkit nvidia-container-toolkit-base libnvidia-container-tools "
         "libnvidia-container1 nvidia-linux-grid-550 apptainer bitfusion-client python3-venv"
     ).stdout
-    assert "cuda-drivers-550 550.127.08-1" in pk and "nvidia-container-toolkit 1.17.3-1" in pk
+    # the newest the Debian 12 lists hold of the branch the role chose (no GPU seen: its default
+    # branch, proprietary modules), the container toolkit pinned at the CVE-2025-23266 fix
+    assert "cuda-drivers-580 580.95.05-1" in pk and "nvidia-container-toolkit 1.17.8-1" in pk
+    assert "cuda-toolkit-12-9 12.9.1-1" in pk
     assert "python3-venv " in pk  # a real Debian package, through apt-cacher-ng
     assert "blacklist nouveau" in ssh("cat /etc/modprobe.d/blacklist-nouveau.conf").stdout
     # repository keys: the stub's key, accepted because its fingerprint is the pinned one, and
@@ -125,17 +128,21 @@ def test_first_converge_installs_and_configures(first, nspawn_host: NspawnHost) 
         ]
         assert ssh(f"cat /etc/apt/keyrings/{key}").stdout == stub_key
     cuda_list = ssh("cat /etc/apt/sources.list.d/nvidia-cuda.list").stdout
-    assert "signed-by=/etc/apt/keyrings/nvidia-cuda.asc" in cuda_list and "/cuda/ /" in cuda_list
+    assert "signed-by=/etc/apt/keyrings/nvidia-cuda.asc" in cuda_list
+    assert "/debian12/cuda/ /" in cuda_list
     assert "trusted=yes" not in ssh("cat /etc/apt/sources.list.d/*.list").stdout
     # driver facts: changed, but no reboot (disabled here) and no GPU seen
     facts = ev.facts("nspawn-a")
     assert facts["nvidia_driver_changed"] is True
     assert facts["nvidia_driver_reboot_wanted"] is False
     assert facts["gpu_facts_has_gpu"] is False and facts["gpu_facts_driver_loaded"] is False
-    assert facts["cuda_toolkit_installed_version"] == "12.4"
+    assert facts["cuda_toolkit_installed_version"] == "12.9"
+    assert (
+        facts["nvidia_driver_branch_in_use"] == "580" and facts["nvidia_driver_use_open"] is False
+    )
     # CUDA toolkit pinned and on PATH
-    assert ssh("readlink /usr/local/cuda").stdout.strip() == "/usr/local/cuda-12.4"
-    assert "release 12.4" in ssh("bash -lc 'nvcc --version'").stdout
+    assert ssh("readlink /usr/local/cuda").stdout.strip() == "/usr/local/cuda-12.9"
+    assert "release 12.9, V12.9.1" in ssh("bash -lc 'nvcc --version'").stdout
     # Docker engine (Debian's docker.io here), started; the login user is not in group docker
     assert ssh("systemctl is-active docker").stdout.strip() == "active"
     assert ssh("systemctl is-enabled docker").stdout.strip() == "enabled"

@@ -104,6 +104,7 @@ from tests.parts.nspawn import ROOTFS, rootfs_ready, stop_process, wait_for
 pytestmark = [pytest.mark.slow]  # a chroot, no nspawn host: it may run beside the host tests
 
 PLAYBOOK = REPO / "tests/data/rpm/rhel_converge.yml"
+KERNEL_PLAYBOOK = REPO / "tests/data/rpm/rhel_kernel_headers.yml"
 CUDA_KEY = "/etc/pki/rpm-gpg/RPM-GPG-KEY-NVIDIA-CUDA"
 CTK_KEY = "/etc/pki/rpm-gpg/RPM-GPG-KEY-NVIDIA-CONTAINER-TOOLKIT"
 DOCKER_KEY = "/etc/pki/rpm-gpg/RPM-GPG-KEY-DOCKER-CE"
@@ -131,7 +132,7 @@ class RhelTarget:
         return {
             "rhel_kernel": rpmrepo.EL9_KERNEL,
             "gpu_facts_install_pciutils": True,  # gpu_facts/tasks/RedHat.yml
-            "nvidia_driver_open_modules": True,  # the stream NVIDIA recommends for Turing+
+            # nvidia_driver_open_modules stays auto: the H200 of the sysfs copy -> 580-open
             "nvidia_driver_cuda_repo_url": f"{u}/cuda/",
             "nvidia_driver_cuda_repo_key_url": key,
             "nvidia_driver_cuda_repo_key_fingerprint_rhel": fpr,
@@ -160,7 +161,8 @@ class RhelTarget:
             ],
             "bitfusion_client_version": rpmrepo.BITFUSION,
             "bitfusion_client_hardware_steps": False,
-            "workload_env_pip_packages": [],  # pip's path is the same on both families
+            "workload_env_tensorflow": "",  # pip's path is the same on both families
+            "workload_env_pip_packages": [],
         }
 
     @staticmethod
@@ -392,7 +394,7 @@ def test_rhel_branches_real_dnf_on_debian_with_rocky_facts_converge_then_idempot
 
     q = t.sh("rpm -q --qf '%{NAME}-%{VERSION}-%{RELEASE}\\n' kernel-devel kernel-headers dkms "
              "epel-release pciutils gnupg2 nvidia-driver kmod-nvidia-open-dkms "
-             "cuda-toolkit-12-4 nvidia-container-toolkit nvidia-container-toolkit-base "
+             "cuda-toolkit-12-9 nvidia-container-toolkit nvidia-container-toolkit-base "
              "libnvidia-container-tools libnvidia-container1 apptainer docker-ce docker-ce-cli "
              "containerd.io docker-buildx-plugin dnf-plugins-core elfutils-libelf-devel "
              "nvidia-linux-grid-550 bitfusion-client python3.11 python3.11-pip "
@@ -402,8 +404,9 @@ def test_rhel_branches_real_dnf_on_debian_with_rocky_facts_converge_then_idempot
     assert f"nvidia-container-toolkit-{rpmrepo.CTK}-1" in q.stdout.split()
     assert t.sh("rpm -q kmod-nvidia-latest-dkms").returncode != 0  # the open stream only
     mods = t.sh("dnf -q -C module list --enabled nvidia-driver")
-    assert "550-open [e]" in mods.stdout, mods.stdout + mods.stderr
-    assert os.readlink(root / "usr/local/cuda") == "/usr/local/cuda-12.4"
+    assert "580-open [e]" in mods.stdout, mods.stdout + mods.stderr
+    assert facts["nvidia_driver_branch_in_use"] == "580" and facts["nvidia_driver_use_open"] is True
+    assert os.readlink(root / "usr/local/cuda") == "/usr/local/cuda-12.9"
     first_s = time.monotonic() - t0
 
     # The role's repo_gpgcheck is enforced: the same repo file pointed at a copy whose
@@ -439,3 +442,31 @@ def test_rhel_branches_real_dnf_on_debian_with_rocky_facts_converge_then_idempot
     print(f"\nfirst converge {first_s:.1f} s: {_role_seconds(ev.events)}\n"
           f"second {time.monotonic() - t1:.1f} s: {_role_seconds(ev2.events)}\n"
           + again.stdout_tail[-600:])  # fmt: skip
+
+
+def test_rhel_running_kernel_headers_gone_from_the_mirrors_stops_with_one_line(
+    rhel_target: RhelTarget,
+) -> None:
+    """An older point-release image: the running kernel's kernel-devel is in no enabled
+    repository (the stub BaseOS holds only the current one). nvidia_driver stops before DKMS with
+    one line that names the package and says how to proceed."""
+    old = "5.14.0-362.8.1.el9_3.x86_64"
+    ev = Events()
+    r = run_playbook(KERNEL_PLAYBOOK, [rhel_target.host],
+                     extravars={**rhel_target.extravars(), "rhel_kernel": old},
+                     event_handler=ev, check=False)  # fmt: skip
+    assert not r.ok
+    assert [(f.host, f.task) for f in r.failures] == [
+        ("rocky-chroot", "Stop when the running kernel's headers are gone from the mirrors")
+    ]
+    msg = r.failures[0].msg
+    assert f"kernel-devel-{old} (the headers of the running" in msg
+    assert "update the kernel and reboot" in msg and "nvidia_driver_update_kernel: true" in msg
+    assert ev.results("Install the headers of the running kernel and DKMS") == []
+    # opted in: the kernel is updated, but a chroot cannot reboot into it: one line again
+    r2 = run_playbook(KERNEL_PLAYBOOK, [rhel_target.host],
+                      extravars={**rhel_target.extravars(), "rhel_kernel": old,
+                                 "nvidia_driver_update_kernel": True}, check=False)  # fmt: skip
+    assert [f.task for f in r2.failures] == ["Stop when the updated kernel is not running"], (
+        r2.summary()
+    )

@@ -46,9 +46,9 @@ def test_workload_variables_only_role_inputs(variables: dict[str, Any], reason: 
 def test_site_only_the_roles_inputs() -> None:
     text = problem(site={"nvidia_driver_internal_thing": "x"})
     assert "'nvidia_driver_internal_thing' is not an input of role nvidia_driver" in text
-    cfg = validate({**NOVA, "site": {"nvidia_driver_version": "550"},
+    cfg = validate({**NOVA, "site": {"nvidia_driver_version": "580.95.05-1"},
                     "workload_variables": {"workload_run_docker_image": "tf:2"}})  # fmt: skip
-    assert cfg.site == {"nvidia_driver_version": "550"}
+    assert cfg.site == {"nvidia_driver_version": "580.95.05-1"}
 
 
 @pytest.mark.parametrize(

@@ -311,9 +311,9 @@ def test_plain_values_nest_at_most_eight_deep() -> None:
 
 
 def test_site_edges() -> None:
-    assert value("site", {"gpulab_anything": 1, "nvidia_driver_version": "550"}) == {
+    assert value("site", {"gpulab_anything": 1, "nvidia_driver_version": "580.95.05-1"}) == {
         "gpulab_anything": 1,
-        "nvidia_driver_version": "550",
+        "nvidia_driver_version": "580.95.05-1",
     }
     assert value("site", '{"gpulab_a": 1}') == {"gpulab_a": 1}
     what = "gpulab:site must be a mapping of role inputs named <role>_... (a role under "

@@ -6,18 +6,22 @@ packages named as the RHEL tasks name them, each an empty payload (a ``STUB`` no
 few files the roles read back (``nvcc``, ``nvidia-ctk``, ``apptainer``, repository files).
 Cached under ``.cache/rpm-stub-repo`` (rebuilt when this file or ``tests/data/rpm/`` changes)::
 
-    baseos/                Rocky 9 BaseOS + AppStream stand-in (rocky-release, kernel-devel of
-                           the faked EL9 kernel, kernel-headers, gcc, make, elfutils-libelf-devel,
-                           pciutils with an lspci, gnupg2, epel-release, dnf-plugins-core,
-                           python3, python3.11, python3.11-pip, python3-packaging, tar);
+    baseos/                Rocky 9 BaseOS + AppStream stand-in (rocky-release, kernel and
+                           kernel-devel of the faked EL9 kernel only, kernel-headers, gcc,
+                           make, elfutils-libelf-devel, pciutils with an lspci, gnupg2,
+                           epel-release, dnf-plugins-core, python3, python3.11,
+                           python3.11-pip, python3-packaging, tar);
                            unsigned, as the test's repo file says
     crb/                   CRB stand-in (disabled by rocky-release's repo file, as on Rocky 9)
     epel/                  EPEL stand-in: dkms (Requires gcc, make, kernel-devel)
-    cuda/                  like NVIDIA's rhel9 CUDA repo: packages SIGNED with the stub key,
-                           module nvidia-driver with streams 550-open and 550-dkms (modules.yaml
-                           added by modifyrepo_c), cuda-toolkit-12-4 with a stub nvcc
-    libnvidia-container/   like nvidia.github.io/libnvidia-container/stable/rpm: repomd.xml
-                           SIGNED (repomd.xml.asc), packages not (repo_gpgcheck=1, gpgcheck=0)
+    cuda/                  like NVIDIA's rhel9 CUDA repo, from its package list
+                           (infra/vendor_packages/nvidia-cuda/rhel9.txt): packages SIGNED with
+                           the stub key, module nvidia-driver with the listed <branch>-open and
+                           <branch>-dkms streams (modules.yaml added by modifyrepo_c), each
+                           cuda-toolkit-<major>-<minor> with a stub nvcc
+    libnvidia-container/   like nvidia.github.io/libnvidia-container/stable/rpm (from its
+                           list): repomd.xml SIGNED (repomd.xml.asc), packages not
+                           (repo_gpgcheck=1, gpgcheck=0)
     libnvidia-container-tampered/  the same with repomd.xml changed after signing
     docker/9/x86_64/stable like download.docker.com/linux/centos: packages SIGNED
     files/                 single downloads: apptainer-1.3.4-1.x86_64.rpm, rocky-release, the
@@ -45,6 +49,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from infra.vendor_packages import HERE as LISTS
+from infra.vendor_packages import vendor_list
 from tests.parts import CACHE, REPO
 from tests.parts.nspawn import ROOTFS, ROOTFS_READY
 
@@ -57,9 +63,8 @@ COMMANDS = ("rpmbuild", "rpmsign", "createrepo_c", "modifyrepo_c", "gpg")
 
 # The faked facts' kernel (a Rocky 9.4 kernel): kernel-devel-<it> must resolve in the stub repo.
 EL9_KERNEL = "5.14.0-427.13.1.el9_4.x86_64"
-DRIVER = "550.127.08"
-CTK = "1.17.3"
-APPTAINER_RPM = "apptainer-1.3.4-1.x86_64.rpm"
+CTK = "1.17.8"  # nvidia_container_toolkit's default pin
+APPTAINER_RPM = "apptainer-1.3.4-1.x86_64.rpm"  # apptainer's default, a listed release asset
 RELEASE_RPM = "rocky-release-9.4-1.7.el9.noarch.rpm"
 GRID = "550.127.05"
 GRID_RPM = f"nvidia-linux-grid-550-{GRID}-1.x86_64.rpm"
@@ -182,6 +187,7 @@ def packages() -> list[Pkg]:
             "kernel-devel", kver, krel, "baseos", provides=[f"kernel-devel-uname-r = {EL9_KERNEL}"]
         ),
         Pkg("kernel-headers", kver, krel, "baseos"),
+        Pkg("kernel", kver, krel, "baseos"),  # nvidia_driver_update_kernel installs the newest
         Pkg("bash", "5.1.8", "9.el9", "baseos", provides=["/bin/sh"]),  # the scripts' /bin/sh
         Pkg("gcc", "11.4.1", "3.el9", "baseos"),
         Pkg("make", "4.3", "8.el9", "baseos", provides=["make = 1:4.3"]),
@@ -223,82 +229,12 @@ def packages() -> list[Pkg]:
             requires=["gcc", "make", "kernel-devel"],
         ),
     ]
-    cuda = [
-        Pkg("nvidia-driver", DRIVER, "1.el9", "cuda", requires=[f"nvidia-kmod-common = {DRIVER}"]),
-        Pkg("nvidia-driver-cuda", DRIVER, "1.el9", "cuda"),
-        Pkg("nvidia-kmod-common", DRIVER, "1.el9", "cuda", arch="noarch"),
-        Pkg(
-            "kmod-nvidia-open-dkms",
-            DRIVER,
-            "1.el9",
-            "cuda",
-            requires=["dkms"],
-            provides=[f"nvidia-kmod = {DRIVER}"],
-        ),
-        Pkg(
-            "kmod-nvidia-latest-dkms",
-            DRIVER,
-            "1.el9",
-            "cuda",
-            requires=["dkms"],
-            provides=[f"nvidia-kmod = {DRIVER}"],
-        ),
-        Pkg(
-            "cuda-toolkit-12-4",
-            "12.4.1",
-            "1",
-            "cuda",
-            files={
-                "/usr/local/cuda-12.4/bin/nvcc": _exe(
-                    'echo "nvcc: NVIDIA (R) Cuda compiler driver (gpulab stub)"\n'
-                    'echo "Cuda compilation tools, release 12.4, V12.4.131"\n'
-                )
-            },
-        ),
-    ]
-    ctk = [
-        Pkg(
-            "nvidia-container-toolkit-base",
-            CTK,
-            "1",
-            "libnvidia-container",
-            files={
-                "/usr/bin/nvidia-ctk": _exe(
-                    f'echo "NVIDIA Container Toolkit CLI version {CTK} (gpulab stub)"\n'
-                )
-            },
-        ),
-        Pkg(
-            "nvidia-container-toolkit",
-            CTK,
-            "1",
-            "libnvidia-container",
-            requires=[
-                f"nvidia-container-toolkit-base = {CTK}-1",
-                f"libnvidia-container-tools = {CTK}-1",
-            ],
-        ),
-        Pkg(
-            "libnvidia-container-tools",
-            CTK,
-            "1",
-            "libnvidia-container",
-            requires=[f"libnvidia-container1 = {CTK}-1"],
-        ),
-        Pkg("libnvidia-container1", CTK, "1", "libnvidia-container"),
-    ]
-    docker = [
-        Pkg(n, v, "1.el9", "docker/9/x86_64/stable")
-        for n, v in [("docker-ce", "27.3.1"), ("docker-ce-cli", "27.3.1"),
-                     ("containerd.io", "1.7.22"), ("docker-buildx-plugin", "0.17.1")]
-    ]  # fmt: skip
-    app = [
-        Pkg("apptainer", "1.3.4", "1", "files", files={
-            "/usr/bin/apptainer": _exe('echo "apptainer version 1.3.4 (gpulab stub)"\n'),
-            "/etc/apptainer/apptainer.conf": (0o644, "use nvidia-container-cli = no\n"),
-            "/etc/apptainer/nvliblist.conf": (0o644, "libcuda.so\nlibnvidia-ml.so\n")}),
-    ]  # fmt: skip
-    vendor = [
+    return base + list_packages() + _vendor_downloads()
+
+
+def _vendor_downloads() -> list[Pkg]:
+    """The vendor files handed out outside any repository (licensing portal, VMware)."""
+    return [
         Pkg("nvidia-linux-grid-550", GRID, "1", "files", saved_as=GRID_RPM, files={
             "/usr/bin/nvidia-gridd": _exe(GRIDD),
             "/usr/lib/systemd/system/nvidia-gridd.service": (0o644, GRIDD_UNIT),
@@ -306,7 +242,100 @@ def packages() -> list[Pkg]:
         Pkg("bitfusion-client", BITFUSION, "1", "files", saved_as=BITFUSION_RPM, files={
             "/usr/bin/bitfusion": _exe(BITFUSION_CLI)}),
     ]  # fmt: skip
-    return base + cuda + ctk + docker + app + vendor
+
+
+def _rhel9(vendor: str) -> dict[str, tuple[str, ...]]:
+    vl = vendor_list(vendor, "rhel9")
+    assert vl is not None, vendor
+    return vl.packages
+
+
+def _vr(version: str) -> tuple[str, str]:
+    ver, rel = version.rsplit("-", 1) if "-" in version else (version, "1")
+    return ver, rel
+
+
+def _newest_per_branch(versions: tuple[str, ...]) -> list[str]:
+    newest: dict[str, str] = {}
+    for v in versions:  # listed oldest first
+        newest[v.split(".")[0]] = v
+    return list(newest.values())
+
+
+def list_packages() -> list[Pkg]:
+    """The vendor repositories' stubs, from the rhel9 package lists (infra/vendor_packages):
+    only names and versions they hold. To keep the build short, each CUDA toolkit at its newest
+    release, each driver package at the newest release of each branch (so every module stream
+    the list names has its packages), the container toolkit at the role's pin and the newest,
+    Docker's packages at the newest, Apptainer at the role's default (a release asset)."""
+    cuda: list[Pkg] = []
+    for name, versions in _rhel9("nvidia-cuda").items():
+        if name.startswith("@"):
+            continue
+        if name.startswith("cuda-toolkit-"):
+            ver, rel = _vr(versions[-1])
+            mm = ".".join(ver.split(".")[:2])
+            nvcc = ('echo "nvcc: NVIDIA (R) Cuda compiler driver (gpulab stub)"\n'
+                    f'echo "Cuda compilation tools, release {mm}, V{ver}"\n')  # fmt: skip
+            cuda.append(Pkg(name, ver, rel, "cuda",
+                            files={f"/usr/local/cuda-{mm}/bin/nvcc": _exe(nvcc)}))  # fmt: skip
+            continue
+        for version in _newest_per_branch(versions):
+            ver, rel = _vr(version)
+            if name == "nvidia-driver":
+                cuda.append(Pkg(name, ver, rel, "cuda", requires=[f"nvidia-kmod-common = {ver}"]))
+            elif name == "nvidia-kmod-common":
+                cuda.append(Pkg(name, ver, rel, "cuda", arch="noarch"))
+            elif name.startswith("kmod-nvidia-"):
+                cuda.append(Pkg(name, ver, rel, "cuda", requires=["dkms"],
+                                provides=[f"nvidia-kmod = {ver}"]))  # fmt: skip
+            else:
+                cuda.append(Pkg(name, ver, rel, "cuda"))
+    ctk: list[Pkg] = []
+    listed = _rhel9("nvidia-container-toolkit")
+    for version in sorted({f"{CTK}-1", listed["nvidia-container-toolkit"][-1]}):
+        assert all(version in v for v in listed.values()), version
+        ver, rel = _vr(version)
+        ctk += [
+            Pkg("nvidia-container-toolkit-base", ver, rel, "libnvidia-container", files={
+                "/usr/bin/nvidia-ctk": _exe(
+                    f'echo "NVIDIA Container Toolkit CLI version {ver} (gpulab stub)"\n')}),
+            Pkg("nvidia-container-toolkit", ver, rel, "libnvidia-container", requires=[
+                f"nvidia-container-toolkit-base = {version}",
+                f"libnvidia-container-tools = {version}"]),
+            Pkg("libnvidia-container-tools", ver, rel, "libnvidia-container",
+                requires=[f"libnvidia-container1 = {version}"]),
+            Pkg("libnvidia-container1", ver, rel, "libnvidia-container"),
+        ]  # fmt: skip
+    docker = [Pkg(name, *_vr(versions[-1]), "docker/9/x86_64/stable")
+              for name, versions in _rhel9("docker").items()]  # fmt: skip
+    app_version = APPTAINER_RPM.removeprefix("apptainer-").removesuffix(".x86_64.rpm")
+    assert app_version in _rhel9("apptainer")["apptainer"], app_version
+    ver, rel = _vr(app_version)
+    app = [
+        Pkg("apptainer", ver, rel, "files", files={
+            "/usr/bin/apptainer": _exe(f'echo "apptainer version {ver} (gpulab stub)"\n'),
+            "/etc/apptainer/apptainer.conf": (0o644, "use nvidia-container-cli = no\n"),
+            "/etc/apptainer/nvliblist.conf": (0o644, "libcuda.so\nlibnvidia-ml.so\n")}),
+    ]  # fmt: skip
+    return cuda + ctk + docker + app
+
+
+def module_streams(pkgs: list[Pkg]) -> dict[str, tuple[str, list[Pkg]]]:
+    """stream -> (its kmod package, its artifacts): every nvidia-driver stream the rhel9 list
+    names whose branch has packages here."""
+    out: dict[str, tuple[str, list[Pkg]]] = {}
+    for name in _rhel9("nvidia-cuda"):
+        if not name.startswith("@nvidia-driver:"):
+            continue
+        stream = name.split(":", 1)[1]
+        branch, kind = stream.split("-", 1)
+        kmod = "kmod-nvidia-open-dkms" if kind == "open" else "kmod-nvidia-latest-dkms"
+        names = ("nvidia-driver", "nvidia-driver-cuda", "nvidia-kmod-common", kmod)
+        arts = [p for p in pkgs if p.name in names and p.version.startswith(branch + ".")]
+        if {p.name for p in arts} == set(names):
+            out[stream] = (kmod, arts)
+    return out
 
 
 SIGNED_PKGS = ("cuda", "docker/9/x86_64/stable")  # gpgcheck=1 in the roles' repo files
@@ -345,8 +374,7 @@ version: 1
 data:
   module: nvidia-driver
   profiles:
-    550-open: [default]
-    550-dkms: [default]
+{profiles}
 ...
 """
 
@@ -354,6 +382,8 @@ data:
 def _stamp() -> str:
     h = hashlib.sha256(Path(__file__).read_bytes())
     h.update(SPEC.read_bytes())
+    for f in sorted(LISTS.glob("*/*.txt")):
+        h.update(f.read_bytes())
     return h.hexdigest()
 
 
@@ -426,14 +456,14 @@ def build() -> Path:
                       str(rpm)], env)  # fmt: skip
         for repo in sorted({p.repo for p in pkgs} - {"files"}):
             _run(["createrepo_c", "--quiet", "--no-database", str(tmp / repo)])
-        streams = {"550-open": "kmod-nvidia-open-dkms", "550-dkms": "kmod-nvidia-latest-dkms"}
         docs = []
-        for stream, kmod in streams.items():
-            names = ("nvidia-driver", "nvidia-driver-cuda", "nvidia-kmod-common", kmod)
-            arts = "\n".join(f"      - {p.nevra}" for p in pkgs if p.name in names)
-            docs.append(MODULES_YAML.format(stream=stream, kmod=kmod, artifacts=arts))
+        streams = module_streams(pkgs)
+        for stream, (kmod, arts) in streams.items():
+            lines = "\n".join(f"      - {p.nevra}" for p in arts)
+            docs.append(MODULES_YAML.format(stream=stream, kmod=kmod, artifacts=lines))
+        profiles = "\n".join(f"    {stream}: [default]" for stream in streams)
         modules = work / "modules.yaml"
-        modules.write_text("".join(docs) + MODULE_DEFAULTS)
+        modules.write_text("".join(docs) + MODULE_DEFAULTS.format(profiles=profiles))
         _run(["modifyrepo_c", "--mdtype=modules", str(modules),
               str(tmp / "cuda/repodata")])  # fmt: skip
         for repo in SIGNED_META:
