@@ -92,9 +92,9 @@ class _BoundedLoader(yaml.SafeLoader):
         self._sizes: dict[int, int] = {}  # id(node) -> values it stands for, aliases expanded
         self._depth = 0
 
-    def compose_node(self, parent: Node | None, index: Any) -> Node:
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
         if self.check_event(AliasEvent):
-            event = self.peek_event()
+            event: Any = self.peek_event()  # type: ignore[no-untyped-call]
             target = self.anchors.get(event.anchor)
             if target is not None and id(target) not in self._sizes:
                 raise _Refused(
@@ -104,10 +104,13 @@ class _BoundedLoader(yaml.SafeLoader):
             return Composer.compose_node(self, parent, index)
         self._depth += 1
         if self._depth > MAX_YAML_DEPTH:
-            line = self.peek_event().start_mark.line + 1
+            start: Any = self.peek_event()  # type: ignore[no-untyped-call]
+            line = start.start_mark.line + 1
             raise _Refused(f"line {line}: nested deeper than {MAX_YAML_DEPTH} levels")
         node = Composer.compose_node(self, parent, index)
         self._depth -= 1
+        if node is None:
+            return None
         size = 1
         if isinstance(node, SequenceNode):
             size += sum(self._sizes[id(v)] for v in node.value)
