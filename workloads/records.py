@@ -337,13 +337,13 @@ def nonfinite_paths(node: Any, where: str = "") -> Iterator[str]:
             yield from nonfinite_paths(v, f"{where}[{i}]")
 
 
-def _nulled(node: Any) -> Any:
+def nulled(node: Any) -> Any:
     if isinstance(node, float) and not math.isfinite(node):
         return None
     if isinstance(node, dict):
-        return {k: _nulled(v) for k, v in node.items()}
+        return {k: nulled(v) for k, v in node.items()}
     if isinstance(node, list | tuple):
-        return [_nulled(v) for v in node]
+        return [nulled(v) for v in node]
     return node
 
 
@@ -356,7 +356,7 @@ def refuse_nonfinite(rec: dict[str, Any]) -> dict[str, Any]:
         return rec
     shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
     why = f"not a finite number (NaN or infinity) in {shown}; the value(s) are written as null"
-    out: dict[str, Any] = _nulled(rec)
+    out: dict[str, Any] = nulled(rec)
     if out.get("status") == "ok":
         out["status"], out["error"] = "failed", why
     else:
