@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
@@ -222,6 +223,9 @@ def publish(stage: Path, out: Path, drawn: _Drawn) -> tuple[list[FigureFile], An
     figures = []
     moves = [(f.path, out / "figures" / f.path.name) for f in drawn.figures]
     moves += [(stage / n, out / n) for n in ("report.csv", "report.md", "report.html")]
+    for _, dst in moves:  # a directory in the way: refused before anything moves
+        if dst.is_dir():
+            raise output_error(dst, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
     for src, dst in moves:
         try:
             os.replace(src, dst)
