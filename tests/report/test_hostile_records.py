@@ -152,3 +152,20 @@ def test_the_cli_prints_a_name_that_is_not_utf8(
     assert main(["report", str(g), "--out-dir", out]) == 0
     assert "rep-\\udcfe" in capsys.readouterr().out.replace("\n", "")
     assert (Path(out) / "report.html").is_file()
+
+
+def test_a_record_line_over_16_mib_is_read_by_both_engines(tmp_path: Path) -> None:
+    """DuckDB's JSON reader stops at 16 MiB a line: that file goes to the Python reader."""
+    g = good(tmp_path)
+    big = tmp_path / "in" / "big.jsonl"
+    big.write_text(line(tmp_path, "5" * 32, params={"note": "x" * (17 << 20)}) + "\n")
+    duck, py = both([g, big], tmp_path / "rep")
+    assert duck == py == []
+
+
+def test_export_to_a_path_that_is_not_utf8(tmp_path: Path) -> None:
+    g = good(tmp_path)
+    out = os.fsdecode(os.path.join(os.fsencode(tmp_path), b"out-\xff.parquet"))
+    assert main(["export", str(g), "--format", "parquet", "--out", out]) == 0
+    assert Path(out).stat().st_size > 0
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

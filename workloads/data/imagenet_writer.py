@@ -86,8 +86,9 @@ def _tf_io(path: Path) -> Iterator[None]:
 
     try:
         yield
-    except tf.errors.OpError as exc:
-        raise OutputError(f"cannot write {str(path)!r}: {exc.message}") from None
+    except tf.errors.OpError as exc:  # "<temporary file>; No space left on device"
+        why = exc.message.rsplit("; ", 1)[-1]
+        raise OutputError(f"cannot write {str(path)!r}: {why}") from None
 
 
 def write_imagenet_like(
