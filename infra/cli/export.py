@@ -43,7 +43,13 @@ def export_cmd(
     ] = None,
     push_timeout: Annotated[
         int,
-        bounded("--push-timeout", 1, 600, "seconds the whole push may take", metavar="SECONDS"),
+        bounded(
+            "--push-timeout",
+            1,
+            600,
+            "Seconds the whole push may take: name lookup, connection and answer",
+            metavar="SECONDS",
+        ),
     ] = DEFAULT_TIMEOUT_S,
 ) -> None:
     """Write the records' table (Parquet) or their medians (OpenMetrics) to --out FILE."""
