@@ -33,7 +33,7 @@ from report.render import (
 from report.stats import CV_FLAG, N_BOOT
 from report.table import Table, arm_of, build_table, finish, image_size
 from workloads.errors import InputError
-from workloads.files import make_dirs, output_error, write_bytes
+from workloads.files import OutputError, make_dirs, output_error, write_bytes
 
 NOTES = [
     "Settings are the ones the lab stated in each record (virtualization, from the host's "
@@ -206,6 +206,8 @@ def staging(out: Path) -> Iterator[Path]:
         raise output_error(out, exc) from None
     try:
         yield stage
+    except OutputError as exc:  # name the file where the report goes, not the staged one
+        raise OutputError(str(exc).replace(str(stage), str(out))) from None
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 

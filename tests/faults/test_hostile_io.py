@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.report.synth import reps, write
+from tests.report.synth import paper_like, reps, write
 
 GPULAB = str(Path(sys.executable).parent / "gpulab")
 TIMEOUT_S = 60  # a case that hangs fails here; every case ends in a few seconds
@@ -154,6 +154,11 @@ def cases(d: Path) -> dict[str, Case]:
     # --- report: outputs ---------------------------------------------------------------
     c["report: read-only output directory"] = Case(rep(good), f"{out}/r", confine="ro")
     c["report: full disk"] = Case(rep(good), "No space left on device", confine="full")
+    paper = write(d / "in" / "paper" / "r.jsonl", paper_like())  # many figures: forked workers
+    c["report: full disk, figures drawn in parallel"] = Case(
+        ["report", str(paper), "--out-dir", str(out / "r")], f"{out}/r/figures/",
+        confine="full", env={"GPULAB_REPORT_THREADS": "2"},
+    )  # fmt: skip
     c["report: --out-dir in /proc"] = Case(
         ["report", str(good), "--out-dir", "/proc/gpulab-report"], "/proc/gpulab-report"
     )
