@@ -153,19 +153,26 @@ def parse_yaml(text: str, name: str) -> Any:
     """The YAML document of ``text`` (``name`` names it in the error: ``suite file 'x.yaml'``),
     within the bounds of the module; InputError (one line) when it is not valid YAML or
     breaks a bound."""
-    loader = _BoundedLoader(text)
+    loader = None
     try:
+        loader = _BoundedLoader(text)  # the reader refuses control characters here
         return loader.get_single_data()
     except _Refused as exc:
         raise InputError(f"{name} {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
+        if mark is not None:
+            at = f" at line {mark.line + 1}"
+        elif isinstance(exc, yaml.reader.ReaderError):  # a control character: its offset
+            at = f" at line {text.count(chr(10), 0, exc.position) + 1}"
+        else:
+            at = ""
         raise InputError(f"{name} is not valid YAML{at}") from None
     except (ValueError, RecursionError, OverflowError):  # an integer too long to convert
         raise InputError(f"{name} holds a value too large to read") from None
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
 
 
 def load_yaml(path: str | os.PathLike[str], what: str) -> Any:

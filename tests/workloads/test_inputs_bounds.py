@@ -115,3 +115,9 @@ def test_json_depth_counts_brackets_outside_strings_only() -> None:
         loads_json("[" * 5000 + "]" * 5000)
     wide = json.dumps({f"k{i}": [i] for i in range(1000)})  # many brackets, shallow
     assert len(loads_json(wide)) == 1000
+
+
+def test_a_control_character_is_one_line() -> None:
+    with pytest.raises(InputError) as err:
+        parse_yaml("a: 1\nb: \x1f", NAME)
+    assert str(err.value) == f"{NAME} is not valid YAML at line 2"
