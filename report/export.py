@@ -40,7 +40,7 @@ from report.parquet import COLUMNS
 from report.table import arm_of, key_of
 from workloads.errors import InputError
 from workloads.files import reason, replacing, write_text
-from workloads.records import nulled
+from workloads.finite import nulled
 
 FORMATS = ("parquet", "openmetrics")
 LABELS = ("run_id", "suite", "experiment", "model", "scenario", "data", "batch", "topology",

@@ -224,14 +224,9 @@ def read_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 def plain_name(path: Path) -> Iterator[Path]:
     """A name DuckDB can read ``path`` by: its own, else (not UTF-8: DuckDB cannot take it; a
     glob character: DuckDB would expand it) a link of a plain name in a temporary directory."""
-    text = str(path)
-    try:
-        text.encode("utf-8")
-        if not GLOB.search(text):
-            yield path
-            return
-    except UnicodeEncodeError:
-        pass
+    if duckdb_takes(path):
+        yield path
+        return
     with tempfile.TemporaryDirectory(prefix="gpulab-parquet-") as tmp:
         link = Path(tmp) / "input.parquet"
         link.symlink_to(path.absolute())
@@ -239,6 +234,17 @@ def plain_name(path: Path) -> Iterator[Path]:
 
 
 GLOB = re.compile(r"[*?\[\]{}\\]")  # DuckDB expands these in a file name
+
+
+def duckdb_takes(path: Path) -> bool:
+    """Whether DuckDB reads ``path`` by its own name: UTF-8 (a name that is not, a lone
+    surrogate in Python, it cannot take) and no glob character (which it would expand)."""
+    text = str(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return not GLOB.search(text)
 
 
 def _rows(con: Any, path: Path, name: Path) -> Iterator[tuple[int, dict[str, Any]]]:

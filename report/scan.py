@@ -54,14 +54,13 @@ from report.exclusions import POWER_CAP, THROTTLE_MASK, Excluded, bit_names, thr
 from report.load import Planned, plan, read_planned
 from report.mapping import Arm
 from report.parquet import columns_of, is_parquet
+from report.scan_route import duckdb_name, needs_python, standin_ok
 from report.table import Collected, GroupKey
 from workloads.errors import InputError
 from workloads.files import reason
 from workloads.inputs import JSONDepthError, loads_json
-from workloads.records import RecordError, validate_record
 
 ORD = "(fi::BIGINT * 1099511627776 + r)"  # the record's place: input order, then line
-_STANDIN = {"s": "x", "i": 1, "f": 1.5, "o": {}, "a": [], "n": None, "b": True, "x": math.nan}
 
 
 @dataclass
@@ -90,46 +89,6 @@ def _connect(tmp: Path) -> Any:
 
 def _sql_text(text: str) -> str:
     return text.replace("'", "''")
-
-
-def _duckdb_name(path: Path, i: int, tmp: Path) -> str:
-    """The name DuckDB reads ``path`` by: its own, else (not UTF-8: DuckDB cannot take it; a
-    glob character: DuckDB would expand it) a link of a plain name to it in ``tmp``."""
-    name = str(path)
-    try:
-        name.encode("utf-8")
-        if not parquet.GLOB.search(name):
-            return name
-    except UnicodeEncodeError:
-        pass
-    link = tmp / f"input-{i}{path.suffix.lower() if path.suffix.isascii() else ''}"
-    link.symlink_to(path.absolute())
-    return str(link)
-
-
-def _standin_ok(sig: str, sv: str | None, status: str, kind: str, virt: Any, err: bool) -> bool:
-    """validate_record on a record with the JSON types of ``sig`` and the checked values."""
-    rec: dict[str, Any] = {}
-    for name, ch in zip(q.TOP, sig, strict=True):
-        if ch != "-":
-            rec[name] = _STANDIN[ch]
-    for name, value in (("status", status), ("kind", kind)):
-        if isinstance(rec.get(name), str):
-            rec[name] = value
-    if isinstance(rec.get("virtualization"), str):
-        rec["virtualization"] = virt
-    if "schema_version" in rec:
-        try:
-            rec["schema_version"] = loads_json(sv) if sv is not None else None
-        except ValueError:
-            return False
-    if "error" in rec and sig[q.TOP.index("error")] == "s":
-        rec["error"] = "e" if err else ""
-    try:
-        validate_record(rec)
-    except RecordError:
-        return False
-    return True
 
 
 def _finite(node: Any) -> Any:
@@ -206,7 +165,7 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
         labels[i] = it.label
         if it.path is not None and str(it.path) not in seen:
             seen.add(str(it.path))
-            name = _duckdb_name(it.path, i, tmp)
+            name = duckdb_name(it.path, i, tmp)
             (pq if is_parquet(it.path) else fast)[name] = i
         elif it.path is None:
             slow.add(i)
@@ -264,7 +223,7 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
     combos = con.execute(
         "SELECT DISTINCT sig, sv, status, kind, virt, err_set, unknown FROM rec"
     ).fetchall()
-    bad = [c for c in combos if c[6] or "x" in c[0] or not _standin_ok(*c[:6])]
+    bad = [c for c in combos if c[6] or "x" in c[0] or not standin_ok(*c[:6])]
     if bad:
         con.execute("CREATE TEMP TABLE bad(sig VARCHAR, sv VARCHAR, status VARCHAR, kind VARCHAR, "
                     "virt VARCHAR, err_set BOOLEAN, unknown BOOLEAN)")  # fmt: skip
@@ -277,7 +236,7 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
             )
         ).fetchall()
         slow |= {int(r[0]) for r in rows}
-    slow |= _needs_python(con)
+    slow |= needs_python(con)
     if slow:
         con.execute("DELETE FROM rec WHERE list_contains(?, fi)", [sorted(slow)])
     problems: list[str] = []
@@ -330,46 +289,6 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
         claim_lists=claim_lists,
         problems=problems,
     )
-
-
-_AT = {c: q.TOP.index(f) + 1 for c, f in (("ips", "images_per_sec"), ("ela", "elapsed_s"))}
-
-
-def _needs_python(con: Any) -> set[int]:
-    """Files whose records report.load must read: a number the report reads that is not a
-    finite double (NULL in ``ips``/``ela`` where the record holds a number; NaN, infinity or
-    a three-digit exponent in ``metrics``): report.load notes them; claims or setting flags
-    that are not lists of strings (or nest too deep): report.load refuses the record."""
-    numbers = " OR ".join(
-        f"({c} IS NULL AND substr(sig, {at}, 1) IN ('i', 'f'))" for c, at in _AT.items()
-    )
-    rows = con.execute(
-        f"SELECT DISTINCT fi FROM rec WHERE {numbers} OR (metrics IS NOT NULL AND "
-        "metrics <> '{}' AND regexp_matches(metrics, '[0-9][eE][+]?[0-9]{3}|[nN][aA][nN]|"
-        "[iI][nN][fF]'))"
-    ).fetchall()
-    out = {int(r[0]) for r in rows}
-    lists = con.execute(
-        "SELECT DISTINCT claims, flags FROM rec WHERE coalesce(claims, '[]') <> '[]' "
-        "OR coalesce(flags, '[]') <> '[]'"
-    ).fetchall()
-    bad = {t for row in lists for t in row if t is not None and not _strings(t)}
-    if bad:
-        rows = con.execute(
-            "SELECT DISTINCT fi FROM rec WHERE list_contains(?, claims) OR list_contains(?, flags)",
-            [sorted(bad), sorted(bad)],
-        ).fetchall()
-        out |= {int(r[0]) for r in rows}
-    return out
-
-
-def _strings(text: str) -> bool:
-    """Whether the JSON ``text`` is a list of strings (or null)."""
-    try:
-        value = loads_json(text)
-    except ValueError:
-        return False
-    return value is None or (isinstance(value, list) and all(isinstance(v, str) for v in value))
 
 
 def key_order(path: str | None) -> tuple[str, ...]:
