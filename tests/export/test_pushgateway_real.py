@@ -143,7 +143,7 @@ def test_credentials_from_netrc_open_a_guarded_gateway(
 ) -> None:
     records = synth.write(tmp_path / "r.jsonl", synth.closer()[:8])
     netrc = tmp_path / "netrc"
-    netrc.write_text("machine 127.0.0.1 login bob password 's3cret pw'\n")
+    netrc.write_text('machine 127.0.0.1 login bob password "s3cret pw"\n')
     netrc.chmod(0o600)
     env = {"NETRC": str(tmp_path / "none")}
     r = gpulab("export", str(records), "--pushgateway", guarded.url, env=env)
