@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -29,6 +33,7 @@ from report.render import (
 from report.stats import CV_FLAG, N_BOOT
 from report.table import Table, arm_of, build_table, finish, image_size
 from workloads.errors import InputError
+from workloads.files import OutputError, make_dirs, output_error, write_bytes
 
 NOTES = [
     "Settings are the ones the lab stated in each record (virtualization, from the host's "
@@ -163,14 +168,89 @@ def build_report(
     load = _duckdb if engine == "duckdb" else _python
     warm_up()  # beside the scan; figures.draw waits for it before it forks
     got = load(inputs, baseline, pool, problems)
-    table, excluded, capped, base = got.table, got.excluded, got.capped, got.table.baseline
+    table = got.table
     pub = load_published(published)
     verdicts = claims_mod.verdicts(table, pub, got.claim_lists)
     out = Path(out_dir)
+    with staging(out) as stage:
+        drawn = _write(stage, title, got, table, pub, verdicts, embed_figures, problems)
+        figures, what_ran = publish(stage, out, drawn)
+    lines = [f"{what}: {text}" for what, text in what_ran.lines]
+    if what_ran.single_arm:
+        lines.append(what_ran.single_arm)
+    return ReportResult(
+        out,
+        out / "report.html",
+        out / "report.md",
+        out / "report.csv",
+        figures,
+        verdicts,
+        got.excluded,
+        table,
+        problems,
+        lines,
+    )
+
+
+@contextmanager
+def staging(out: Path) -> Iterator[Path]:
+    """A hidden directory in ``out`` that the report is written into; removed at the end.
+
+    The report lands whole or not at all: a full disk or a read-only directory while the
+    figures or pages are written leaves the previous report as it was (and one line naming
+    the file and why, OutputError), not half a new one."""
+    make_dirs(out)
     try:
-        (out / "figures").mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=".report-", dir=out))
     except OSError as exc:
-        raise InputError(f"--out {str(out)!r} cannot be created: {exc.strerror}") from None
+        raise output_error(out, exc) from None
+    try:
+        yield stage
+    except OutputError as exc:  # name the file where the report goes, not the staged one
+        raise OutputError(str(exc).replace(str(stage), str(out))) from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+@dataclass
+class _Drawn:
+    figures: list[FigureFile]
+    what_ran: Any
+
+
+def publish(stage: Path, out: Path, drawn: _Drawn) -> tuple[list[FigureFile], Any]:
+    """Move the staged report into ``out``: the figures, then the CSV, Markdown and HTML
+    (renames within one file system: nothing to run out of)."""
+    make_dirs(out / "figures")
+    figures = []
+    moves = [(f.path, out / "figures" / f.path.name) for f in drawn.figures]
+    moves += [(stage / n, out / n) for n in ("report.csv", "report.md", "report.html")]
+    for _, dst in moves:  # a directory in the way: refused before anything moves
+        if dst.is_dir():
+            raise output_error(dst, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
+    for src, dst in moves:
+        try:
+            os.replace(src, dst)
+        except OSError as exc:
+            raise output_error(dst, exc) from None
+    for f in drawn.figures:
+        figures.append(replace(f, path=out / "figures" / f.path.name))
+    return figures, drawn.what_ran
+
+
+def _write(
+    stage: Path,
+    title: str,
+    got: _Loaded,
+    table: Table,
+    pub: Any,
+    verdicts: list[Any],
+    embed_figures: bool,
+    problems: list[str],
+) -> _Drawn:
+    """The figures, CSV, Markdown and HTML of the report, written into ``stage``."""
+    out = stage
+    excluded, capped, base = got.excluded, got.capped, table.baseline
     figures = all_figures(table, pub, out / "figures")
     arms = table.arms
     env = compare(arms, table.records_per_arm)
@@ -247,12 +327,9 @@ def build_report(
         "notes": NOTES,
     }
     csv_path, md_path, html_path = out / "report.csv", out / "report.md", out / "report.html"
+    # a lone surrogate (a record's \udcxx escape, a file name that is not UTF-8) is written
+    # as its escape
     write_csv(table, csv_path)
-    md_path.write_text(render_markdown(ctx), encoding="utf-8")
-    html_path.write_text(render_html(ctx), encoding="utf-8")
-    lines = [f"{what}: {text}" for what, text in what_ran.lines]
-    if what_ran.single_arm:
-        lines.append(what_ran.single_arm)
-    return ReportResult(
-        out, html_path, md_path, csv_path, figures, verdicts, excluded, table, problems, lines
-    )
+    write_bytes(md_path, render_markdown(ctx).encode("utf-8", "backslashreplace"))
+    write_bytes(html_path, render_html(ctx).encode("utf-8", "backslashreplace"))
+    return _Drawn(figures, what_ran)

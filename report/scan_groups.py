@@ -7,11 +7,11 @@ from the same records in the same order.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from report.mapping import SETTING_OF_VIRTUALIZATION, Arm, arm_settings_from, paired_settings
 from report.table import Collected, GroupKey, key_of
+from workloads.inputs import loads_json
 
 ARM_SQL = "coalesce(nullif(topology, ''), 'unknown'), coalesce(nullif(arm, ''), 'native')"
 # records whose group or metrics need report.table's Python (metrics, odd variants, sharing)
@@ -30,7 +30,7 @@ ISIZE = (
 
 
 def _loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
+    return None if text is None else loads_json(text)
 
 
 def settings(con: Any, col: Collected) -> None:
@@ -59,7 +59,7 @@ def _params(isz: Any, ishape: Any, extra: dict[str, Any] | None = None) -> dict[
     params: dict[str, Any] = dict(extra or {})
     for key, v in (("image_size", isz), ("input_shape", ishape)):
         if v is not None:
-            params[key] = json.loads(v)
+            params[key] = loads_json(v)
     return params
 
 
@@ -83,7 +83,7 @@ def reps(con: Any, col: Collected, fps: dict[int, dict[str, Any]]) -> None:
             if v is not None:
                 rec[key] = v
         if fl is not None:
-            rec["setting_flags"] = json.loads(fl)
+            rec["setting_flags"] = loads_json(fl)
         rec["params"] = _params(isz, ishape, {"device": {"used": _loads(dev)}})
         col.reps.setdefault(Arm(topo, arm), []).append(rec)
 
@@ -103,7 +103,7 @@ def _pairing(row: tuple[Any, ...], fps: dict[int, dict[str, Any]]) -> dict[str, 
     ):
         if v is not None:
             rec[key] = v
-    extra = {k: json.loads(v) for k, v in (("precision", prec), ("backend", backend)) if v}
+    extra = {k: loads_json(v) for k, v in (("precision", prec), ("backend", backend)) if v}
     rec["params"] = _params(isz, ishape, extra)
     return {**paired_settings(rec), "run": run}
 
@@ -186,7 +186,7 @@ def values(
                 rec[k] = v
         for k, v in (("variant", variant), ("jobs", jobs)):
             if v is not None:
-                rec["params"][k] = json.loads(v)
+                rec["params"][k] = loads_json(v)
         arm = Arm(topo, arm_name)
         key = key_of(rec)
         pairs.append((int(o), key, arm, _pairing(row[18:], fps)))

@@ -77,7 +77,9 @@ TOP = tuple(p for p in PATHS if "." not in p)
 
 def signature(fixed: dict[str, str] | None = None) -> str:
     """SQL: one character per top-level field, its JSON type: s(tring) i(nt) f(loat)
-    o(bject) a(rray) n(ull) b(ool) or - (absent). Few distinct values; report.scan checks each
+    o(bject) a(rray) n(ull) b(ool), x for a word that DuckDB reads as a number and Python
+    may not (NaN, Infinity, nan, inf: the Python reader decides, and notes or skips it),
+    or - (absent). Few distinct values; report.scan checks each
     with validate_record on a stand-in record of those types. ``fixed``: fields whose JSON
     type is known from their source column wherever they are present (a Parquet VARCHAR
     column is always a string: report.parquet.fixed_types), so the text is not looked at."""
@@ -92,8 +94,9 @@ def signature(fixed: dict[str, str] | None = None) -> str:
         parts.append(
             f"CASE WHEN {v} IS NULL THEN '-' WHEN starts_with({v}, '\"') THEN 's' "
             f"WHEN starts_with({v}, '{{') THEN 'o' WHEN starts_with({v}, '[') THEN 'a' "
-            f"WHEN starts_with({v}, 'n') THEN 'n' WHEN starts_with({v}, 't') "
-            f"OR starts_with({v}, 'f') THEN 'b' WHEN contains({v}, '.') OR contains({v}, 'e') "
+            f"WHEN {v} = 'null' THEN 'n' WHEN starts_with({v}, 't') "
+            f"OR starts_with({v}, 'f') THEN 'b' WHEN contains({v}, 'n') OR contains({v}, 'N') "
+            f"THEN 'x' WHEN contains({v}, '.') OR contains({v}, 'e') "
             f"OR contains({v}, 'E') THEN 'f' ELSE 'i' END"
         )
     return "concat(" + ", ".join(parts) + ")"

@@ -161,7 +161,10 @@ def key_of(rec: dict[str, Any]) -> GroupKey:
 def _num(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, int | float):
         return None
-    f = float(v)
+    try:
+        f = float(v)
+    except OverflowError:  # an int beyond a double's range (report.load notes it)
+        return None
     return f if math.isfinite(f) else None
 
 

@@ -27,6 +27,12 @@ def int_option(name: str, value: str | int | None, minimum: int, maximum: int) -
     return number
 
 
+def shown(text: str) -> str:
+    """``text`` as a terminal can print it: a lone surrogate (a file name that is not UTF-8)
+    as its escape, not an encoding error."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def bounded(flag: str, minimum: int, maximum: int, help: str, metavar: str = "N", **kw: Any) -> Any:
     """A typer.Option for an integer in ``minimum..maximum`` (the range is in its help); a bad
     value is one line naming the option (exit 2)."""

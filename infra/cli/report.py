@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from infra.cli.options import JsonOpt, add_examples, print_json
+from infra.cli.options import JsonOpt, add_examples, print_json, shown
 
 VERDICT_STYLE = {"reproduced": "green", "not reproduced": "red", "not measured": "dim"}
 
@@ -116,11 +116,15 @@ def report_cmd(
     console = Console()
     console.print(console_report(res))  # what ran, then the checkable claims
     for note in res.problems:  # skipped lines, records without a setting (also in the report)
-        console.print(f"note: {note}", markup=False, highlight=False)
+        console.print(shown(f"note: {note}"), markup=False, highlight=False)
     if res.excluded:
         reasons = ", ".join(sorted({e.reason for e in res.excluded}))
         console.print(f"left out: {len(res.excluded)} run(s) ({reasons}), listed in the report")
-    console.print(f"wrote {res.html}, {res.markdown}, {res.csv} and {len(res.figures)} figure(s)")
+    console.print(
+        shown(f"wrote {res.html}, {res.markdown}, {res.csv} and {len(res.figures)} figure(s)"),
+        markup=False,
+        highlight=False,
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -43,24 +43,16 @@ def raw_from_stack_file(path: str | Path) -> dict[str, Any]:
     Keys of other namespaces (``openstack:``, ``vsphere:``...) are provider settings and are
     left out.
     """
-    import yaml
-
     from workloads.errors import InputError
-    from workloads.inputs import read_input_text
+    from workloads.inputs import load_yaml
 
     p = Path(path)
     if not p.exists() and not p.is_symlink():
         raise UsageError(f"stack file {str(p)!r} does not exist")
     try:
-        data = yaml.safe_load(read_input_text(p, "stack file"))
+        data = load_yaml(p, "stack file")  # bounded: aliases, depth, duplicate keys
     except InputError as exc:
         raise UsageError(str(exc)) from None
-    except (ValueError, RecursionError):  # an integer too long to convert, nesting too deep
-        raise UsageError(f"stack file {str(p)!r} holds a value too large to read") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise UsageError(f"stack file {str(p)!r} is not valid YAML{where}") from None
     if data is None:
         raise UsageError(f"stack file {str(p)!r} is empty: it needs a 'config:' mapping")
     if not isinstance(data, dict) or not isinstance(data.get("config") or {}, dict):

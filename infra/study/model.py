@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from infra.errors import UsageError
+from workloads.errors import InputError
+from workloads.inputs import parse_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 STUDIES_DIR = REPO / "studies"
@@ -359,12 +359,8 @@ def load_study(ref: str) -> Study:
         raise UsageError(f"study {path}: cannot be read: {exc.strerror}") from None
     if len(data) > MAX_FILE_BYTES:
         raise UsageError(f"study {path}: larger than {MAX_FILE_BYTES} bytes")
-    try:
-        doc = yaml.safe_load(data.decode("utf-8", errors="replace"))
-    except (ValueError, RecursionError):
-        raise UsageError(f"study {path}: holds a value too large to read") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise UsageError(f"study {path}: not valid YAML{at}") from None
+    try:  # bounded: aliases, depth, duplicate keys (workloads.inputs)
+        doc = parse_yaml(data.decode("utf-8", errors="replace"), f"study {path}:")
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
     return parse_study(doc, path, hashlib.sha256(data).hexdigest()[:16])

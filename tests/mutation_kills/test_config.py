@@ -419,7 +419,7 @@ def test_stack_file_keys_namespaces_and_secrets(tmp_path: Path) -> None:
         ("- a\n", "must be a mapping with a 'config:' mapping"),
         ("config: [1]\n", "must be a mapping with a 'config:' mapping"),
         ("config:\n  a: [\n", "is not valid YAML at line 3"),
-        ("config:\n  a: " + "[" * 2000 + "]" * 2000 + "\n", "holds a value too large to read"),
+        ("config:\n  a: " + "[" * 2000 + "]" * 2000 + "\n", "line 2: nested deeper than 64 levels"),
     ],
 )
 def test_stack_file_refusals(tmp_path: Path, text: str, message: str) -> None:
