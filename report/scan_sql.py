@@ -51,6 +51,7 @@ PATHS = (
     "params.device.used",
     "params.nvml_samples",
     "fingerprint",
+    "fingerprint_ref",
     "global_batch",
     "repeat",
     "step_times_s",
@@ -165,9 +166,28 @@ def _bits() -> str:
     )
 
 
+def _fingerprint_columns(carriers: bool) -> dict[str, str]:
+    """``fh``: which fingerprint a record has (the hash of its ``fingerprint_ref``, else of
+    its fingerprint's text); ``fp_ref``: it names one by reference (schema 3); ``fp_in``: it
+    carries one; ``fp_text``: where ``carriers``, the text of a fingerprint carried with its
+    reference (the writer puts it in the first record of a file only: a few rows; a Parquet
+    export repeats it in every row, so it is read back from the file instead)."""
+    ref, fp = j("fingerprint_ref"), j("fingerprint")
+    named = f"starts_with({ref}, '\"')"
+    return {
+        "fh": f"CASE WHEN {named} THEN hash({_str('fingerprint_ref')}) ELSE hash({fp}) END",
+        "fp_ref": f"coalesce({named}, false)",
+        "fp_in": f"coalesce(starts_with({fp}, '{{'), false)",
+        "fp_text": f"CASE WHEN {named} AND starts_with({fp}, '{{') THEN {fp} END"
+        if carriers
+        else "NULL::VARCHAR",
+    }
+
+
 def columns(fixed: dict[str, str] | None = None, all_keys: bool = True) -> str:
     """The per-record columns kept after the scan (small: no fingerprint, no step times);
-    ``fixed`` as for :func:`signature`, ``all_keys`` as for :func:`unknown_keys`."""
+    ``fixed`` as for :func:`signature`, ``all_keys`` as for :func:`unknown_keys` (and a JSON
+    Lines source: the carried fingerprints' text, :func:`_fingerprint_columns`)."""
     cols = {
         "sig": signature(fixed),
         "unknown": unknown_keys(all_keys),
@@ -204,7 +224,7 @@ def columns(fixed: dict[str, str] | None = None, all_keys: bool = True) -> str:
         "prec": j("params.precision"),
         "backend": j("params.backend"),
         "dev_used": j("params.device.used"),
-        "fh": f"hash({j('fingerprint')})",
+        **_fingerprint_columns(carriers=all_keys),
         "thr_bits": _bits(),
         "thr_src": f"CASE WHEN {_suspect()} THEN {j('params.nvml_samples')} END",
         "nvml_list": f"coalesce(starts_with({j('params.nvml_samples')}, '['), false)",
