@@ -211,7 +211,7 @@ def fingerprint_sql(path: Path, cols: list[tuple[str, str]]) -> str:
     fp = "fingerprint::VARCHAR"
     ref = f"to_json({_ident('fingerprint_ref')})::VARCHAR" if "fingerprint_ref" in have else None
     fh = (
-        f"CASE WHEN starts_with({ref}, '\"') THEN hash({ref} ->> '$') ELSE hash({fp}) END"
+        f"CASE WHEN starts_with({ref}, '\"') THEN hash({ref}) ELSE hash({fp}) END"
         if ref
         else f"hash({fp})"
     )

@@ -224,7 +224,9 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
     combos = con.execute(
         "SELECT DISTINCT sig, sv, status, kind, virt, err_set, unknown FROM rec"
     ).fetchall()
-    bad = [c for c in combos if c[6] or "x" in c[0] or not standin_ok(*c[:6])]
+    typed = [(q.decode(c[0]), *c[1:]) for c in combos]
+    bad = [c for c, t in zip(combos, typed, strict=True)
+           if t[6] or "x" in t[0] or not standin_ok(*t[:6])]  # fmt: skip
     if bad:
         con.execute("CREATE TEMP TABLE bad(sig VARCHAR, sv VARCHAR, status VARCHAR, kind VARCHAR, "
                     "virt VARCHAR, err_set BOOLEAN, unknown BOOLEAN)")  # fmt: skip
