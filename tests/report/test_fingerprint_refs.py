@@ -44,17 +44,22 @@ def _lines(path: Path) -> list[dict[str, Any]]:
 
 
 def _hosts(tmp_path: Path, recs: list[dict[str, Any]], inline: bool = False) -> Path:
-    """The paper-like records as two hosts write them (one file per arm and host), fetched
-    into one results directory; ``inline``: each line a whole record, as before schema 3."""
+    """The paper-like records as two hosts write them (one file per arm and host, one writer
+    each), fetched into one results directory; ``inline``: each line a whole record, as
+    before schema 3."""
     root = tmp_path / ("inline" if inline else "results")
+    files: dict[Path, list[dict[str, Any]]] = {}
     for i, rec in enumerate(recs):
         path = root / f"host-{i % 2}" / f"{rec['topology']}-{rec['arm']}.jsonl"
+        files.setdefault(path, []).append(rec)
+    for path, part in files.items():
         if inline:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with open(path, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps(rec) + "\n")
+            synth.write(path, part)
         else:
-            _written(path, [rec])
+            _written(path, part)
+    if not inline:
+        lines = [r for p in files for r in _lines(p)]
+        assert sum("fingerprint" in r for r in lines) < sum(REF in r for r in lines) / 4
     return root
 
 
