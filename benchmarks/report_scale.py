@@ -1,28 +1,38 @@
 """How `gpulab report` scales with the number of records: 10k, 100k and 1M synthetic records.
 
-Writes schema-2 records (each about 2.7 KB, with a fingerprint of the size a real GPU host
-writes) as JSON Lines under a temporary directory, one run per arm split into files of
-50,000 lines, then runs the full report (``report.build_report``: load, exclusions, table,
-bootstrap CIs, claims, figures, HTML/Markdown/CSV) in a fresh Python process per size and
-prints the records per second and the child's peak resident memory
-(``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss``). ``--legacy`` adds the Python path
-(every record as a dict; ``build_report(..., engine="python")``) at the sizes named by
-``--legacy-sizes`` (default 10k and 100k), so the ratio comes from one run of the script.
+Writes schema-3 records (each about 0.9 KB; each file's first record of an arm also carries a
+fingerprint of the size a real GPU host writes, about 1.9 KB, which the others name by its
+``fingerprint_ref``, as workloads.records.RecordWriter writes them) as JSON Lines under a
+temporary directory, one run per arm split into files of 50,000 lines, then runs the full
+report (``report.build_report``: load, exclusions, table, bootstrap CIs, claims, figures,
+HTML/Markdown/CSV) in a fresh Python process per size and prints the records per second and
+the child's peak resident memory (``resource.getrusage(RUSAGE_CHILDREN).ru_maxrss``).
+``--schema 2`` writes the old format (the fingerprint in every record, about 2.8 KB each).
+``--legacy`` adds the Python path (every record as a dict; ``build_report(...,
+engine="python")``) at the sizes named by ``--legacy-sizes`` (default 10k and 100k).
 
-The same records are also written as Parquet (one file per JSON Lines file, by the COPY of
-``gpulab export --format parquet``, report.export.copy_jsonl) and the report is run on those
-too, so JSON Lines and Parquet input are printed side by side (``--formats`` picks).
+The same records are also written as Parquet, as ``gpulab export --format parquet`` writes
+them (every row carries the fingerprint; the exporter's COPY, report.export.copy_jsonl), and
+the report is run on those too (``--formats`` picks). Beside each report, in a fresh process
+each, the bare group-by a user would write over the same files: the median images/sec per
+experiment, model, topology and arm of the ok records, in DuckDB (``read_json`` /
+``read_parquet``) and, where installed, Polars (``scan_ndjson`` with the five columns /
+``scan_parquet``). The last line gives the full report's time over the fastest bare group-by
+of the same files, per input format, at the largest size: ``ratio_vs_bare=<x> (jsonl)``.
+``--old DIR`` runs the report of another checkout (a ``git worktree`` or ``git archive`` of
+older code, with this venv) beside, on schema-2 records, at ``--old-sizes`` (default 1M).
 
-    .venv/bin/python benchmarks/report_scale.py                      # 10k 100k 1M, DuckDB
+    .venv/bin/python benchmarks/report_scale.py                      # 10k 100k 1M
     .venv/bin/python benchmarks/report_scale.py --legacy             # plus the Python path
     .venv/bin/python benchmarks/report_scale.py --sizes 10000 --keep /tmp/recs
     .venv/bin/python benchmarks/report_scale.py --formats parquet    # Parquet input only
+    .venv/bin/python benchmarks/report_scale.py --old ../main        # old code beside, 1M
 
-The records are deleted afterwards (1M records take about 2.7 GB) unless ``--keep`` names a
-directory. The synthetic set: 4 arms (BM, container on BM, VM, container on VM), the CLOSER
-2018 experiments (single and distributed, synthetic and real data) for InceptionV3,
-ResNet-50 and AlexNet, repetition noise of a few percent, 0.1 % failed runs and 0.1 %
-power-capped ones. It imports nothing from tests/.
+The records are deleted afterwards (1M records take about 0.9 GB, 2.7 GB in schema 2)
+unless ``--keep`` names a directory. The synthetic set: 4 arms (BM, container on BM, VM,
+container on VM), the CLOSER 2018 experiments (single and distributed, synthetic and real
+data) for InceptionV3, ResNet-50 and AlexNet, repetition noise of a few percent, 0.1 %
+failed runs and 0.1 % power-capped ones. It imports nothing from tests/.
 """
 
 from __future__ import annotations
