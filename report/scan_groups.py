@@ -88,11 +88,11 @@ def reps(con: Any, col: Collected, fps: dict[int, dict[str, Any]]) -> None:
         col.reps.setdefault(Arm(topo, arm), []).append(rec)
 
 
-PAIR_COLS = "model, batch, isz, ishape, steps, warmup, prec, backend, data, gpu_path, fh, run"
+PAIR_COLS = "model, batch, isz, ishape, steps, warmup, prec, backend, data, gpu_path, fh, run, sync"
 
 
 def _pairing(row: tuple[Any, ...], fps: dict[int, dict[str, Any]]) -> dict[str, Any]:
-    model, batch, isz, ishape, steps, warm, prec, backend, data, gp, fh, run = row
+    model, batch, isz, ishape, steps, warm, prec, backend, data, gp, fh, run, sync = row
     rec: dict[str, Any] = {"model": model, "fingerprint": fps.get(int(fh), {})}
     for key, v in (
         ("batch_size", batch),
@@ -100,6 +100,7 @@ def _pairing(row: tuple[Any, ...], fps: dict[int, dict[str, Any]]) -> dict[str, 
         ("warmup", warm),
         ("data", data),
         ("gpu_path", gp),
+        ("sync_every", sync),
     ):
         if v is not None:
             rec[key] = v
@@ -127,7 +128,7 @@ def values(
         )
     py = con.execute(
         f"SELECT o, {ARM_SQL}, suite, experiment, model, scenario, data, batch, steps, kind, "
-        f"ips, ela, metrics, variant, jobs, isz, ishape, {PAIR_COLS} FROM k WHERE {PY_ROW} "
+        f"ips, ela, metrics, variant, jobs, isz, ishape, unit, {PAIR_COLS} FROM k WHERE {PY_ROW} "
         "ORDER BY o"
     ).fetchall()
     got: dict[tuple[GroupKey, Arm, str], list[tuple[int, float]]] = {}
@@ -163,9 +164,10 @@ def values(
         sizes.update(int(x) for x in ([] if isizes is None else isizes))
         steps_.update(int(x) for x in ([] if steps is None else steps))
         _kind(col, last, key, kind, int(at))
+    _unit_values(con, col, key_sql, sql_rows)
     for row in py:
         o, topo, arm_name, suite, exp, model, scen, data, batch, n_steps, kind = row[:11]
-        ips, ela, metrics, variant, jobs, isz, ishape = row[11:18]
+        ips, ela, metrics, variant, jobs, isz, ishape, unit = row[11:19]
         rec: dict[str, Any] = {
             "suite": suite,
             "experiment": exp,
@@ -189,11 +191,14 @@ def values(
                 rec["params"][k] = json.loads(v)
         arm = Arm(topo, arm_name)
         key = key_of(rec)
-        pairs.append((int(o), key, arm, _pairing(row[18:], fps)))
+        pairs.append((int(o), key, arm, _pairing(row[19:], fps)))
         one = Collected()
-        one.add(key, arm, rec)
+        one.add(key, arm, rec, unit=unit)
         for vk, vs in one.values.items():
             got.setdefault(vk, []).extend((int(o), v) for v in vs)
+        for vk, per_unit in one.units.items():
+            for u, vs in per_unit.items():
+                col.units.setdefault(vk, {}).setdefault(u, []).extend(vs)
         for sk, (sz, st) in one.shapes.items():
             sizes, steps_ = col.shapes.setdefault(sk, (set(), set()))
             sizes |= sz
@@ -204,6 +209,24 @@ def values(
         col.values = plain
         return
     col.values = {k: [float(v) for _, v in sorted(ov, key=lambda t: t[0])] for k, ov in got.items()}
+
+
+def _unit_values(con: Any, col: Collected, key_sql: str, where: str) -> None:
+    """Per (group, arm, unit): the values of images/sec and of elapsed_s (records whose
+    metrics report.table's Python reads add theirs in :func:`values`)."""
+    names = [f"u{i}" for i in range(12)]
+    res = con.execute(
+        f"SELECT * FROM (SELECT {key_sql}, {ARM_SQL}, unit, list(ips) FILTER (ips IS NOT NULL), "
+        f"list(ela) FILTER (ela IS NOT NULL) {where} AND (ips IS NOT NULL OR ela IS NOT NULL) "
+        f"GROUP BY ALL) t({', '.join(names)})"
+    ).fetchnumpy()
+    for row in zip(*(res[n].tolist() for n in names), strict=True):
+        key, arm, unit = GroupKey(*row[:7]), Arm(row[7], row[8]), row[9]
+        for metric, vals in (("images_per_sec", row[10]), ("elapsed_s", row[11])):
+            if vals is not None and len(vals):
+                col.units.setdefault((key, arm, metric), {}).setdefault(unit, []).extend(
+                    vals.astype(float, copy=False).tolist()
+                )
 
 
 def _kind(col: Collected, last: dict[GroupKey, int], key: GroupKey, kind: str, at: int) -> None:
