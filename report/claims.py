@@ -1,4 +1,4 @@
-"""Verdicts per published claim: one explicit check table, tolerances included.
+"""Verdicts per published claim, from the check table (report.claim_table).
 
 Every claim of workloads/reference/published-results.yaml ("paper/id") and every numeric
 figure ("paper/figN_...") gets a verdict (report.decide):
@@ -18,28 +18,30 @@ of their logs (report.table); a relation check's quantity is formed per unit, th
 interval taken the same way (report.relations). A claim needs UNITS_NEEDED units (the
 number benchmarks/calibration.py found a verdict needs); fewer are inconclusive and say so.
 
-BOUNDS below reads as: claim, what is checked, which rows (metric, experiment, models,
-settings, batch, a model-name test), the bound [lo, hi] and the tolerance added to it, and
-``agg`` ("max": the bound applies to each arm's largest value over models). RELATIONS holds
-the checks that compare arms or models with each other (report.relations).
-
-Windows (what an elapsed time measures; records and docs name them the same way): the
-papers' elapsed times are a whole job's, launch to finish (CLOSER 2018: "job launch to
-finish, includes data loading"), so the elapsed checks read ``elapsed_s`` and the shared
-scenario's ``elapsed_degradation`` is that of the two jobs' elapsed_s (report.table); the
-VMware claims are about training wall-clock (``train_wall_s`` of the mnist_epochs scenario);
-the Bitfusion completion time is the jobs' timed windows (``completion_time_ratio``).
+Each line of BOUNDS becomes a check of rows against a band, each figure of the published
+file a check of every measured cell against the paper's value ± FIG_TOL, each of RELATIONS
+a check of a per-unit relation; every elapsed check names its window (WINDOWS). Whether the
+records ran on a GPU: report.device.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from report import relations as R
 from report.checks import Outcome, missing, per_arm, pick, value
+from report.claim_table import (
+    BOUNDS,
+    MIN_UNITS,
+    NOT_CHECKABLE,
+    RELATIONS,
+    UNITS_NEEDED,
+    Bound,
+    units_needed,
+)
 from report.decide import (
     FAIL,
     INCONCLUSIVE,
@@ -52,361 +54,13 @@ from report.decide import (
     judge,
     verdict_of,
 )
+from report.device import device_kind, on_cpu
 from report.published import Published
 from report.table import Row, Table, is_relative
+from report.windows import NONE_RECORDED, WINDOWS, parts_note
 
 METHOD_CHECK = "method check"  # the records ran on no GPU: numbers, no verdict word
 FIG_TOL = 0.05  # published figures: each measured normalized value within the paper's ± 0.05
-CL, VW, IBM = "closer2018", "vmware_vgpu_containers", "ibm_containers"
-BF = "vmware_bitfusion_singularity"
-CONTAINERS = ("cbm", "cvm")
-# the VMware claims are about training wall-clock: the mnist_epochs scenario's train_wall_s,
-# else the job's elapsed_s
-MNIST_TIME = ("train_wall_s", "elapsed_s")
-# what each elapsed metric a check reads measures (the "window"), shown with the check
-WINDOWS = {
-    "elapsed_s": "elapsed = job launch to finish, start-up included, as the paper's",
-    "elapsed_degradation": "elapsed = each job's launch to finish, as the paper's",
-    "train_wall_s": "training wall-clock (the epochs), as the paper's run time",
-    "completion_time_ratio": "the jobs' timed windows",
-}
-MIN_UNITS = 3  # no verdict on fewer units, whatever the calibration says
-# units a verdict needs, per claim (benchmarks/calibration.py, 1 % run-to-run noise): the
-# smallest number at which the paper's own numbers come out reproduced and a truth outside
-# the band by its width not reproduced, each 80 % of the time or more
-UNITS_NEEDED: dict[str, int] = {}
-
-
-def units_needed(claim: str) -> int:
-    return max(MIN_UNITS, UNITS_NEEDED.get(claim, MIN_UNITS))
-
-
-@dataclass(frozen=True)
-class Bound:
-    claim: str
-    what: str
-    metric: str | tuple[str, ...]  # a tuple: the first metric that has rows is judged
-    lo: float | None
-    hi: float | None
-    tol: float
-    experiment: str | None = None
-    models: tuple[str, ...] | None = None
-    settings: tuple[str, ...] | None = None
-    batch: int | None = None
-    match: Callable[[str], bool] | None = None  # model-name test (kernels)
-    variant: Callable[[str], bool] | None = None  # variant test (NUMA affinity)
-    suite: str | None = None  # only rows of this suite (or an experiment naming it)
-    agg: str | None = None  # "max": per arm, the largest value over models
-    with_baseline: bool = False  # judge the baseline arm too (ratios, degradations)
-
-
-def _conv_gemm(m: str) -> bool:
-    return "conv" in m or "gemm" in m
-
-
-def _rnn_lstm(m: str) -> bool:
-    return ("rnn" in m or "lstm" in m or "vanilla" in m) and "gru" not in m
-
-
-def _gru(m: str) -> bool:
-    return "gru" in m
-
-
-def _four_jobs(v: str) -> bool:
-    return v in ("", "4 jobs")  # the study ran 4 concurrent jobs; other N are not comparable
-
-
-def _bandwidth(m: str) -> bool:
-    return "bandwidth" in m
-
-
-BIG, CNNS = R.BIG, R.CNNS
-SS, SR, DS, DR = "single_synthetic", "single_real", "distributed_synthetic", "distributed_real"
-
-BOUNDS: list[Bound] = [
-    Bound(
-        f"{CL}/{SS}",
-        "every non-BM arm within 15 %: imgs/s >= 0.85x",
-        "images_per_sec",
-        0.85,
-        None,
-        0.03,
-        SS,
-    ),
-    Bound(
-        f"{CL}/{SS}",
-        "every non-BM arm within 15 %: elapsed <= 1.15x",
-        "elapsed_s",
-        None,
-        1.15,
-        0.03,
-        SS,
-    ),
-    Bound(
-        f"{CL}/{SR}",
-        "container on BM almost the same as BM: imgs/s within 5 %",
-        "images_per_sec",
-        1.0,
-        1.0,
-        0.05,
-        SR,
-        settings=("cbm",),
-    ),
-    Bound(
-        f"{CL}/{SR}",
-        "container on BM almost the same as BM: elapsed within 5 %",
-        "elapsed_s",
-        1.0,
-        1.0,
-        0.05,
-        SR,
-        settings=("cbm",),
-    ),
-    Bound(
-        f"{CL}/{SR}",
-        "container on VM elapsed almost 30 % longer (max over models 1.30x)",
-        "elapsed_s",
-        1.30,
-        1.30,
-        0.10,
-        SR,
-        settings=("cvm",),
-        agg="max",
-    ),
-    Bound(
-        f"{CL}/{SR}",
-        "synthetic data: container on VM elapsed under 20 % longer (max < 1.20x)",
-        "elapsed_s",
-        None,
-        1.20,
-        0.02,
-        SS,
-        settings=("cvm",),
-        agg="max",
-    ),
-    Bound(
-        f"{CL}/{DS}",
-        "InceptionV3/ResNet-50 imgs/s, container on BM: about 20 % lower (0.80x)",
-        "images_per_sec",
-        0.80,
-        0.80,
-        0.07,
-        DS,
-        models=BIG,
-        settings=("cbm",),
-    ),
-    Bound(
-        f"{CL}/{DS}",
-        "InceptionV3/ResNet-50 imgs/s, VM: about 25 % lower (0.75x)",
-        "images_per_sec",
-        0.75,
-        0.75,
-        0.07,
-        DS,
-        models=BIG,
-        settings=("vm",),
-    ),
-    Bound(
-        f"{CL}/{DS}",
-        "InceptionV3/ResNet-50 imgs/s, container on VM: about 35 % lower (0.65x)",
-        "images_per_sec",
-        0.65,
-        0.65,
-        0.07,
-        DS,
-        models=BIG,
-        settings=("cvm",),
-    ),
-    Bound(
-        f"{CL}/{DR}",
-        "container on VM elapsed up to 1.5x BM (max over models)",
-        "elapsed_s",
-        1.5,
-        1.5,
-        0.10,
-        DR,
-        settings=("cvm",),
-        agg="max",
-    ),
-    Bound(
-        f"{CL}/shared",
-        "batch-32 models: elapsed degradation within 20 %",
-        "elapsed_degradation",
-        None,
-        0.20,
-        0.02,
-        "shared",
-        models=CNNS,
-        batch=32,
-        with_baseline=True,
-    ),
-    Bound(
-        f"{CL}/shared",
-        "AlexNet batch 512: elapsed degradation over 30 %",
-        "elapsed_degradation",
-        0.30,
-        None,
-        0.03,
-        "shared",
-        models=("alexnet",),
-        batch=512,
-        with_baseline=True,
-    ),
-    Bound(
-        f"{CL}/shared",
-        "AlexNet batch 32: elapsed degradation under 10 % for container and VM",
-        "elapsed_degradation",
-        None,
-        0.10,
-        0.02,
-        "shared",
-        models=("alexnet",),
-        batch=32,
-        settings=("cbm", "vm", "cvm"),
-    ),
-    Bound(
-        f"{VW}/virtualization_overhead",
-        "MNIST CNN elapsed in a VM (passthrough or vGPU) about 4 % over bare metal (<= 1.04x)",
-        MNIST_TIME,
-        None,
-        1.04,
-        0.04,
-        models=("mnist_cnn",),
-        settings=("vm",),
-    ),
-    Bound(
-        f"{IBM}/conv_gemm_parity",
-        "conv and GEMM kernels: container time per call within 5 %",
-        "time_per_call_s",
-        1.0,
-        1.0,
-        0.05,
-        settings=CONTAINERS,
-        match=_conv_gemm,
-    ),
-    Bound(
-        f"{IBM}/rnn",
-        "vanilla RNN and LSTM kernels: container time per call within 5 %",
-        "time_per_call_s",
-        1.0,
-        1.0,
-        0.05,
-        settings=CONTAINERS,
-        match=_rnn_lstm,
-    ),
-    Bound(
-        f"{IBM}/rnn",
-        "GRU kernels consistently slower in the container (> 1.0x)",
-        "time_per_call_s",
-        1.0 + 1e-9,
-        None,
-        0.0,
-        settings=CONTAINERS,
-        match=_gru,
-    ),
-    Bound(
-        f"{IBM}/bandwidth_numa",
-        "container affinitized to the GPU's node: GB/s restored "
-        "(>= 0.95x of the baseline pinned the same way)",
-        "gbps",
-        0.95,
-        None,
-        0.0,
-        settings=CONTAINERS,
-        match=_bandwidth,
-        variant=R.is_local,
-    ),
-    Bound(
-        f"{IBM}/fathom_parity",
-        "Fathom convolution models: container imgs/s within 5 %",
-        "images_per_sec",
-        1.0,
-        1.0,
-        0.05,
-        models=("alexnet", "vgg", "residual", "deepq"),
-        settings=CONTAINERS,
-        suite="ibm-containers",
-    ),
-    Bound(
-        f"{BF}/sharing_throughput",
-        "4 jobs at 25 % of a GPU: aggregate throughput about 3x one full-GPU job",
-        "aggregate_throughput_ratio",
-        3.0,
-        3.0,
-        0.5,
-        with_baseline=True,
-        variant=_four_jobs,
-    ),
-    Bound(
-        f"{BF}/sharing_completion",
-        "4 jobs take about 17 % longer than one (completion-time ratio 1.17)",
-        "completion_time_ratio",
-        1.17,
-        1.17,
-        0.10,
-        with_baseline=True,
-        variant=_four_jobs,
-    ),
-]
-
-# (claim, what, tolerance, check)
-RELATIONS: list[tuple[str, str, str, Callable[[Table], R.Measured]]] = [
-    (
-        f"{CL}/{SS}",
-        "container on VM has the lowest mean normalized imgs/s",
-        "<= others + 0.02",
-        R.cvm_worst,
-    ),
-    (
-        f"{CL}/{SS}",
-        "elapsed degrades more than throughput (per arm, mean over models; "
-        + WINDOWS["elapsed_s"]
-        + ")",
-        "elapsed increase >= imgs/s decrease - 0.02",
-        R.elapsed_more,
-    ),
-    (
-        f"{CL}/{DS}",
-        "AlexNet much less affected: degradation at most half of InceptionV3/ResNet-50's",
-        "<= half of theirs + 0.02",
-        R.alexnet_less,
-    ),
-    (
-        f"{CL}/{DR}",
-        "real data like synthetic: normalized imgs/s differ by at most 0.10",
-        "|diff| <= 0.10",
-        R.real_like_synthetic,
-    ),
-    (
-        f"{CL}/shared",
-        "bare metal degrades most, VM least (elapsed degradation per model and batch; "
-        + WINDOWS["elapsed_degradation"]
-        + ")",
-        "bm >= others - 0.02, vm <= others + 0.02",
-        R.shared_order,
-    ),
-    (
-        f"{IBM}/bandwidth_numa",
-        "container pinned away from the GPU's NUMA node: host-device "
-        "GB/s considerably lower than pinned to it (< 0.90x)",
-        "< 0.90 (none)",
-        R.numa_remote_lower,
-    ),
-    (
-        f"{VW}/mnist_container_vm",
-        "MNIST CNN training time, docker in a VM over docker natively: no measurable penalty "
-        "(equivalence: two one-sided tests against the 3 % margin; "
-        + WINDOWS["train_wall_s"]
-        + ")",
-        "0.97 - 1.03 (1.0 ± 0.03)",
-        R.ratio_within(MNIST_TIME, "mnist_cnn", "cvm", "cbm", 0.97, 1.03),
-    ),
-]
-
-NOT_CHECKABLE = {
-    f"{VW}/mixed_workloads": "this lab runs no knowledge-worker or 3D CAD VMs",
-    f"{VW}/vgpu_scheduling": "descriptive claim: no number to check",
-}
 
 
 @dataclass(frozen=True)
@@ -468,6 +122,19 @@ def row_item(row: Row, lo: float, hi: float, note: str = "") -> Item:
     )
 
 
+def with_windows(t: Table, items: list[tuple[Row, Item]]) -> list[Item]:
+    """The items, each ``elapsed_s`` one noting how much of it the runner's windows were
+    (report.windows); where none of them has windows, the first says so."""
+    out, noted = [], False
+    for r, it in items:
+        note = parts_note(t, r) if r.metric == "elapsed_s" else None
+        noted |= note is not None
+        out.append(replace(it, note=f"{it.note} {note}".strip()) if note else it)
+    if out and not noted and items[0][0].metric == "elapsed_s":
+        out[0] = replace(out[0], note=f"{out[0].note} {NONE_RECORDED}".strip())
+    return out
+
+
 def bound_check(b: Bound) -> Check:
     metrics = (b.metric,) if isinstance(b.metric, str) else b.metric
 
@@ -507,7 +174,7 @@ def bound_check(b: Bound) -> Check:
             rows = [pick_(rs, key=lambda r: value(r) or 0.0) for rs in per_arm(rows).values()]
         lo = -math.inf if b.lo is None else b.lo - b.tol
         hi = math.inf if b.hi is None else b.hi + b.tol
-        return [row_item(r, lo, hi) for r in rows]
+        return with_windows(t, [(r, row_item(r, lo, hi)) for r in rows])
 
     window = "; else ".join(WINDOWS[m] for m in metrics if m in WINDOWS)
     what = f"{b.what} ({window})" if window else b.what
@@ -532,8 +199,8 @@ def figure_checks(pub: Published) -> list[Check]:
             for r in rows:
                 lo, hi = norm[r.setting][r.key.model]
                 paper = f"{lo:.2f}" if lo == hi else f"{lo:.2f}-{hi:.2f}"
-                items.append(row_item(r, lo - FIG_TOL, hi + FIG_TOL, f"(paper {paper})"))
-            return items
+                items.append((r, row_item(r, lo - FIG_TOL, hi + FIG_TOL, f"(paper {paper})")))
+            return with_windows(t, items)
 
         what = f"Figure {fig.number}: each measured setting/model within the paper's value"
         if fig.metric in WINDOWS:
@@ -556,30 +223,6 @@ def all_checks(pub: Published) -> list[Check]:
         Check(c, "not checkable", "n/a", _not_checkable(w)) for c, w in NOT_CHECKABLE.items()
     ]
     return checks + figure_checks(pub)
-
-
-def device_kind(rec: dict[str, Any]) -> str:
-    """``gpu``, ``cpu`` or ``unknown``: what a record ran on, from its fingerprint's GPUs and
-    the device the framework says it used (``params.device.used``)."""
-    fp = rec.get("fingerprint") if isinstance(rec.get("fingerprint"), dict) else {}
-    gpu = fp.get("gpu") if isinstance(fp, dict) else None
-    gpus = gpu.get("gpus") if isinstance(gpu, dict) else None
-    params = rec.get("params") if isinstance(rec.get("params"), dict) else {}
-    device = params.get("device") if isinstance(params, dict) else None
-    used = device.get("used") if isinstance(device, dict) else None
-    if used == "cpu":
-        return "cpu"
-    if isinstance(gpus, list) and gpus:
-        return "gpu"
-    if isinstance(gpu, dict) and (gpu.get("present") is False or gpus == []):
-        return "cpu"
-    return "unknown"
-
-
-def on_cpu(records: Iterable[dict[str, Any]]) -> bool:
-    """The records ran on no GPU: some say CPU, none says GPU."""
-    kinds = {device_kind(r) for r in records}
-    return "cpu" in kinds and "gpu" not in kinds
 
 
 def verdicts(
@@ -619,6 +262,7 @@ def verdicts(
 
 
 __all__ = [
+    "BOUNDS",
     "FAIL",
     "INCONCLUSIVE",
     "METHOD_CHECK",
@@ -626,8 +270,12 @@ __all__ = [
     "NOT_REPRODUCED",
     "PASS",
     "REPRODUCED",
+    "UNITS_NEEDED",
     "UNSURE",
     "Verdict",
     "all_checks",
+    "device_kind",
+    "on_cpu",
+    "units_needed",
     "verdicts",
 ]

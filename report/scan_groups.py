@@ -88,6 +88,16 @@ def reps(con: Any, col: Collected, fps: dict[int, dict[str, Any]]) -> None:
         col.reps.setdefault(Arm(topo, arm), []).append(rec)
 
 
+# the record's top-level numbers that are metrics (report.table.TOP_METRICS), and their columns
+TOP = (
+    ("images_per_sec", "ips"),
+    ("elapsed_s", "ela"),
+    ("startup_s", "startup"),
+    ("first_step_s", "first_step"),
+    ("timed_s", "timed"),
+)
+ANY_TOP = "(" + " OR ".join(f"{c} IS NOT NULL" for _, c in TOP) + ")"
+
 PAIR_COLS = "model, batch, isz, ishape, steps, warmup, prec, backend, data, gpu_path, fh, run, sync"
 
 
@@ -128,8 +138,8 @@ def values(
         )
     py = con.execute(
         f"SELECT o, {ARM_SQL}, suite, experiment, model, scenario, data, batch, steps, kind, "
-        f"ips, ela, metrics, variant, jobs, isz, ishape, unit, {PAIR_COLS} FROM k WHERE {PY_ROW} "
-        "ORDER BY o"
+        f"ips, ela, metrics, variant, jobs, isz, ishape, unit, startup, first_step, timed, "
+        f"{PAIR_COLS} FROM k WHERE {PY_ROW} ORDER BY o"
     ).fetchall()
     got: dict[tuple[GroupKey, Arm, str], list[tuple[int, float]]] = {}
     plain: dict[tuple[GroupKey, Arm, str], Any] = {}  # no Python rows: no orders
@@ -137,23 +147,24 @@ def values(
     # one group per (group, arm) holding both metrics' values (half the rows of a group per
     # metric); the order of each value is fetched only where Python rows are merged in (a
     # million ints and pairs less to build otherwise)
-    metrics = (("images_per_sec", "ips"), ("elapsed_s", "ela"))
-    lists = [f"list({c} ORDER BY o) FILTER ({c} IS NOT NULL)" for _, c in metrics]
-    ords = [f"list(o ORDER BY o) FILTER ({c} IS NOT NULL)" if py else "NULL" for _, c in metrics]
-    names = [f"c{i}" for i in range(17)]
+    m = len(TOP)
+    lists = [f"list({c} ORDER BY o) FILTER ({c} IS NOT NULL)" for _, c in TOP]
+    ords = [f"list(o ORDER BY o) FILTER ({c} IS NOT NULL)" if py else "NULL" for _, c in TOP]
+    names = [f"c{i}" for i in range(9 + 2 * m + 4)]
     # fetchnumpy: each group's values come as one float64 array (a Python float per value
     # and a list per group cost about a second at a million records); NULL is None
     res = con.execute(
         f"SELECT * FROM (SELECT {key_sql}, {ARM_SQL}, {', '.join(lists)}, {', '.join(ords)}, "
         f"list(DISTINCT {ISIZE}) FILTER ({ISIZE} IS NOT NULL), "
         "list(DISTINCT steps) FILTER (steps IS NOT NULL), arg_max(kind, o), max(o) "
-        f"{sql_rows} AND (ips IS NOT NULL OR ela IS NOT NULL) GROUP BY ALL) "
+        f"{sql_rows} AND {ANY_TOP} GROUP BY ALL) "
         f"t({', '.join(names)})"
     ).fetchnumpy()
     for row in zip(*(res[n].tolist() for n in names), strict=True):
         key, arm = GroupKey(*row[:7]), Arm(row[7], row[8])
-        isizes, steps, kind, at = row[13:17]
-        for (metric, _), vals, ords_ in zip(metrics, row[9:11], row[11:13], strict=True):
+        isizes, steps, kind, at = row[9 + 2 * m : 13 + 2 * m]
+        vals_ords = zip(TOP, row[9 : 9 + m], row[9 + m : 9 + 2 * m], strict=True)
+        for (metric, _), vals, ords_ in vals_ords:
             if vals is None:
                 continue
             if py:
@@ -168,6 +179,7 @@ def values(
     for row in py:
         o, topo, arm_name, suite, exp, model, scen, data, batch, n_steps, kind = row[:11]
         ips, ela, metrics, variant, jobs, isz, ishape, unit = row[11:19]
+        windows = dict(zip(("startup_s", "first_step_s", "timed_s"), row[19:22], strict=True))
         rec: dict[str, Any] = {
             "suite": suite,
             "experiment": exp,
@@ -183,6 +195,7 @@ def values(
             ("steps", n_steps),
             ("images_per_sec", ips),
             ("elapsed_s", ela),
+            *windows.items(),
         ):
             if v is not None:
                 rec[k] = v
@@ -191,7 +204,7 @@ def values(
                 rec["params"][k] = json.loads(v)
         arm = Arm(topo, arm_name)
         key = key_of(rec)
-        pairs.append((int(o), key, arm, _pairing(row[19:], fps)))
+        pairs.append((int(o), key, arm, _pairing(row[22:], fps)))
         one = Collected()
         one.add(key, arm, rec, unit=unit)
         for vk, vs in one.values.items():
@@ -212,17 +225,17 @@ def values(
 
 
 def _unit_values(con: Any, col: Collected, key_sql: str, where: str) -> None:
-    """Per (group, arm, unit): the values of images/sec and of elapsed_s (records whose
-    metrics report.table's Python reads add theirs in :func:`values`)."""
-    names = [f"u{i}" for i in range(12)]
+    """Per (group, arm, unit): the values of each of TOP (records whose metrics report.table's
+    Python reads add theirs in :func:`values`)."""
+    names = [f"u{i}" for i in range(10 + len(TOP))]
+    lists = ", ".join(f"list({c}) FILTER ({c} IS NOT NULL)" for _, c in TOP)
     res = con.execute(
-        f"SELECT * FROM (SELECT {key_sql}, {ARM_SQL}, unit, list(ips) FILTER (ips IS NOT NULL), "
-        f"list(ela) FILTER (ela IS NOT NULL) {where} AND (ips IS NOT NULL OR ela IS NOT NULL) "
+        f"SELECT * FROM (SELECT {key_sql}, {ARM_SQL}, unit, {lists} {where} AND {ANY_TOP} "
         f"GROUP BY ALL) t({', '.join(names)})"
     ).fetchnumpy()
     for row in zip(*(res[n].tolist() for n in names), strict=True):
         key, arm, unit = GroupKey(*row[:7]), Arm(row[7], row[8]), row[9]
-        for metric, vals in (("images_per_sec", row[10]), ("elapsed_s", row[11])):
+        for (metric, _), vals in zip(TOP, row[10:], strict=True):
             if vals is not None and len(vals):
                 col.units.setdefault((key, arm, metric), {}).setdefault(unit, []).extend(
                     vals.astype(float, copy=False).tolist()

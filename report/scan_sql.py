@@ -60,6 +60,9 @@ PATHS = (
     "started_at",
     "finished_at",
     "sync_every",
+    "startup_s",
+    "first_step_s",
+    "timed_s",
 )
 IDX = {p: i + 1 for i, p in enumerate(PATHS)}  # DuckDB lists are 1-based
 JSON_PATHS = "[" + ", ".join(f"'$.{p}'" for p in PATHS) + "]"
@@ -202,6 +205,9 @@ def columns(fixed: dict[str, str] | None = None, all_keys: bool = True) -> str:
         "warmup": _int("warmup"),
         "ips": _num("images_per_sec"),
         "ela": _num("elapsed_s"),
+        "startup": _num("startup_s"),
+        "first_step": _num("first_step_s"),
+        "timed": _num("timed_s"),
         "metrics": j("metrics"),
         "topology": _str("topology"),
         "arm": _str("arm"),

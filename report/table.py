@@ -6,7 +6,8 @@ A group is (suite, experiment, model, scenario, data, batch_size, variant); ``va
 of one group and arm are repetitions: their values are summarized (stats.summarize) and the
 median is divided by the baseline arm's median of the same group and metric.
 
-Metrics per record: ``images_per_sec``, ``elapsed_s``, every finite number in ``metrics``
+Metrics per record: ``images_per_sec``, ``elapsed_s``, the runner's windows ``startup_s``,
+``first_step_s`` and ``timed_s`` where a record has them, every finite number in ``metrics``
 (the scenarios' names renamed by ALIASES: ``alone_elapsed_s`` -> ``elapsed_alone_s``,
 ``elapsed_increase`` -> ``elapsed_degradation``, ``throughput_ratio`` ->
 ``aggregate_throughput_ratio`` ...), and the degradations of the shared scenario, each named
@@ -55,6 +56,9 @@ ALIASES = {
     # workloads/scenarios/shared.py: its elapsed_degradation is of the timed windows
     "elapsed_degradation": "timed_degradation",
 }
+# the record's top-level numbers that are metrics: throughput, the job's elapsed time and the
+# runner's windows (start-up, the first (compiling) steps, the timed window), where recorded
+TOP_METRICS = ("images_per_sec", "elapsed_s", "startup_s", "first_step_s", "timed_s")
 HIGHER_IS_BETTER = ("images_per_sec", "per_sec", "tflops", "gbps", "throughput")
 
 
@@ -190,7 +194,7 @@ def _num(v: Any) -> float | None:
 
 def metric_values(rec: dict[str, Any]) -> dict[str, float]:
     out: dict[str, float] = {}
-    for name in ("images_per_sec", "elapsed_s"):
+    for name in TOP_METRICS:
         v = _num(rec.get(name))
         if v is not None:
             out[name] = v

@@ -178,3 +178,18 @@ def test_the_shared_scenarios_timed_ratio_is_not_read_as_elapsed() -> None:
     assert vals["elapsed_degradation"] == pytest.approx(0.10)
     old = metric_values({"metrics": {"elapsed_degradation": 0.40}})  # no elapsed_s: not guessed
     assert "elapsed_degradation" not in old and old["timed_degradation"] == pytest.approx(0.40)
+
+
+def test_elapsed_checks_say_how_much_was_start_up_or_that_the_records_do_not_say() -> None:
+    """The runner's windows (startup_s, first_step_s, timed_s), read where a record has them;
+    records of an older runner have none and the check says so (no failure)."""
+    recs = [r for r in synth.closer() if r["experiment"] == "single_real"]
+    v = judge_all(recs)["closer2018/fig5_single_real_elapsed_s"]
+    assert "no start-up or timed windows in these records" in v.results[0][1].measured
+    with_parts = copy.deepcopy(recs)
+    for r in with_parts:
+        r.update(startup_s=0.8 * r["elapsed_s"], first_step_s=3.0, timed_s=1.5)
+    v = judge_all(with_parts)["closer2018/fig5_single_real_elapsed_s"]
+    text = v.results[0][1].measured
+    assert "start-up" in text and "first steps 3 s, timed 1.5 s of" in text
+    assert v.verdict == REPRODUCED
