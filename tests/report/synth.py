@@ -212,8 +212,9 @@ SHARED = {
 }
 
 
-def closer(scale: dict[str, float] | None = None) -> list[dict[str, Any]]:
-    """The CLOSER 2018 matrix; ``scale`` multiplies a setting's distributed throughput."""
+def closer(scale: dict[str, float] | None = None, repeats: int = 5) -> list[dict[str, Any]]:
+    """The CLOSER 2018 matrix; ``scale`` multiplies a setting's distributed throughput;
+    ``repeats`` repetitions (units) per arm and group."""
     scale = scale or {}
     recs: list[dict[str, Any]] = []
     for s, (topo, arm) in ARMS.items():
@@ -231,6 +232,7 @@ def closer(scale: dict[str, float] | None = None) -> list[dict[str, Any]]:
                 elapsed=ela * fe,
                 fp=fp,
                 claims=["single_synthetic"],
+                repeats=repeats,
             )
             recs += reps(
                 topo,
@@ -242,6 +244,7 @@ def closer(scale: dict[str, float] | None = None) -> list[dict[str, Any]]:
                 ips=ips * SINGLE_REAL_IPS[s],
                 elapsed=FIG5[s][model],
                 fp=fp,
+                repeats=repeats,
             )
             for exp, data, ips_t, ela_t in (
                 ("distributed_synthetic", "synthetic", FIG6, FIG7),
@@ -258,6 +261,7 @@ def closer(scale: dict[str, float] | None = None) -> list[dict[str, Any]]:
                     ips=ips_t[s][model] * scale.get(s, 1.0),
                     elapsed=ela_t[s][model],
                     fp=fp,
+                    repeats=repeats,
                 )
         if s == "cvm":
             continue
@@ -278,11 +282,12 @@ def closer(scale: dict[str, float] | None = None) -> list[dict[str, Any]]:
                     "alone_images_per_sec": 50.0,
                     "shared_images_per_sec": 50.0 / (1 + degs[s]),
                 },
+                repeats=repeats,
             )
     return recs
 
 
-def others() -> list[dict[str, Any]]:
+def others(repeats: int = 5) -> list[dict[str, Any]]:
     """vSphere MNIST, Bitfusion sharing, IBM kernels and Fathom-style models."""
     recs: list[dict[str, Any]] = []
     for topo, arm, wall, fp in (
@@ -305,6 +310,7 @@ def others() -> list[dict[str, Any]]:
             elapsed=wall + 20.0,
             metrics={"train_wall_s": wall},
             fp=fp,
+            repeats=repeats,
         )
     recs += reps(
         "vsphere-gpu",
@@ -316,6 +322,7 @@ def others() -> list[dict[str, Any]]:
         fp=fingerprint("vm", "passthrough"),
         metrics={"throughput_ratio": 3.05, "completion_time_ratio": 1.19},
         params={"jobs": 4},
+        repeats=repeats,
     )  # as workloads/scenarios/sharing.py writes them
     kernels = {
         "gemm": {"gemm_1760x16x1760": (1.0, 1.0)},
@@ -345,6 +352,7 @@ def others() -> list[dict[str, Any]]:
                 scenario="kernel",
                 metrics=m,
                 fp=fingerprint(s),
+                repeats=repeats,
             )
         for model in ("alexnet", "vgg", "residual"):
             recs += reps(
@@ -355,6 +363,7 @@ def others() -> list[dict[str, Any]]:
                 model=model,
                 ips=200.0 * (1.0 if s == "bm" else 0.99),
                 fp=fingerprint(s),
+                repeats=repeats,
             )
     return recs
 
@@ -399,8 +408,13 @@ def bad_runs() -> list[dict[str, Any]]:
     return [failed, throttled, capped]
 
 
-def paper_like() -> list[dict[str, Any]]:
-    return closer() + others() + bad_runs()
+# repetitions (units) enough for a verdict on every claim (report.claim_table.UNITS_NEEDED),
+# a multiple of len(PATTERN) so that each arm's median is still the value given
+VERDICT_REPEATS = 10
+
+
+def paper_like(repeats: int = 5) -> list[dict[str, Any]]:
+    return closer(repeats=repeats) + others(repeats=repeats) + bad_runs()
 
 
 def truth() -> list[dict[str, Any]]:

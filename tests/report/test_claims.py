@@ -60,11 +60,11 @@ def test_every_published_claim_gets_a_check() -> None:
 
 def test_the_papers_own_numbers_reproduce_every_checkable_claim() -> None:
     """Records built from the published figures and stated ratios must pass every check."""
-    v = judge(synth.paper_like())
+    v = judge(synth.paper_like(synth.VERDICT_REPEATS))
     for claim, verdict in v.items():
         expected = NOT_MEASURED if claim in UNCHECKABLE else REPRODUCED
         assert verdict.verdict == expected, (claim, [(c.what, o) for c, o in verdict.results])
-    assert v["closer2018/single_synthetic"].records_naming == 60
+    assert v["closer2018/single_synthetic"].records_naming == 12 * synth.VERDICT_REPEATS
 
 
 CL = "closer2018"
@@ -151,7 +151,7 @@ PERTURB: list[tuple[str, Callable[[list[dict]], list[dict]]]] = [
 
 @pytest.mark.parametrize(("claim", "perturb"), PERTURB, ids=[c for c, _ in PERTURB])
 def test_a_perturbed_result_is_not_reproduced(claim: str, perturb: Callable) -> None:
-    v = judge(perturb(synth.paper_like()))
+    v = judge(perturb(synth.paper_like(synth.VERDICT_REPEATS)))
     assert v[claim].verdict == NOT_REPRODUCED, [(c.what, o) for c, o in v[claim].results]
     failing = [o for _, o in v[claim].results if o.status == "fail"]
     assert failing and all(o.measured for o in failing)

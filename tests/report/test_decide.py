@@ -138,7 +138,7 @@ def test_records_without_a_gpu_give_a_method_check_never_a_verdict_word() -> Non
 
 
 def test_a_gpu_fingerprint_keeps_the_verdicts() -> None:
-    recs = synth.closer()
+    recs = synth.closer(repeats=synth.VERDICT_REPEATS)
     assert judge_all(recs)["closer2018/single_synthetic"].verdict == REPRODUCED
     used_cpu = copy.deepcopy(recs)
     for r in used_cpu:
