@@ -13,9 +13,9 @@ and 97.5th percentiles of the resampled medians. Its generator is seeded from a 
 :func:`ratio_ci` (``gpulab compare``) resamples both sides' repetitions independently and
 takes the ratio of the two resampled medians. With fewer than MIN_N repetitions in an arm
 :attr:`Summary.few` flags the row; the verdicts count units instead (report.claims).
-Above EXACT_N repetitions the
-resampled medians are drawn from their exact distribution (order statistics of uniforms)
-instead of by resampling every value: the same bootstrap at a cost that does not grow with n.
+Above EXACT_N repetitions the resampled medians are drawn from their exact distribution
+(order statistics of uniforms) instead of by resampling every value: the same bootstrap at a
+cost that does not grow with n.
 """
 
 from __future__ import annotations

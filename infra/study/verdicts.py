@@ -88,8 +88,8 @@ def _measured(v: Any, limit: int = 600) -> str:
 
 
 def device_label(records: list[dict[str, Any]]) -> str:
-    """``GPU``, ``CPU`` (report.claims.on_cpu: the verdicts are method checks) or ``""``."""
-    from report.claims import device_kind, on_cpu
+    """``GPU``, ``CPU`` (report.device.on_cpu: the verdicts are method checks) or ``""``."""
+    from report.device import device_kind, on_cpu
 
     if on_cpu(records):
         return "CPU"
