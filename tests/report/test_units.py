@@ -23,13 +23,13 @@ CBM = Arm("magnum-k8s", "container-bm")
 PUB = load_published()
 
 
-def _study(rec: dict, repeat: Any, name: Any = "closer2018") -> dict:
+def _study(rec: dict[str, Any], repeat: Any, name: Any = "closer2018") -> dict[str, Any]:
     rec = copy.deepcopy(rec)
     rec["params"]["study"] = {"name": name, "arm": "x", "repeat": repeat}
     return rec
 
 
-def _distributed(ratio: float, units: list[float], within: int = 1) -> list[dict]:
+def _distributed(ratio: float, units: list[float], within: int = 1) -> list[dict[str, Any]]:
     """Container on BM at ``ratio`` of BM, distributed_synthetic InceptionV3/ResNet-50, one
     study unit per entry of ``units`` (a factor both arms of that repeat share), ``within``
     back-to-back repeats each (equal)."""
@@ -56,7 +56,7 @@ def _distributed(ratio: float, units: list[float], within: int = 1) -> list[dict
     return recs
 
 
-def _cbm_rows(recs: list[dict]) -> list[Any]:
+def _cbm_rows(recs: list[dict[str, Any]]) -> list[Any]:
     table = build_table(recs, BM)
     return [r for r in table.rows if r.arm == CBM and r.metric == "images_per_sec"]
 
@@ -161,7 +161,7 @@ def test_the_streaming_scan_gives_the_units_python_gives(tmp_path: Path) -> None
     }
 
 
-def _with_sync(k_native: int | None, k_docker: int | None) -> list[dict]:
+def _with_sync(k_native: int | None, k_docker: int | None) -> list[dict[str, Any]]:
     recs = []
     for arm, k in (("native", k_native), ("docker", k_docker)):
         for rec in synth.reps("local", arm, experiment="e", model="resnet50", ips=100.0):
