@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -57,7 +58,13 @@ def test_closer2018_on_local_interrupted_mid_arm_then_resumed(tmp_path: Path) ->
     results = tmp_path / "results"
     env = dict(os.environ, DOCKER_HOST="unix:///nonexistent/docker.sock", COLUMNS="200")
     env.pop("GPULAB_RESULTS", None)
-    run = study("run", "closer2018", "--on-local", "--suite", str(SUITE), results=results)
+    # the built-in study with 2 repeats (its own 8 are what a verdict needs; this test is about
+    # the interruption and the resume)
+    built_in = (REPO / "studies" / "closer2018.yaml").read_text()
+    copy = tmp_path / "closer2018.yaml"
+    copy.write_text(re.sub(r"(?m)^repeats: \d+", "repeats: 2", built_in))
+    assert "repeats: 2" in copy.read_text()
+    run = study("run", str(copy), "--on-local", "--suite", str(SUITE), results=results)
     t0 = time.monotonic()
     proc = subprocess.Popen(
         run,
