@@ -21,10 +21,11 @@ record's ``setting_flags`` and is shown beside the arm.
 
 Paired comparisons only: records are repetitions of one another, and an arm is normalized to
 the baseline arm, only when their measurement settings (:func:`paired_settings`: model,
-batch, image size, timed steps, warm-up, precision, Keras backend, framework version, GPU
-model, data kind) are identical. :func:`check_paired` refuses anything else with one line
-naming the group, the field and both values, e.g. a TensorFlow arm against a JAX arm of the
-same model. A setting a record does not state (an old record, no GPU) is not compared.
+batch, image size, timed steps, warm-up, steps per host sync, precision, Keras backend,
+framework version, GPU model, data kind) are identical. :func:`check_paired` refuses
+anything else with one line naming the group, the field and both values, e.g. a TensorFlow
+arm against a JAX arm of the same model. A setting a record does not state (an old record,
+no GPU) is not compared.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ PAIRED_FIELDS = (
     "image size",
     "steps",
     "warm-up",
+    "steps per sync",
     "precision",
     "Keras backend",
     "framework version",
@@ -126,6 +128,8 @@ def paired_settings(rec: Mapping[str, Any]) -> dict[str, Any]:
         "image size": size,
         "steps": _int_or_none(rec.get("steps")),
         "warm-up": _int_or_none(rec.get("warmup")),
+        # sync_every (K): a record without it (an older runner) states nothing to compare
+        "steps per sync": _int_or_none(rec.get("sync_every")),
         "precision": params.get("precision") or "float32",  # the Keras default policy
         "Keras backend": backend or None,
         "framework version": f"{package} {version}" if package and version else None,

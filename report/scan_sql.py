@@ -50,6 +50,7 @@ PATHS = (
     "params.backend",
     "params.device.used",
     "params.nvml_samples",
+    "params.study",
     "fingerprint",
     "global_batch",
     "repeat",
@@ -58,6 +59,10 @@ PATHS = (
     "host",
     "started_at",
     "finished_at",
+    "sync_every",
+    "startup_s",
+    "first_step_s",
+    "timed_s",
 )
 IDX = {p: i + 1 for i, p in enumerate(PATHS)}  # DuckDB lists are 1-based
 JSON_PATHS = "[" + ", ".join(f"'$.{p}'" for p in PATHS) + "]"
@@ -154,6 +159,19 @@ def _suspect() -> str:
     return f"({s} IS NOT NULL AND starts_with({s}, '[') AND NOT ({simple}))"
 
 
+def unit_sql() -> str:
+    """SQL: the record's unit key, as report.units.unit_of gives it: ``study:<name>#<repeat>``
+    where ``params.study.repeat`` is an int in 0..2**31-1, else ``run:<run_id>``."""
+    s = j("params.study")
+    rep = f"TRY_CAST({s} ->> '$.repeat' AS BIGINT)"
+    name = f"CASE WHEN json_type({s}, '$.name') = 'VARCHAR' THEN {s} ->> '$.name' ELSE '' END"
+    return (
+        f"CASE WHEN starts_with({s}, '{{') AND json_type({s}, '$.repeat') IN ('BIGINT', "
+        f"'UBIGINT') AND {rep} BETWEEN 0 AND 2147483647 THEN 'study:' || {name} || '#' || "
+        f"CAST({rep} AS VARCHAR) ELSE 'run:' || coalesce({_str('run_id')}, '') END"
+    )
+
+
 def _bits() -> str:
     s = j("params.nvml_samples")
     ints = f"regexp_extract_all({s}, '\"throttle_mask\":(-?[0-9]+)', 1)"
@@ -175,6 +193,8 @@ def columns(fixed: dict[str, str] | None = None, all_keys: bool = True) -> str:
         "err_set": f"coalesce({j('error')} NOT IN ('null', '\"\"'), false)",
         "rid": _str("record_id"),
         "run": _str("run_id"),
+        "unit": unit_sql(),
+        "sync": _int("sync_every"),
         "status": _str("status"),
         "kind": _str("kind"),
         "suite": _str("suite"),
@@ -188,6 +208,9 @@ def columns(fixed: dict[str, str] | None = None, all_keys: bool = True) -> str:
         "warmup": _int("warmup"),
         "ips": _num("images_per_sec"),
         "ela": _num("elapsed_s"),
+        "startup": _num("startup_s"),
+        "first_step": _num("first_step_s"),
+        "timed": _num("timed_s"),
         "metrics": j("metrics"),
         "topology": _str("topology"),
         "arm": _str("arm"),

@@ -225,7 +225,7 @@ def status_cmd(study: StudyArg, results_dir: ResultsOpt = None) -> None:
 def report_cmd(study: StudyArg, results_dir: ResultsOpt = None, strict: StrictOpt = False) -> None:
     """The study's report from its finished units: the report of `gpulab report` normalized to
     the baseline arm, plus the arms done/failed/missing, the paired-arm warnings and one
-    verdict per claim (CPU-indicative when a GPU claim was measured without a GPU)."""
+    verdict per claim over the study's repeats ("method check" on records without a GPU)."""
     from infra.paths import results_root
     from infra.study.model import load_study
     from infra.study.state import find_journal
