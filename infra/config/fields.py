@@ -57,14 +57,14 @@ from infra.config.types import (
     _ssh_key,
     _suite,
 )
-from infra.specs import execenv as _execenv
 from infra.specs import topology as _topology
+from workloads import execenv as _execenv
 
 TOPOLOGIES = _topology.names()  # one spec module per topology: infra/specs/topologies/
 OPENSTACK = frozenset({"ironic-bm", "nova-pci", "magnum-k8s"})
 VSPHERE_MODES = ("passthrough", "vgpu", "bitfusion")
 VGPU_POLICIES = ("best-effort", "equal-share", "fixed-share")
-EXECUTION_ENVS = _execenv.accepted()  # infra/specs/execenv.py: names, then aliases
+EXECUTION_ENVS = _execenv.accepted()  # workloads/execenv.py: names, then aliases
 
 # --- the keys ---------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ import annotated_types as at
 from pydantic import BeforeValidator, StringConstraints
 
 from infra.config.roles import BadValue, maybe_json
-from infra.specs import execenv as _execenv
+from workloads import execenv as _execenv
 
 LAB_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -179,7 +179,7 @@ def _ssh_key(raw: Any) -> str:
 
 
 def _exec_env(raw: Any) -> str:
-    """An execution environment of infra/specs/execenv.py, an alias resolved (the table is read
+    """An execution environment of workloads/execenv.py, an alias resolved (the table is read
     on every call, so an entry added there is accepted here)."""
     try:
         return _execenv.canonical(raw if isinstance(raw, str) else repr(raw))

@@ -1,6 +1,6 @@
 """The two tables that say what an execution environment and a topology are.
 
-- :mod:`infra.specs.execenv`: one :class:`~infra.specs.execenv.ExecEnv` entry per execution
+- :mod:`workloads.execenv`: one :class:`~workloads.execenv.ExecEnv` entry per execution
   environment (native, docker, apptainer, k8s, bitfusion): container or not, the site roles
   that prepare it, its launch command, its image, the label its records carry.
 - :mod:`infra.specs.topology`: the :class:`~infra.specs.topology.Topology` contract and its

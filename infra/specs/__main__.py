@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from infra.specs import execenv, topology
+from infra.specs import topology
+from workloads import execenv
 
 
 def _row(*cells: str) -> str:

@@ -12,9 +12,10 @@ finds them (no list to edit). A topology gives:
 - ``check_config`` / ``describe``: cross-key config checks, and extra rows of ``gpulab validate``;
 - ``defaults``: its own defaults of keys it shares with others (``ssh_user`` root for local).
 
-Settings (where a measurement ran, as the lab knows it) are :data:`SETTINGS`. A host's setting
-comes from its ``gpu_path``; a container execution environment on a bare-metal or VM host makes
-it ``container-on-bm`` / ``container-on-vm`` (:func:`setting`).
+Settings (where a measurement ran, as the lab knows it) are
+:data:`workloads.setting.SETTINGS`. A host's setting comes from its ``gpu_path``; a container
+execution environment on a bare-metal or VM host makes it ``container-on-bm`` /
+``container-on-vm`` (:func:`setting`).
 
 Spec modules import nothing heavy at import time (no Pulumi, no cloud SDK, not infra.config):
 the config table itself takes the topology names from here.
@@ -29,6 +30,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, Protocol
 
+from workloads import execenv
+from workloads.setting import CONTAINER_ON, IN_CONTAINER, NO_GPU, SETTINGS
+
 
 class EnvConfig(Protocol):
     """What :meth:`Topology.envs` reads of a config (:class:`infra.config.LabConfig` has it)."""
@@ -38,27 +42,6 @@ class EnvConfig(Protocol):
 
     @property
     def mode(self) -> str | None: ...
-
-
-# The setting of a host, and what it says about virtualization and GPU sharing.
-SETTINGS: dict[str, dict[str, str]] = {
-    "bare-metal": {"virtualization": "none", "sharing": "exclusive"},
-    "vm-passthrough": {"virtualization": "vm", "sharing": "exclusive"},
-    "vgpu": {"virtualization": "vm", "sharing": "vgpu"},
-    "remote-gpu": {"virtualization": "vm", "sharing": "bitfusion"},
-    "container-on-vm": {"virtualization": "container-in-vm", "sharing": "exclusive"},
-    "container-on-bm": {"virtualization": "container", "sharing": "exclusive"},
-}
-# Vocabulary shared with the runner's records (workloads/setting.py, which cannot import this;
-# tests/specs/test_topology.py holds the two together).
-# A container execution environment on a host of this setting runs in that one.
-CONTAINER_ON = {
-    "bare-metal": "container-on-bm",
-    "vm-passthrough": "container-on-vm",
-    "vgpu": "container-on-vm",
-}
-IN_CONTAINER = {"none": "container", "vm": "container-in-vm"}  # virtualization plus a container
-NO_GPU = "none"  # gpu_path of hosts that measure nothing (k8s API host, Bitfusion server)
 
 
 @dataclass(frozen=True)
@@ -118,11 +101,9 @@ class Topology:
 
     def envs(self, cfg: EnvConfig) -> list[str]:
         """The execution environments ``cfg`` measures in: its own, else this default."""
-        from infra.specs.execenv import canonical
-
         named = cfg.execution_envs
         default = self.mode_envs.get(cfg.mode or "", self.default_envs)
-        return [canonical(e) for e in (named or default)]
+        return [execenv.canonical(e) for e in (named or default)]
 
     def host_setting(self, gpu_path: str) -> str | None:
         """The setting of a host with ``gpu_path`` (None: it measures nothing)."""
@@ -135,21 +116,17 @@ class Topology:
 
 def setting(host_setting: str, env: str) -> str:
     """Where a run in execution environment ``env`` on a host of ``host_setting`` ran."""
-    from infra.specs.execenv import get
-
-    if get(env).container:
+    if execenv.get(env).container:
         return CONTAINER_ON.get(host_setting, host_setting)
     return host_setting
 
 
 def facts(spec: Topology, gpu_path: str, env: str) -> dict[str, str]:
     """What the lab knows about a run: the facts a record carries (no guessing)."""
-    from infra.specs.execenv import get
-
     host = spec.host_setting(gpu_path)
     if host is None:
         raise ValueError(f"hosts with gpu_path {NO_GPU!r} do not run workloads")
-    where, exec_env = setting(host, env), get(env)
+    where, exec_env = setting(host, env), execenv.get(env)
     virtualization = SETTINGS[where]["virtualization"]
     if exec_env.container:
         virtualization = IN_CONTAINER.get(virtualization, virtualization)
