@@ -40,7 +40,6 @@ from typing import Any
 
 from workloads import execenv
 from workloads.errors import InputError
-from workloads.fingerprint.crosscheck import setting_flags
 
 # The setting of a host, and what it says about virtualization and GPU sharing.
 SETTINGS: dict[str, dict[str, str]] = {
@@ -175,6 +174,9 @@ def setting_record_fields(
     """The record fields of ``setting`` with its cross-check flags; {} without a setting."""
     if setting is None:
         return {}
+    # lazily: workloads.fingerprint loads its collectors, which the lab side never needs
+    from workloads.fingerprint.crosscheck import setting_flags
+
     fields: dict[str, Any] = dict(setting.fields())
     fields["setting_flags"] = setting_flags(fields, fingerprint)
     return fields

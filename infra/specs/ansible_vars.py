@@ -28,6 +28,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from workloads import execenv
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,8 +86,6 @@ FILES: dict[str, Callable[[], dict[str, Any]]] = {
 
 
 def render(rel: str) -> str:
-    import yaml
-
     class Dumper(yaml.SafeDumper):
         def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
             super().increase_indent(flow, False)  # lists indented under their key

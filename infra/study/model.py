@@ -80,7 +80,7 @@ class Arm:
 
     @property
     def is_local(self) -> bool:
-        from infra.specs.topology import get
+        from infra.topologies import get
 
         return get(self.topology).runs_here
 

@@ -1,52 +1,48 @@
-"""The Topology contract, its registry, and the setting vocabulary.
+"""The Topology contract: what one topology package gives the rest of gpulab.
 
-Each module under :mod:`infra.specs.topologies` defines ``SPEC = Topology(...)``; the registry
-finds them (no list to edit). A topology gives:
+Each package ``infra/topologies/<name>/`` defines ``SPEC = Topology(...)`` in its
+``__init__.py``; the registry (:mod:`infra.topologies`) finds them (no list to edit). A
+topology gives:
 
-- ``fields``: its ``gpulab:*`` keys, read from :data:`infra.config.fields.FIELDS` (one table);
-- ``builder``: the module whose ``build(cfg) -> (component, hosts)`` makes its resources;
-- ``preflight`` / ``audit``: its cloud-side checks as :class:`infra.clouds.Check` rows;
+- ``args``: its Args dataclass, the keys its builder, preflight and audit take
+  (:class:`infra.keys.lab.LabArgs` and its own, each annotated with its
+  :class:`~infra.keys.key.Key`): its key table, read by :attr:`Topology.keys`;
+- ``builder``: the module whose ``build(args) -> (component, hosts)`` makes its resources,
+  imported only when a lab is built (it imports Pulumi and the cloud's provider);
+- ``checks``: the module whose ``preflight(args, conns)`` and ``audit(args, conns)`` are its
+  cloud-side checks as :class:`infra.clouds.Check` rows, imported only when a lab is checked
+  (``gpulab validate`` reads every topology's keys, never its cloud's checks);
+- ``gpu_paths`` and ``gpu_path``: every ``gpu_path`` its GPU hosts can have (the runner's
+  vocabulary, :data:`workloads.setting.HOST_SETTINGS`), and the one of a stack's args;
 - ``default_envs`` / ``mode_envs``: the execution environments it measures in when the stack
-  names none (``mode_envs``: per ``gpulab:mode``);
-- ``gpu_path`` and ``settings``: the ``gpu_path`` of its GPU hosts and the setting each means;
-- ``check_config`` / ``describe``: cross-key config checks, and extra rows of ``gpulab validate``;
-- ``defaults``: its own defaults of keys it shares with others (``ssh_user`` root for local).
+  names none (``mode_envs``: per ``gpulab:mode``, for a topology whose keys have a mode);
+- ``check_config`` / ``describe``: checks across its keys, and extra rows of ``gpulab validate``;
+- ``stack_file``: its example stack; ``extras``: the pyproject extras it needs (its cloud's SDK
+  and Pulumi provider); ``site_secrets``: secret role inputs of the site run from its keys.
 
-Settings (where a measurement ran, as the lab knows it) are
-:data:`workloads.setting.SETTINGS`. A host's setting comes from its ``gpu_path``; a container
-execution environment on a bare-metal or VM host makes it ``container-on-bm`` /
-``container-on-vm`` (:func:`setting`).
+A host's setting comes from its ``gpu_path``; a container execution environment on it makes it
+``container-on-bm`` / ``container-on-vm`` (:func:`workloads.setting.where`).
 
-Spec modules import nothing heavy at import time (no Pulumi, no cloud SDK, not infra.config):
-the config table itself takes the topology names from here.
+Nothing here imports Pulumi or a cloud SDK: a spec package imports its keys; its builder and
+its checks are imported by name when they are used.
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
-from typing import Any, Protocol
+from typing import Any
 
-from workloads import execenv
-from workloads.setting import CONTAINER_ON, IN_CONTAINER, NO_GPU, SETTINGS
-
-
-class EnvConfig(Protocol):
-    """What :meth:`Topology.envs` reads of a config (:class:`infra.config.LabConfig` has it)."""
-
-    @property
-    def execution_envs(self) -> tuple[str, ...]: ...
-
-    @property
-    def mode(self) -> str | None: ...
+from infra.clouds import Check
+from infra.keys.key import Key, keys_of
+from infra.keys.lab import LabArgs
+from workloads.setting import HOST_SETTINGS, NO_GPU, make_setting, where
 
 
 @dataclass(frozen=True)
 class Conns:
-    """Connections handed to a preflight or audit (tests pass doubles); None: made from cfg."""
+    """Connections handed to a preflight or audit (tests pass doubles); None: made from args."""
 
     os_conn: Any = None
     bm_conn: Any = None
@@ -54,15 +50,16 @@ class Conns:
     provide: bool = False  # preflight: move manageable Ironic nodes to available first
 
 
-Checks = Callable[[Any, Conns], list[Any]]
-
-
 def _nothing(_raw: dict[str, Any], _values: dict[str, Any], _problems: list[str]) -> None:
     return None
 
 
-def _no_rows(_cfg: Any) -> list[tuple[str, str]]:
+def _no_rows(_args: Any) -> list[tuple[str, str]]:
     return []
+
+
+def _no_secrets(_args: Any) -> dict[str, Any]:
+    return {}
 
 
 @dataclass(frozen=True)
@@ -72,53 +69,61 @@ class Topology:
     name: str
     summary: str  # what `pulumi up` builds
     order: int  # position in lists and messages
-    builder: str  # module with build(cfg) -> (component, hosts)
-    gpu_path: Callable[[Any], str]  # of its GPU hosts, for a validated config
-    settings: Mapping[str, str]  # every gpu_path its GPU hosts can have -> setting
-    preflight: Checks
-    audit: Checks
+    args: type[LabArgs]  # its key table: the keys its builder, preflight and audit take
+    builder: str  # module with build(args) -> (component, hosts)
+    checks: str  # module with preflight(args, conns) and audit(args, conns) -> rows
+    gpu_paths: tuple[str, ...]  # every gpu_path its GPU hosts can have
+    gpu_path: Callable[[Any], str]  # of its GPU hosts, for a stack's args
     default_envs: tuple[str, ...] = ("native",)
     mode_envs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # by gpulab:mode
     check_config: Callable[[dict[str, Any], dict[str, Any], list[str]], None] = _nothing
     describe: Callable[[Any], list[tuple[str, str]]] = _no_rows
-    stack_file: str = field(default="")  # the example stack, Pulumi.<name>.yaml
-    # Its own defaults of shared keys (the key table's default is for every other topology).
-    defaults: Mapping[str, Any] = field(default_factory=dict)
+    stack_file: str = ""  # its example stack, Pulumi.<name>.yaml (from the repository root)
+    extras: tuple[str, ...] = ()  # pyproject extras it needs (infra.config.extras)
+    site_secrets: Callable[[Any], dict[str, Any]] = _no_secrets  # secret site role inputs
     # Nothing to build: this machine is the lab, measured by the local runner (gpulab run local,
     # a study's local arms) instead of the Automation API.
     runs_here: bool = False
 
     @property
-    def fields(self) -> tuple[Any, ...]:
-        """Its keys, from the one config table (:data:`infra.config.fields.FIELDS`)."""
-        from infra.config.fields import FIELDS
+    def keys(self) -> tuple[Key, ...]:
+        """Its keys, in its table's order (:func:`infra.keys.key.keys_of`)."""
+        return keys_of(self.args)
 
-        return tuple(f for f in FIELDS if self.name in f.topologies)
+    @property
+    def settings(self) -> dict[str, str]:
+        """Each gpu_path of its GPU hosts -> the setting of such a host."""
+        return {path: HOST_SETTINGS[path] for path in self.gpu_paths}
 
-    def build(self, cfg: Any) -> tuple[Any, list[Any]]:
+    def build(self, args: LabArgs) -> tuple[Any, list[Any]]:
+        """Its resources for ``args``: its builder module, imported now (Pulumi, the provider)."""
         build: Callable[[Any], tuple[Any, list[Any]]] = importlib.import_module(self.builder).build
-        return build(cfg)
+        return build(args)
 
-    def envs(self, cfg: EnvConfig) -> list[str]:
-        """The execution environments ``cfg`` measures in: its own, else this default."""
-        named = cfg.execution_envs
-        default = self.mode_envs.get(cfg.mode or "", self.default_envs)
-        return [execenv.canonical(e) for e in (named or default)]
+    def preflight(self, args: LabArgs, conns: Conns) -> list[Check]:
+        """Its checks that the cloud can hold the lab: its checks module, imported now."""
+        rows: list[Check] = importlib.import_module(self.checks).preflight(args, conns)
+        return rows
+
+    def audit(self, args: LabArgs, conns: Conns) -> list[Check]:
+        """What of its lab is left in the cloud after teardown: its checks module's audit."""
+        rows: list[Check] = importlib.import_module(self.checks).audit(args, conns)
+        return rows
+
+    def envs(self, named: Sequence[str], args: Any) -> list[str]:
+        """The execution environments a lab measures in: ``named`` (``gpulab:execution_envs``,
+        names the config already resolved), else this topology's default (per ``args.mode``
+        where its keys have a mode)."""
+        default = self.mode_envs.get(getattr(args, "mode", None) or "", self.default_envs)
+        return list(named or default)
 
     def host_setting(self, gpu_path: str) -> str | None:
         """The setting of a host with ``gpu_path`` (None: it measures nothing)."""
         if gpu_path == NO_GPU:
             return None
-        if gpu_path not in self.settings:
+        if gpu_path not in self.gpu_paths:
             raise ValueError(f"topology {self.name} has no hosts with gpu_path {gpu_path!r}")
-        return self.settings[gpu_path]
-
-
-def setting(host_setting: str, env: str) -> str:
-    """Where a run in execution environment ``env`` on a host of ``host_setting`` ran."""
-    if execenv.get(env).container:
-        return CONTAINER_ON.get(host_setting, host_setting)
-    return host_setting
+        return HOST_SETTINGS[gpu_path]
 
 
 def facts(spec: Topology, gpu_path: str, env: str) -> dict[str, str]:
@@ -126,41 +131,12 @@ def facts(spec: Topology, gpu_path: str, env: str) -> dict[str, str]:
     host = spec.host_setting(gpu_path)
     if host is None:
         raise ValueError(f"hosts with gpu_path {NO_GPU!r} do not run workloads")
-    where, exec_env = setting(host, env), execenv.get(env)
-    virtualization = SETTINGS[where]["virtualization"]
-    if exec_env.container:
-        virtualization = IN_CONTAINER.get(virtualization, virtualization)
+    stated = make_setting(gpu_path, env)
     return {
         "topology": spec.name,
         "gpu_path": gpu_path,
-        "execution_env": exec_env.name,
-        "setting": where,
-        "virtualization": virtualization,
-        "sharing": SETTINGS[host]["sharing"],  # the host's: a container shares nothing more
+        "execution_env": stated.exec_env,
+        "setting": where(host, stated.exec_env),
+        "virtualization": stated.virtualization,
+        "sharing": stated.sharing,  # the host's: a container shares nothing more
     }
-
-
-@cache
-def registry() -> dict[str, Topology]:
-    """Every topology, by name, in their ``order``: the modules of infra.specs.topologies."""
-    import infra.specs.topologies as pkg
-
-    specs: list[Topology] = []
-    for info in pkgutil.iter_modules(pkg.__path__):
-        spec = getattr(importlib.import_module(f"{pkg.__name__}.{info.name}"), "SPEC", None)
-        if not isinstance(spec, Topology):
-            raise TypeError(f"infra/specs/topologies/{info.name}.py has no SPEC = Topology(...)")
-        specs.append(spec)
-    specs.sort(key=lambda s: (s.order, s.name))
-    return {s.name: s for s in specs}
-
-
-def names() -> tuple[str, ...]:
-    return tuple(registry())
-
-
-def get(name: str) -> Topology:
-    try:
-        return registry()[name]
-    except KeyError:
-        raise ValueError(f"topology {name!r} is not one of {', '.join(registry())}") from None
