@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from workloads import execenv
+from workloads.files import make_dirs, write_text
 
 REPO = Path(__file__).resolve().parents[2]
 HEADER = (
@@ -100,8 +101,8 @@ def write(root: Path = REPO) -> list[Path]:
     written = []
     for rel in FILES:
         path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render(rel), encoding="utf-8")
+        make_dirs(path.parent)
+        write_text(path, render(rel))
         written.append(path)
     return written
 
