@@ -152,7 +152,7 @@ class Lab:
             if pulumi is None:
                 raise PulumiMissingError(f"the Pulumi CLI is not installed: {INSTALL_HINT}")
             self.pulumi_path = pulumi
-            import pulumi.automation as auto
+            import pulumi.automation as auto  # lazily: only a lab command drives the engine
 
             self._auto = auto
         return self._auto

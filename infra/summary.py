@@ -158,8 +158,8 @@ def summarize_files(paths: Iterable[str | Path], suite: str | None = None) -> di
 
 
 def summary_table(summary: dict[str, Any], title: str = "results") -> Any:
-    """A rich Table of a summary's rows (imported lazily: rich is only for the CLI)."""
-    from rich.table import Table
+    """A rich Table of a summary's rows."""
+    from rich.table import Table  # lazily: rich is only for the CLI
 
     table = Table(title=f"{title} — status {summary.get('status')}")
     for col, justify in (
