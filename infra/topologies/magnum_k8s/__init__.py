@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from infra.topologies.contract import Topology
-from infra.topologies.magnum_k8s import args as keys
-from infra.topologies.openstack import args as openstack
-
-
-def check_config(raw: dict[str, Any], values: dict[str, Any], problems: list[str]) -> None:
-    openstack.check_config(raw, values, problems)
-    keys.check_config(raw, values, problems)
-
+from infra.topologies.magnum_k8s.args import MagnumK8sArgs, check_config
 
 SPEC = Topology(
     name="magnum-k8s",
     summary="Magnum cluster template + cluster (Cluster API driver, Ubuntu); GPU Operator / "
     "device plugin via Helm from the controller; workloads as Jobs",
     order=30,
-    args=keys.MagnumK8sArgs,
+    args=MagnumK8sArgs,
     builder="infra.topologies.magnum_k8s.build",
     checks="infra.topologies.magnum_k8s.checks",
     # The nodes are VMs or bare metal; the container comes from the execution environment (k8s).

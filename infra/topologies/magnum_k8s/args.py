@@ -19,7 +19,7 @@ from infra.keys.types import (
     Parsed,
     maybe_json,
 )
-from infra.topologies.openstack.args import OpenStackArgs
+from infra.topologies.openstack import args as openstack
 
 LABEL_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 MAX_LABELS = 64
@@ -42,7 +42,7 @@ def p_labels(raw: Any) -> dict[str, str]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class MagnumK8sArgs(OpenStackArgs):
+class MagnumK8sArgs(openstack.OpenStackArgs):
     """What ``magnum-k8s`` takes."""
 
     # fmt: off
@@ -62,6 +62,8 @@ class MagnumK8sArgs(OpenStackArgs):
 
 
 def check_config(raw: dict[str, Any], values: dict[str, Any], problems: list[str]) -> None:
+    """The OpenStack topologies' rule, and no docker volume on bare-metal nodes."""
+    openstack.check_config(raw, values, problems)
     if values.get("server_type") == "bm" and "docker_volume_size" in raw:
         problems.append(
             "gpulab:docker_volume_size is only allowed with gpulab:server_type vm "
