@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from infra.config import load_stack_file
 from infra.errors import UsageError
 from infra.lab_faults import (
     Diagnostic,
@@ -151,18 +152,14 @@ class Lab:
             if pulumi is None:
                 raise PulumiMissingError(f"the Pulumi CLI is not installed: {INSTALL_HINT}")
             self.pulumi_path = pulumi
-            import pulumi.automation as auto
+            import pulumi.automation as auto  # lazily: only a lab command drives the engine
 
             self._auto = auto
         return self._auto
 
     def validate_config(self) -> None:
-        """Validate the stack file before the engine starts (when the config loader exists)."""
+        """Validate the stack file before the engine starts."""
         self._check_files()
-        try:
-            from infra.config import load_stack_file
-        except ImportError:
-            return
         load_stack_file(self.repo / f"Pulumi.{self.stack_name}.yaml")
 
     def _stack(self, create: bool) -> Any:

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from infra.errors import UsageError
-from infra.specs.execenv import Mount, container_name, render_launch
 from workloads.errors import InputError
+from workloads.execenv import Mount, container_name, render_launch
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATE = REPO / "templates" / "Dockerfile.j2"
@@ -277,7 +277,7 @@ def run_docker(
     label: str = "docker",
     sharing: str = "exclusive",
 ) -> int:
-    # The one docker launcher (infra.specs.execenv), the same as on a lab host.
+    # The one docker launcher (workloads.execenv), the same as on a lab host.
     results = out.parent.resolve()
     suite_arg = suite
     mounts = [Mount(str(results), str(results))]

@@ -33,6 +33,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from workloads.records import iter_records
+
 SUMMARY_VERSION = 1
 _MAX_ERRORS = 3
 
@@ -147,8 +149,6 @@ def merge_summaries(summaries: Iterable[dict[str, Any] | None]) -> dict[str, Any
 
 def summarize_files(paths: Iterable[str | Path], suite: str | None = None) -> dict[str, Any]:
     """Read JSON Lines record files (missing files count as no records) and summarize them."""
-    from workloads.records import iter_records
-
     files = [Path(p) for p in paths]
     recs: list[dict[str, Any]] = []
     for p in files:
@@ -158,8 +158,8 @@ def summarize_files(paths: Iterable[str | Path], suite: str | None = None) -> di
 
 
 def summary_table(summary: dict[str, Any], title: str = "results") -> Any:
-    """A rich Table of a summary's rows (imported lazily: rich is only for the CLI)."""
-    from rich.table import Table
+    """A rich Table of a summary's rows."""
+    from rich.table import Table  # lazily: rich is only for the CLI
 
     table = Table(title=f"{title} — status {summary.get('status')}")
     for col, justify in (

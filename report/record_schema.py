@@ -47,7 +47,7 @@ DESCRIPTIONS = {
     "metrics": "extra measurements (tflops, gbps, time_per_call_s, <shape>.<metric> ...)",
     "params": "what ran beyond the fields above (image_size, kernel shape, nvml_samples ...)",
     "claims": "published claim ids this experiment tests",
-    "topology": "ironic-bm, nova-pci, magnum-k8s, vsphere-gpu or local",
+    "topology": "the gpulab:topology of the lab (docs/topologies.md lists them)",
     "arm": "label of the comparison arm (native, docker ...)",
     "host": "host name",
     "started_at": "ISO-8601 UTC",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workloads.errors import InputError
-from workloads.setting import EXEC_ENV_ALIASES, EXEC_ENVS
+from workloads.execenv import aliases, names
 from workloads.suites import MAX_BATCH, MAX_IMAGE_SIZE, MAX_REPEATS, MAX_STEPS, MAX_WARMUP
 
 KERAS_BACKENDS = ("tensorflow", "jax", "torch")
@@ -88,8 +88,8 @@ OPTIONS: tuple[BenchOption, ...] = (
                 default="native"),
     BenchOption("--gpu-path", "the host's gpu_path, as the lab states it (none: records carry "
                 "no setting)", metavar="PATH", env="GPULAB_GPU_PATH"),
-    BenchOption("--exec-env", f"execution environment: {', '.join(EXEC_ENVS)} (or "
-                f"{', '.join(EXEC_ENV_ALIASES)}; else native)", metavar="ENV",
+    BenchOption("--exec-env", f"execution environment: {', '.join(names())} (or "
+                f"{', '.join(aliases())}; else native)", metavar="ENV",
                 env="GPULAB_EXEC_ENV"),
     BenchOption("--sharing", "GPU sharing: exclusive, vgpu, bitfusion, time-slicing, mps, mig "
                 "[:DETAIL] (else from gpu_path)", metavar="KIND", env="GPULAB_SHARING"),

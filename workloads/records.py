@@ -21,7 +21,7 @@ Fields (all records):
   metrics         dict[str, float] (extra measurements: tflops, gbps, time_per_call_s, ...)
   params          dict (what ran beyond the fields above: kernel shape, scenario options ...)
   claims          list[str] (published claim ids this experiment tests)
-  topology        str (ironic-bm, nova-pci, magnum-k8s, vsphere-gpu, local)
+  topology        str (the gpulab:topology of the lab, one of docs/topologies.md)
   arm             str (label of the comparison arm, e.g. "native", "docker")
   gpu_path, exec_env, virtualization, sharing
                   str, schema 2: the setting as the lab states it (workloads.setting); the

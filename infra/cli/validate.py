@@ -53,17 +53,12 @@ def validate_cmd(
 def settings(cfg: Any) -> list[tuple[str, str]]:
     """The stack's set ``gpulab:*`` keys as shown text (secrets as "(secret, set)"), then the
     topology's own lines."""
-    from dataclasses import fields
-
-    from infra.config import BY_KEY
-    from infra.config.fields import SecretRef
-    from infra.specs.topology import get as topology
+    from infra.config import SecretRef
+    from infra.topologies import get as topology
 
     rows: list[tuple[str, str]] = []
-    for f in fields(cfg):
-        value = getattr(cfg, f.name)
-        spec = BY_KEY.get(f.name)
-        if spec is None or cfg.topology not in spec.topologies or value in (None, (), {}):
+    for spec, value in cfg.items():
+        if value in (None, (), {}):
             continue
         if isinstance(value, SecretRef) or spec.secret:
             shown = "(secret, set)"
@@ -73,8 +68,8 @@ def settings(cfg: Any) -> list[tuple[str, str]]:
             shown = ", ".join(f"{k}={v}" for k, v in value.items())
         else:
             shown = str(value).lower() if isinstance(value, bool) else str(value)
-        rows.append((f"gpulab:{f.name}", shown))
-    rows += list(topology(cfg.topology).describe(cfg))
+        rows.append((f"gpulab:{spec.key}", shown))
+    rows += list(topology(cfg.topology).describe(cfg.args))
     return rows
 
 

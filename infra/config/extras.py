@@ -2,32 +2,30 @@
 missing: the core install has no cloud SDK, so an OpenStack or vSphere stack names the extra to
 install instead of failing on an import deep inside a command.
 
-A topology needs an extra when it uses that cloud's keys (read from the key table, so no
-topology is named here).
+A topology names the extras it needs (its spec's ``extras``), so no topology is named here.
 """
 
 from __future__ import annotations
 
 import importlib.util
 
-from infra.config.fields import BY_KEY
 from infra.config.model import ConfigError
+from infra.topologies import get
 
-# extra -> (a key only that cloud's topologies use, the modules the extra installs)
-EXTRAS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "openstack": ("os_cloud", ("openstack", "pulumi_openstack")),
-    "vsphere": ("vsphere_server", ("pyVmomi", "pulumi_vsphere")),
+# extra -> the modules it installs
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "openstack": ("openstack", "pulumi_openstack"),
+    "vsphere": ("pyVmomi", "pulumi_vsphere"),
 }
 
 
 def missing(topology: str) -> list[tuple[str, list[str]]]:
     """(extra, its modules that are not installed) for each extra ``topology`` lacks."""
     out = []
-    for extra, (key, modules) in EXTRAS.items():
-        if topology in BY_KEY[key].topologies:
-            absent = [m for m in modules if importlib.util.find_spec(m) is None]
-            if absent:
-                out.append((extra, absent))
+    for extra in get(topology).extras:
+        absent = [m for m in EXTRAS[extra] if importlib.util.find_spec(m) is None]
+        if absent:
+            out.append((extra, absent))
     return out
 
 

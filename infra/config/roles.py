@@ -1,5 +1,5 @@
 """Parsers of the mapping keys of a stack: ``gpulab:site`` and ``gpulab:workload_variables``
-(role inputs, checked against the roles' ``meta/argument_specs.yml``) and ``gpulab:labels``.
+(role inputs, checked against the roles' ``meta/argument_specs.yml``).
 
 Each takes the raw value (YAML, or the JSON text the Pulumi engine hands the program) and returns
 a plain dict, or raises :class:`BadValue` whose text says what is allowed (the model in
@@ -13,41 +13,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from infra.keys.types import BadValue, SecretRef, maybe_json
+
 MAX_STR = 1024  # characters of any string key
-
-
-class BadValue(ValueError):
-    """Raised by a parser; the text says what is allowed."""
-
-
-def maybe_json(raw: Any) -> Any:
-    """The engine hands structured config to the program as JSON text."""
-    if isinstance(raw, str) and raw[:1] in "[{":
-        try:
-            return json.loads(raw)
-        except json.JSONDecodeError:
-            return raw
-    return raw
-
-
-LABEL_KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-def p_labels(raw: Any) -> dict[str, str]:
-    raw = maybe_json(raw)
-    if not isinstance(raw, dict) or not all(
-        isinstance(k, str) and LABEL_KEY_RE.match(k) and isinstance(v, str | int | bool)
-        for k, v in raw.items()
-    ):
-        raise BadValue("a mapping of label names to string values")
-    if len(raw) > SITE_MAX_KEYS or any(
-        len(k) > 255 or len(str(v)) > MAX_STR for k, v in raw.items()
-    ):
-        raise BadValue(
-            f"a mapping of at most {SITE_MAX_KEYS} label names to string values "
-            f"of up to {MAX_STR} characters"
-        )
-    return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in raw.items()}
 
 
 ROLES_DIR = Path(__file__).resolve().parents[2] / "playbooks" / "roles"
@@ -119,8 +87,6 @@ def p_workload_secrets(raw: Any) -> Any:
     (``{secure: ...}``), returned as :class:`SecretRef` placeholders; in the program: the
     engine's secret ``Output`` of the decrypted mapping, checked when it resolves, still secret.
     A whole mapping encrypted at once is a :class:`SecretRef` and passes as it is."""
-    from infra.config.types import SecretRef
-
     try:
         import pulumi
     except ImportError:  # pragma: no cover - pulumi is a dependency
@@ -133,8 +99,6 @@ def p_workload_secrets(raw: Any) -> Any:
 
 
 def _secret_inputs(raw: Any, *, encrypted: bool) -> dict[str, Any]:
-    from infra.config.types import SecretRef
-
     secret = role_inputs("workload_run", no_log=True)
     what = (
         "a mapping of secret workload_run role inputs (no_log: true in its "

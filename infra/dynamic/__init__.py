@@ -23,10 +23,10 @@ DEFAULT_SUITE = "smoke"
 
 def execution_envs(cfg: LabConfig) -> list[str]:
     """The stack's ``gpulab:execution_envs``, else its topology's default (its spec's
-    ``default_envs``/``mode_envs``); aliases resolved (singularity -> apptainer)."""
-    from infra.specs.topology import get
+    ``default_envs``/``mode_envs``); aliases resolved by the config (singularity -> apptainer)."""
+    from infra.topologies import get
 
-    return get(cfg.topology).envs(cfg)
+    return get(cfg.topology).envs(cfg.execution_envs, cfg.args)
 
 
 def measure_envs(cfg: LabConfig) -> list[str]:
@@ -70,16 +70,14 @@ def measure(
     from infra.dynamic.workload_run import WorkloadRun
     from infra.paths import stack_results_dir
     from infra.summary import merge_summaries
+    from infra.topologies import get
 
     if results_dir is None:
         results_dir = str(stack_results_dir(pulumi.get_stack()))
     all_hosts = [h.to_output() for h in hosts]
     gpu_hosts = [h.to_output() for h in hosts if h.gpu_path != "none"]
     envs = execution_envs(cfg)  # what the site prepares
-    secrets: dict[str, Any] = {}
-    token = cfg.vgpu_license_token
-    if token is not None:
-        secrets["nvidia_vgpu_guest_client_token"] = token
+    secrets: dict[str, Any] = get(cfg.topology).site_secrets(cfg.args)  # vGPU license token
     # Depending on the (local) component resource means depending on every resource it
     # holds: the hosts, and the vGPU attach, which powers a VM off and must finish first.
     # Not a child of the component: a child cannot depend on its own parent.

@@ -24,10 +24,10 @@ from typing import Any
 
 from infra.automation import REPO, Lab, LabError
 from infra.lab_faults import runs_since
-from infra.specs.execenv import canonical
 from infra.study.local import UnitResult
 from infra.study.model import Arm
 from infra.study.state import Journal, now
+from workloads.execenv import canonical
 
 
 class LabUnits:

@@ -1,7 +1,7 @@
 """One study unit on the ``local`` topology: the runner as ``gpulab run local`` starts it.
 
 ``native`` runs ``python -m workloads bench`` here; ``docker`` runs it in the container that
-``gpulab run local`` builds (the one docker launcher of ``infra/specs/execenv.py``). Without a
+``gpulab run local`` builds (the one docker launcher of ``workloads/execenv.py``). Without a
 Docker engine a docker unit is ``skipped`` with the reason. Other execution environments need
 a lab (a Kubernetes cluster, Apptainer, Bitfusion): on ``local`` they are skipped, named.
 """
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from infra import local_run
-from infra.specs.execenv import container_name
 from infra.study.model import Arm
+from workloads.execenv import container_name
 
 LOCAL_ENVS = ("native", "docker")
 

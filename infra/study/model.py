@@ -16,7 +16,7 @@ the repeats and their order, when to rebuild, and the published claims it checks
       - name: bm                           # plain name; the records' arm label
         stack: ironic-bm                   # Pulumi.<stack>.yaml (or examples/), or
         # stack_file: labs/bm.yaml         # a stack file (copied: Pulumi.study-<study>-<arm>.yaml)
-        exec_env: native                   # infra/specs/execenv.py (aliases accepted)
+        exec_env: native                   # workloads/execenv.py (aliases accepted)
         sharing: exclusive                 # optional, as the runner's --sharing
         label: bm                          # optional: the records' arm label (default: name)
         suite: other-suite                 # optional: this arm runs another suite
@@ -80,7 +80,7 @@ class Arm:
 
     @property
     def is_local(self) -> bool:
-        from infra.specs.topology import get
+        from infra.topologies import get
 
         return get(self.topology).runs_here
 
@@ -220,7 +220,7 @@ def _arm(where: str, i: int, raw: Any, study: str, base: Path, suite: str, cache
         raise _bad(where, at, "must be a mapping with name, stack (or stack_file) and exec_env")
     _unknown(where, f"{at}.", raw, ARM_KEYS)
     name = _name(where, f"{at}.name", raw.get("name"))
-    from infra.specs import execenv
+    from workloads import execenv
 
     env_raw = raw.get("exec_env")
     try:

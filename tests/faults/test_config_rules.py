@@ -27,8 +27,8 @@ def problem(**overrides: Any) -> str:
 @pytest.mark.parametrize("cidr", ["0.0.0.0/0", "::/0"])
 def test_world_admin_cidr_needs_allow_world(cidr: str) -> None:
     assert problem(admin_cidr=cidr).startswith(f"gpulab:admin_cidr {cidr} opens SSH to the whole")
-    assert validate({**NOVA, "admin_cidr": cidr, "allow_world": True}).allow_world is True
-    assert validate(NOVA).allow_world is False
+    assert validate({**NOVA, "admin_cidr": cidr, "allow_world": True}).args.allow_world is True
+    assert validate(NOVA).args.allow_world is False
 
 
 @pytest.mark.parametrize(

@@ -82,7 +82,7 @@ def test_smoke_suite_native_and_docker_arms(dockerd, tmp_path: Path) -> None:
     # The runner found itself in a container by itself; the arm label came from us.
     docker_fp = by_arm["docker"][0]["fingerprint"]
     assert docker_fp["container"]["dockerenv"] is True
-    # --network=host (infra/specs/execenv.py): the container has the host's name, as on a lab.
+    # --network=host (workloads/execenv.py): the container has the host's name, as on a lab.
     assert {x["host"] for x in by_arm["docker"]} == {x["host"] for x in by_arm["native"]}
 
     # The summary has the stack outputs' shape.

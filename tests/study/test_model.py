@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from infra.cli import main
-from infra.specs import execenv
 from infra.study.model import STUDIES_DIR, load_study, parse_study
 from infra.study.plan import Unit, plan
 from report.published import load_published
+from workloads import execenv
 from workloads.suites import load_suite
 
 GOOD = {

@@ -24,23 +24,11 @@ Throughput is in samples/sec (``images_per_sec`` in the record, ``params.unit`` 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from workloads.errors import InputError
+from workloads.fathom.workload import FathomWorkload
 from workloads.options import with_defaults
-
-
-@dataclass
-class FathomWorkload:
-    """A built model with its synthetic batch and loss."""
-
-    name: str
-    model: Any
-    inputs: Any  # a tensor or a list of tensors
-    targets: Any
-    loss: Callable[[Any, Any], Any]
-    unit: str = "samples"
 
 
 def _builders() -> dict[str, Callable[[int, str], FathomWorkload]]:

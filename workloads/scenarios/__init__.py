@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from workloads.errors import InputError
-from workloads.synthetic import synthetic_source
+from workloads.scenarios.sources import DATA_SOURCES as DATA_SOURCES  # re-exported
 
 ProgressFn = Callable[[str, int, int], None]  # (phase, step, total)
 
@@ -72,12 +72,10 @@ class Job:
 
 ScenarioFn = Callable[[Job], dict[str, Any]]
 OptionCheck = Callable[[Mapping[str, Any]], dict[str, Any]]
-DataSource = Callable[[Any, int, "int | None", Mapping[str, Any]], Callable[[], tuple[Any, Any]]]
 
 SCENARIOS: dict[str, ScenarioFn] = {}
 OPTION_CHECKS: dict[str, OptionCheck] = {}
 MODEL_NAMES: dict[str, Callable[[], Iterable[str]]] = {}
-DATA_SOURCES: dict[str, DataSource] = {"synthetic": synthetic_source}
 
 
 def register(

@@ -47,7 +47,7 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
 def run(job: Any) -> dict[str, Any]:
     from workloads.fingerprint.nvml import Sampler
     from workloads.models import get_model
-    from workloads.scenarios import DATA_SOURCES
+    from workloads.scenarios.sources import DATA_SOURCES
     from workloads.step import (
         DEFAULT_LEARNING_RATE,
         TF_CNN_WEIGHT_DECAY,

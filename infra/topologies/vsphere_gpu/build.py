@@ -1,4 +1,5 @@
-"""``vsphere-gpu``: VMs cloned from a template with guest customization, reaching GPUs by
+"""``vsphere-gpu``'s builder: VMs cloned from a template with guest customization, reaching
+GPUs by
 
 - ``passthrough``: DirectPath I/O devices pinned to ``gpu_host``, full locked memory
   reservation, EFI, 64-bit MMIO sized to the GPUs' BARs;
@@ -14,9 +15,12 @@ from typing import Any
 import pulumi
 import pulumi_vsphere as vsphere
 
-from infra.config import LabConfig
+from infra.clouds.vgpu_policy import esxcli_command
+from infra.dynamic.vgpu import VgpuPolicy, VgpuProfile
 from infra.hosts import Host
-from infra.topologies.common import TYPE_PREFIX, gpu_path, host_groups
+from infra.topologies.common import TYPE_PREFIX, host_groups
+from infra.topologies.vsphere_gpu import SPEC
+from infra.topologies.vsphere_gpu.args import VsphereGpuArgs
 
 
 def mmio_size_gb(gpus: int, bar_gb: int) -> int:
@@ -32,40 +36,38 @@ def mmio_size_gb(gpus: int, bar_gb: int) -> int:
     return size
 
 
-def passthrough_extra_config(cfg: LabConfig) -> dict[str, str]:
-    assert cfg.gpus_per_vm and cfg.gpu_bar_gb
+def passthrough_extra_config(args: VsphereGpuArgs) -> dict[str, str]:
+    assert args.gpus_per_vm and args.gpu_bar_gb
     return {
         "pciPassthru.use64bitMMIO": "TRUE",
-        "pciPassthru.64bitMMIOSizeGB": str(mmio_size_gb(cfg.gpus_per_vm, cfg.gpu_bar_gb)),
+        "pciPassthru.64bitMMIOSizeGB": str(mmio_size_gb(args.gpus_per_vm, args.gpu_bar_gb)),
     }
 
 
 KW_GROUP = "knowledge_workers"
 
 
-def sharing_detail(cfg: LabConfig) -> str:
+def sharing_detail(args: VsphereGpuArgs) -> str:
     """The records' sharing of a vGPU arm: ``vgpu:<profile>[.<policy>][.kw<N>]``
     (workloads/setting.py allows letters, digits, '.', '_' and '-' in the detail)."""
-    parts = [str(cfg.vgpu_profile)]
-    if cfg.vgpu_policy:
-        parts.append(cfg.vgpu_policy)
-    if cfg.kw_vm_count:
-        parts.append(f"kw{cfg.kw_vm_count}")
+    parts = [str(args.vgpu_profile)]
+    if args.vgpu_policy:
+        parts.append(args.vgpu_policy)
+    if args.kw_vm_count:
+        parts.append(f"kw{args.kw_vm_count}")
     return "vgpu:" + ".".join(parts)
 
 
-def vgpu_factors(cfg: LabConfig) -> dict[str, Any]:
+def vgpu_factors(args: VsphereGpuArgs) -> dict[str, Any]:
     """Host vars of a vGPU VM: the arm's factors, as the hosts output and the records carry
     them (``workload_run_sharing`` becomes the records' sharing)."""
-    from infra.clouds.vgpu_policy import esxcli_command
-
     out: dict[str, Any] = {
-        "vgpu_profile": cfg.vgpu_profile,
-        "vgpu_vms_per_gpu": cfg.vgpu_vms_per_gpu,
-        "vgpu_policy": cfg.vgpu_policy,
-        "vgpu_policy_command": esxcli_command(cfg.vgpu_policy) if cfg.vgpu_policy else None,
-        "kw_vms": cfg.kw_vm_count,
-        "workload_run_sharing": sharing_detail(cfg),
+        "vgpu_profile": args.vgpu_profile,
+        "vgpu_vms_per_gpu": args.vgpu_vms_per_gpu,
+        "vgpu_policy": args.vgpu_policy,
+        "vgpu_policy_command": esxcli_command(args.vgpu_policy) if args.vgpu_policy else None,
+        "kw_vms": args.kw_vm_count,
+        "workload_run_sharing": sharing_detail(args),
     }
     return {k: v for k, v in out.items() if v is not None}
 
@@ -75,14 +77,14 @@ class _Cloner:
 
     def __init__(
         self,
-        cfg: LabConfig,
+        args: VsphereGpuArgs,
         parent: pulumi.ComponentResource,
         cluster: Any,
         datastore: Any,
         network: Any,
         template: Any,
     ) -> None:
-        self.cfg, self.parent, self.provider = cfg, parent, getattr(parent, "provider", None)
+        self.args, self.parent, self.provider = args, parent, getattr(parent, "provider", None)
         self.cluster, self.datastore, self.network, self.template = (
             cluster,
             datastore,
@@ -98,15 +100,15 @@ class _Cloner:
         annotation: str,
         extra: dict[str, Any],
     ) -> vsphere.VirtualMachine:
-        cfg, template = self.cfg, self.template
-        domain = cfg.domain
+        args, template = self.args, self.template
+        domain = args.domain
         assert domain is not None  # infra.config defaults it (gpulab.local)
         return vsphere.VirtualMachine(
             name,
             name=name,
             resource_pool_id=self.cluster.resource_pool_id,
             datastore_id=self.datastore.id,
-            folder=cfg.folder,
+            folder=args.folder,
             num_cpus=cpus,
             memory=memory_mb,
             guest_id=template.guest_id,
@@ -146,75 +148,75 @@ class _Cloner:
 class VsphereGpuLab(pulumi.ComponentResource):
     hosts: list[Host]
 
-    def __init__(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(f"{TYPE_PREFIX}:VsphereGpuLab", cfg.lab, None, opts)
+    def __init__(self, args: VsphereGpuArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TYPE_PREFIX}:VsphereGpuLab", args.lab, None, opts)
         self.provider = vsphere.Provider(
-            f"{cfg.lab}-vsphere",
-            vsphere_server=cfg.vsphere_server,
-            user=cfg.vsphere_user,
-            password=cfg.vsphere_password,
-            allow_unverified_ssl=cfg.vsphere_insecure,
+            f"{args.lab}-vsphere",
+            vsphere_server=args.vsphere_server,
+            user=args.vsphere_user,
+            password=args.vsphere_password,
+            allow_unverified_ssl=args.vsphere_insecure,
             opts=pulumi.ResourceOptions(parent=self),
         )
         invoke = pulumi.InvokeOptions(parent=self, provider=self.provider)
-        dc = vsphere.get_datacenter_output(name=cfg.datacenter, opts=invoke)
+        dc = vsphere.get_datacenter_output(name=args.datacenter, opts=invoke)
         cluster = vsphere.get_compute_cluster_output(
-            name=cfg.cluster, datacenter_id=dc.id, opts=invoke
+            name=args.cluster, datacenter_id=dc.id, opts=invoke
         )
         datastore = vsphere.get_datastore_output(
-            name=cfg.datastore, datacenter_id=dc.id, opts=invoke
+            name=args.datastore, datacenter_id=dc.id, opts=invoke
         )
-        network = vsphere.get_network_output(name=cfg.network, datacenter_id=dc.id, opts=invoke)
+        network = vsphere.get_network_output(name=args.network, datacenter_id=dc.id, opts=invoke)
         template = vsphere.get_virtual_machine_output(
-            name=cfg.template, datacenter_id=dc.id, opts=invoke
+            name=args.template, datacenter_id=dc.id, opts=invoke
         )
         gpu_host = (
-            vsphere.get_host_output(name=cfg.gpu_host, datacenter_id=dc.id, opts=invoke)
-            if cfg.mode == "passthrough"
+            vsphere.get_host_output(name=args.gpu_host, datacenter_id=dc.id, opts=invoke)
+            if args.mode == "passthrough"
             else None
         )
         self.vms: list[vsphere.VirtualMachine] = []
         self.vgpus: list[Any] = []
         self.hosts = []
-        vm_gpu_path = gpu_path(cfg)
-        clone = _Cloner(cfg, self, cluster, datastore, network, template)
-        for i in range(cfg.host_count or 1):
-            name = f"{cfg.lab}-gpu-{i}"
+        vm_gpu_path = SPEC.gpu_path(args)
+        clone = _Cloner(args, self, cluster, datastore, network, template)
+        for i in range(args.host_count or 1):
+            name = f"{args.lab}-gpu-{i}"
             vm = clone.vm(
                 name,
-                cfg.vm_cpus,
-                cfg.vm_memory_mb,
-                f"gpulab lab={cfg.lab} topology={cfg.topology} mode={cfg.mode}",
-                self._gpu_args(cfg, i, template, gpu_host),
+                args.vm_cpus,
+                args.vm_memory_mb,
+                f"gpulab lab={args.lab} topology={args.topology} mode={args.mode}",
+                self._gpu_args(args, i, template, gpu_host),
             )
             self.vms.append(vm)
-            host_vars: dict[str, Any] = {"lab": cfg.lab, "vsphere_mode": cfg.mode}
-            if cfg.mode == "vgpu":
-                self.vgpus.append(self._attach_vgpu(cfg, name, vm))
-                host_vars.update(vgpu_factors(cfg))
-            if cfg.mode == "bitfusion":
-                host_vars["bitfusion_server"] = cfg.bitfusion_server
-            if cfg.mode == "passthrough":
-                host_vars["gpus"] = cfg.gpus_per_vm
+            host_vars: dict[str, Any] = {"lab": args.lab, "vsphere_mode": args.mode}
+            if args.mode == "vgpu":
+                self.vgpus.append(self._attach_vgpu(args, name, vm))
+                host_vars.update(vgpu_factors(args))
+            if args.mode == "bitfusion":
+                host_vars["bitfusion_server"] = args.bitfusion_server
+            if args.mode == "passthrough":
+                host_vars["gpus"] = args.gpus_per_vm
             self.hosts.append(
                 Host(
                     name=name,
                     address=vm.default_ip_address,
-                    ssh_user=cfg.ssh_user,
-                    groups=host_groups(cfg, f"vsphere_{cfg.mode}"),
+                    ssh_user=args.ssh_user,
+                    groups=host_groups(args, f"vsphere_{args.mode}"),
                     gpu_path=vm_gpu_path,
                     vars=host_vars,
                 )
             )
-        self.policy = self._vgpu_policy(cfg) if cfg.mode == "vgpu" and cfg.vgpu_policy else None
+        self.policy = self._vgpu_policy(args) if args.mode == "vgpu" and args.vgpu_policy else None
         self.kw_vms = []
-        for i in range(cfg.kw_vm_count):
-            name = f"{cfg.lab}-kw-{i}"
+        for i in range(args.kw_vm_count):
+            name = f"{args.lab}-kw-{i}"
             vm = clone.vm(
                 name,
-                cfg.kw_vm_cpus,
-                cfg.kw_vm_memory_mb,
-                f"gpulab lab={cfg.lab} topology={cfg.topology} role=knowledge-worker",
+                args.kw_vm_cpus,
+                args.kw_vm_memory_mb,
+                f"gpulab lab={args.lab} topology={args.topology} role=knowledge-worker",
                 {"firmware": template.firmware},
             )
             self.kw_vms.append(vm)
@@ -223,83 +225,79 @@ class VsphereGpuLab(pulumi.ComponentResource):
                 Host(
                     name=name,
                     address=vm.default_ip_address,
-                    ssh_user=cfg.ssh_user,
+                    ssh_user=args.ssh_user,
                     groups=[KW_GROUP],
                     gpu_path="none",
-                    vars={"lab": cfg.lab, "kw_vms": cfg.kw_vm_count},
+                    vars={"lab": args.lab, "kw_vms": args.kw_vm_count},
                 )
             )
-        if cfg.mode == "bitfusion":
+        if args.mode == "bitfusion":
             self.hosts.append(
                 Host(
-                    name=f"{cfg.lab}-bitfusion-server",
-                    address=cfg.bitfusion_server,
-                    ssh_user=cfg.ssh_user,
+                    name=f"{args.lab}-bitfusion-server",
+                    address=args.bitfusion_server,
+                    ssh_user=args.ssh_user,
                     groups=["bitfusion_server"],
                     gpu_path="none",
-                    vars={"lab": cfg.lab, "managed_by_gpulab": False},
+                    vars={"lab": args.lab, "managed_by_gpulab": False},
                 )
             )
         self.register_outputs({"hosts": [h.to_output() for h in self.hosts]})
 
     @staticmethod
-    def _gpu_args(cfg: LabConfig, index: int, template: Any, gpu_host: Any) -> dict[str, Any]:
-        if cfg.mode == "passthrough":
-            assert cfg.gpus_per_vm and gpu_host is not None
-            ids = cfg.pci_device_ids[index * cfg.gpus_per_vm : (index + 1) * cfg.gpus_per_vm]
+    def _gpu_args(args: VsphereGpuArgs, index: int, template: Any, gpu_host: Any) -> dict[str, Any]:
+        if args.mode == "passthrough":
+            assert args.gpus_per_vm and gpu_host is not None
+            ids = args.pci_device_ids[index * args.gpus_per_vm : (index + 1) * args.gpus_per_vm]
             return {
                 "pci_device_ids": list(ids),
                 "host_system_id": gpu_host.id,
-                "memory_reservation": cfg.vm_memory_mb,
+                "memory_reservation": args.vm_memory_mb,
                 "memory_reservation_locked_to_max": True,
                 "firmware": "efi",
-                "extra_config": passthrough_extra_config(cfg),
+                "extra_config": passthrough_extra_config(args),
             }
-        if cfg.mode == "vgpu":
+        if args.mode == "vgpu":
             # NVIDIA vGPU needs all guest memory reserved.
             return {
-                "memory_reservation": cfg.vm_memory_mb,
+                "memory_reservation": args.vm_memory_mb,
                 "memory_reservation_locked_to_max": True,
                 "firmware": template.firmware,
             }
         return {"firmware": template.firmware}
 
-    def _vgpu_policy(self, cfg: LabConfig) -> Any:
-        from infra.dynamic.vgpu import VgpuPolicy
-
-        assert cfg.cluster and cfg.vsphere_server and cfg.vsphere_user and cfg.vgpu_policy
+    def _vgpu_policy(self, args: VsphereGpuArgs) -> Any:
+        assert args.cluster and args.vsphere_server and args.vsphere_user and args.vgpu_policy
         return VgpuPolicy(
-            f"{cfg.lab}-vgpu-policy",
-            cluster=cfg.cluster,
-            policy=cfg.vgpu_policy,
-            profile=cfg.vgpu_profile,
-            apply=cfg.vgpu_policy_apply,
-            server=cfg.vsphere_server,
-            user=cfg.vsphere_user,
-            password=cfg.vsphere_password,
-            insecure=cfg.vsphere_insecure,
+            f"{args.lab}-vgpu-policy",
+            cluster=args.cluster,
+            policy=args.vgpu_policy,
+            profile=args.vgpu_profile,
+            apply=args.vgpu_policy_apply,
+            server=args.vsphere_server,
+            user=args.vsphere_user,
+            password=args.vsphere_password,
+            insecure=args.vsphere_insecure,
             opts=pulumi.ResourceOptions(parent=self, depends_on=list(self.vgpus)),
         )
 
-    def _attach_vgpu(self, cfg: LabConfig, name: str, vm: vsphere.VirtualMachine) -> Any:
-        from infra.dynamic.vgpu import VgpuProfile
-
+    def _attach_vgpu(self, args: VsphereGpuArgs, name: str, vm: vsphere.VirtualMachine) -> Any:
         # infra.config requires these for mode vgpu.
-        assert cfg.vgpu_profile is not None and cfg.vsphere_server is not None
-        assert cfg.vsphere_user is not None
+        assert args.vgpu_profile is not None and args.vsphere_server is not None
+        assert args.vsphere_user is not None
         return VgpuProfile(
             f"{name}-vgpu",
             vm_uuid=vm.uuid,
             vm_name=vm.name,
-            profile=cfg.vgpu_profile,
-            server=cfg.vsphere_server,
-            user=cfg.vsphere_user,
-            password=cfg.vsphere_password,
-            insecure=cfg.vsphere_insecure,
+            profile=args.vgpu_profile,
+            server=args.vsphere_server,
+            user=args.vsphere_user,
+            password=args.vsphere_password,
+            insecure=args.vsphere_insecure,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[vm]),
         )
 
 
-def build(cfg: LabConfig) -> tuple[pulumi.ComponentResource, list[Host]]:
-    lab = VsphereGpuLab(cfg)
+def build(args: VsphereGpuArgs) -> tuple[pulumi.ComponentResource, list[Host]]:
+    lab = VsphereGpuLab(args)
     return lab, lab.hosts

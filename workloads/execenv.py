@@ -1,10 +1,13 @@
 """Execution environments: one :class:`ExecEnv` entry per way the runner is started on a host.
 
 The table :data:`ENVS` is the only place that knows what ``native``, ``docker``, ``apptainer``
-(alias ``singularity``), ``k8s`` and ``bitfusion`` are. Config validation takes the accepted
-names from it, ``site.yml`` picks the roles from it, the ``workload_run`` role and
-``gpulab run local`` launch through :func:`render_launch`, and records carry
-:attr:`ExecEnv.record_label`.
+(alias ``singularity``), ``k8s`` and ``bitfusion`` are. It lives in ``workloads/`` because the
+runner needs the names too (the setting a record states, :mod:`workloads.setting`; the
+fingerprint's cross-check) and never imports ``infra/``; ``infra/`` imports it: config
+validation takes the accepted names from it (the one place a name is checked and an alias
+resolved), ``site.yml``'s roles and the ``workload_run`` role's launchers are generated from it
+(``python -m infra.specs.ansible_vars``), ``gpulab run local`` launches through
+:func:`render_launch`, and records carry :attr:`ExecEnv.record_label`.
 
 One Docker launcher, the same on a laptop (``gpulab run local``) and on a lab host
 (``workload_run``)::
@@ -32,7 +35,7 @@ One Docker launcher, the same on a laptop (``gpulab run local``) and on a lab ho
 - ``--entrypoint=``: the image's entrypoint is cleared and the command is given in full, so
   any image with Python and the framework works, not only one built from our Dockerfile.
 
-Nothing here imports Ansible, Pulumi or ``workloads/``.
+Nothing here imports Ansible, Pulumi, ``infra/`` or another module of ``workloads/``.
 """
 
 from __future__ import annotations
@@ -108,6 +111,9 @@ class ExecEnv:
     # Jinja-templated tokens, run on every GPU host that measures in it); () = none beyond
     # nvidia-smi on the host.
     validate_argv: tuple[str, ...] = ()
+    # The container runtimes the fingerprint may see the runner in when it runs here (its
+    # ``container.runtime``, workloads.fingerprint.system); () for one that is no container.
+    runtimes: tuple[str, ...] = ()
 
     @property
     def record_label(self) -> str:
@@ -185,6 +191,7 @@ ENVS: dict[str, ExecEnv] = {
                 "nvidia-smi",
                 "-L",
             ),
+            runtimes=("docker",),
             why="engine + NVIDIA container toolkit; workload_env ships workloads/ to mount",
         ),
         ExecEnv(
@@ -212,6 +219,7 @@ ENVS: dict[str, ExecEnv] = {
             validate_argv=("apptainer", "exec", "--nv", "{{ validate_sif }}", "nvidia-smi", "-L"),
             lab_values={"apptainer": "{{ workload_run_apptainer_bin }}"},
             aliases=("singularity",),
+            runtimes=("apptainer",),
             why="Singularity's successor; 'singularity' is accepted and recorded as apptainer",
         ),
         ExecEnv(
@@ -235,6 +243,7 @@ ENVS: dict[str, ExecEnv] = {
                 build="the docker image, pushed to a registry the cluster reaches",
                 lab_var="workload_run_k8s_image",
             ),
+            runtimes=("kubernetes",),
             why="a Job through the k8s_control host; k8s_gpu prepares the cluster there",
         ),
         ExecEnv(

@@ -1,11 +1,12 @@
 """The value types of the ``gpulab:*`` keys: pydantic types (bounds, patterns, parsers), each
 with the :class:`Allowed` text that an error says, and the bounds documented in docs/limits.md.
-The key table (:mod:`infra.config.fields`) gives each key one of them.
+Every key table (the shared keys, each topology's Args) gives each key one of them.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,8 +15,7 @@ from typing import Annotated, Any
 import annotated_types as at
 from pydantic import BeforeValidator, StringConstraints
 
-from infra.config.roles import BadValue, maybe_json
-from infra.specs import execenv as _execenv
+from workloads import execenv
 
 LAB_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -46,6 +46,20 @@ MAX_KW_VMS = 512  # knowledge-worker VMs of one arm (the VMware vGPU paper went 
 MAX_LIST = 256  # items of any list key
 MAX_STR = 1024  # characters of any string key
 MAX_INT_DIGITS = 20  # an integer written with more digits is refused before it is parsed
+
+
+class BadValue(ValueError):
+    """Raised by a parser; the text says what is allowed."""
+
+
+def maybe_json(raw: Any) -> Any:
+    """The engine hands structured config to the program as JSON text."""
+    if isinstance(raw, str) and raw[:1] in "[{":
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+    return raw
 
 
 @dataclass(frozen=True)
@@ -132,13 +146,14 @@ def OneOf(*allowed: str) -> Any:
 
 
 def List(item: Any, what: str) -> Any:
-    """A list (YAML, or the engine's JSON text) of ``item``; any bad item: the list's text."""
+    """A list (YAML, or the engine's JSON text) of ``item``, kept as a tuple; any bad item:
+    the list's text."""
 
     def json_list(raw: Any) -> Any:
         return maybe_json(raw)
 
     return Annotated[
-        list[item],
+        tuple[item, ...],
         BeforeValidator(json_list),
         at.MaxLen(MAX_LIST),
         Allowed(f"a list of {what}", above=f"a list of at most {MAX_LIST} {what}"),
@@ -179,16 +194,18 @@ def _ssh_key(raw: Any) -> str:
 
 
 def _exec_env(raw: Any) -> str:
-    """An execution environment of infra/specs/execenv.py, an alias resolved (the table is read
+    """An execution environment of workloads/execenv.py, an alias resolved (the table is read
     on every call, so an entry added there is accepted here)."""
     try:
-        return _execenv.canonical(raw if isinstance(raw, str) else repr(raw))
-    except _execenv.UnknownExecEnv:
+        return execenv.canonical(raw if isinstance(raw, str) else repr(raw))
+    except execenv.UnknownExecEnv:
         raise ValueError from None
 
 
 def _suite(raw: Any) -> str:
     """A suite shipped in workloads/suites/ (the runner reads suites by name on the hosts)."""
+    # lazily: the suites module loads the scenario registry, which a stack without a suite
+    # key (most) never needs
     from workloads.suites import list_suites
 
     names = list_suites()
@@ -210,7 +227,7 @@ def _secret(raw: Any) -> Any:
     if isinstance(raw, SecretRef):
         return raw
     try:
-        import pulumi
+        import pulumi  # lazily: a stack file's secrets are SecretRefs, read without Pulumi
     except ImportError:  # pragma: no cover - pulumi is a dependency
         raise ValueError from None
     if isinstance(raw, pulumi.Output):

@@ -1,4 +1,5 @@
-"""``magnum-k8s``: a Magnum Kubernetes cluster; workloads run as GPU containers (k8s Jobs).
+"""``magnum-k8s``'s builder: a Magnum Kubernetes cluster; workloads run as GPU containers
+(k8s Jobs).
 
 The cluster template targets Magnum's Cluster API driver (magnum-cluster-api): an Ubuntu
 image with ``os_distro=ubuntu`` (the driver's ``{server_type: vm, os: ubuntu, coe:
@@ -16,10 +17,11 @@ from urllib.parse import urlparse
 import pulumi
 import pulumi_openstack as openstack
 
-from infra.config import LabConfig
 from infra.hosts import Host
-from infra.topologies.common import TYPE_PREFIX, gpu_path, host_groups
-from infra.topologies.openstack_base import build_base
+from infra.topologies.common import TYPE_PREFIX, host_groups
+from infra.topologies.magnum_k8s import SPEC
+from infra.topologies.magnum_k8s.args import MagnumK8sArgs
+from infra.topologies.openstack.base import build_base
 
 # Labels of the Cluster API driver (magnum-cluster-api, docs/user/labels.md) that a benchmark
 # lab sets: no auto-healing (a node replaced in the middle of a measurement changes the arm's
@@ -28,14 +30,14 @@ from infra.topologies.openstack_base import build_base
 CAPI_LABELS = {"auto_healing_enabled": "false", "auto_scaling_enabled": "false"}
 
 
-def cluster_labels(cfg: LabConfig) -> dict[str, str]:
+def cluster_labels(args: MagnumK8sArgs) -> dict[str, str]:
     """Magnum labels: the lab's name, the Cluster API driver's settings above, then the
     operator's ``gpulab:labels`` over them."""
     return {
-        "gpulab_lab": cfg.lab,
-        "gpulab_topology": cfg.topology,
+        "gpulab_lab": args.lab,
+        "gpulab_topology": args.topology,
         **CAPI_LABELS,
-        **cfg.labels,
+        **args.labels,
     }
 
 
@@ -63,27 +65,27 @@ def _nth(index: int) -> Callable[[Sequence[str] | None], str | None]:
 class MagnumK8sLab(pulumi.ComponentResource):
     hosts: list[Host]
 
-    def __init__(self, cfg: LabConfig, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(f"{TYPE_PREFIX}:MagnumK8sLab", cfg.lab, None, opts)
-        base = build_base(cfg, self, secgroup=False)
+    def __init__(self, args: MagnumK8sArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(f"{TYPE_PREFIX}:MagnumK8sLab", args.lab, None, opts)
+        base = build_base(args, self, secgroup=False)
         child = pulumi.ResourceOptions(
             parent=self, provider=base.provider, depends_on=[base.router_interface]
         )
-        labels = cluster_labels(cfg)
+        labels = cluster_labels(args)
         self.template = openstack.containerinfra.ClusterTemplate(
-            f"{cfg.lab}-k8s-template",
-            name=f"{cfg.lab}-k8s-template",
+            f"{args.lab}-k8s-template",
+            name=f"{args.lab}-k8s-template",
             coe="kubernetes",
-            server_type=cfg.server_type,
-            image=cfg.image,
-            master_flavor=cfg.master_flavor,
-            flavor=cfg.node_flavor,
-            network_driver=cfg.network_driver,
-            docker_volume_size=cfg.docker_volume_size if cfg.server_type == "vm" else None,
+            server_type=args.server_type,
+            image=args.image,
+            master_flavor=args.master_flavor,
+            flavor=args.node_flavor,
+            network_driver=args.network_driver,
+            docker_volume_size=args.docker_volume_size if args.server_type == "vm" else None,
             external_network_id=base.external.id,
             fixed_network=base.network.id,
             fixed_subnet=base.subnet.id,
-            dns_nameserver=cfg.dns_nameservers[0] if cfg.dns_nameservers else None,
+            dns_nameserver=args.dns_nameservers[0] if args.dns_nameservers else None,
             keypair_id=base.keypair.name,
             floating_ip_enabled=True,
             master_lb_enabled=False,
@@ -92,11 +94,11 @@ class MagnumK8sLab(pulumi.ComponentResource):
             opts=child,
         )
         self.cluster = openstack.containerinfra.Cluster(
-            f"{cfg.lab}-k8s",
-            name=f"{cfg.lab}-k8s",
+            f"{args.lab}-k8s",
+            name=f"{args.lab}-k8s",
             cluster_template_id=self.template.id,
-            master_count=cfg.master_count,
-            node_count=cfg.node_count,
+            master_count=args.master_count,
+            node_count=args.node_count,
             keypair=base.keypair.name,
             labels=labels,
             merge_labels=True,
@@ -108,30 +110,30 @@ class MagnumK8sLab(pulumi.ComponentResource):
         api = self.cluster.api_address
         self.hosts = [
             Host(
-                name=f"{cfg.lab}-k8s-api",
+                name=f"{args.lab}-k8s-api",
                 address=api.apply(_api_host),
-                ssh_user=cfg.ssh_user,
+                ssh_user=args.ssh_user,
                 groups=["k8s_control"],
                 gpu_path="none",
                 ssh_port=22,
-                vars={"lab": cfg.lab, "api_url": api, **CONTROLLER_VARS},
+                vars={"lab": args.lab, "api_url": api, **CONTROLLER_VARS},
             )
         ]
-        node_gpu_path = gpu_path(cfg)
-        for i in range(cfg.node_count or 1):
+        node_gpu_path = SPEC.gpu_path(args)
+        for i in range(args.node_count or 1):
             self.hosts.append(
                 Host(
-                    name=f"{cfg.lab}-k8s-node-{i}",
+                    name=f"{args.lab}-k8s-node-{i}",
                     address=self.cluster.node_addresses.apply(_nth(i)),
-                    ssh_user=cfg.ssh_user,
-                    groups=host_groups(cfg, "k8s_nodes"),
+                    ssh_user=args.ssh_user,
+                    groups=host_groups(args, "k8s_nodes"),
                     gpu_path=node_gpu_path,
-                    vars={"lab": cfg.lab, "k8s_cluster": f"{cfg.lab}-k8s"},
+                    vars={"lab": args.lab, "k8s_cluster": f"{args.lab}-k8s"},
                 )
             )
         self.register_outputs({"hosts": [h.to_output() for h in self.hosts]})
 
 
-def build(cfg: LabConfig) -> tuple[pulumi.ComponentResource, list[Host]]:
-    lab = MagnumK8sLab(cfg)
+def build(args: MagnumK8sArgs) -> tuple[pulumi.ComponentResource, list[Host]]:
+    lab = MagnumK8sLab(args)
     return lab, lab.hosts
