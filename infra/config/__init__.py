@@ -19,6 +19,7 @@ from typing import Any
 
 from infra.config.fields import BY_KEY, FIELDS, TOPOLOGIES, LabConfig, SecretRef
 from infra.config.model import ConfigError, validate
+from infra.config.roles import EngineSecret
 from infra.errors import UsageError
 
 NAMESPACE = "gpulab"
@@ -105,6 +106,13 @@ def load_stack_file(path: str | Path, *, allow_placeholders: bool = False) -> La
     return cfg
 
 
+def _holds_secret_input(text: Any) -> bool:
+    from infra.config.roles import maybe_json, secret_role_inputs
+
+    value = maybe_json(text)
+    return isinstance(value, dict) and any(k in secret_role_inputs() for k in value)
+
+
 def from_pulumi_config() -> LabConfig:
     """Validate the running Pulumi program's ``gpulab:*`` config (secrets via require_secret).
 
@@ -122,6 +130,11 @@ def from_pulumi_config() -> LabConfig:
         key = full_key[len(prefix) :]
         field = BY_KEY.get(key)
         is_secret = runtime_config.is_config_secret(full_key) or full_key in secret_keys
+        if is_secret and key == "site" and _holds_secret_input(runtime_config.get_config(full_key)):
+            # A `--secret --path 'gpulab:site.<input>'` value makes the whole key a secret: its
+            # secret role inputs become secret Outputs, the rest stays plain (infra.config.roles).
+            raw[key] = EngineSecret(runtime_config.get_config(full_key))
+            continue
         if is_secret and (field is None or not field.secret):
             # the engine decrypted it; a plain key must not carry a secret (outputs, logs)
             raise ConfigError(

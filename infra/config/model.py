@@ -22,6 +22,8 @@ from infra.specs.topology import get as topology_spec
 
 __all__ = ["ConfigError", "LabConfig", "validate"]
 
+# The role input gpulab:vgpu_license_token is handed to (infra.dynamic.measure).
+VGPU_TOKEN_INPUT = "nvidia_vgpu_guest_client_token"
 # pydantic error types that mean "a bound was exceeded" (an integer's maximum, a length)
 _ABOVE = frozenset({"less_than_equal", "too_long", "string_too_long"})
 
@@ -61,8 +63,10 @@ def parse(spec: Key, value: Any) -> tuple[Any, str | None]:
     try:
         return _adapter(spec.key).validate_python(value), None
     except ValidationError as exc:
-        got = "" if spec.secret else f", got {_show(value)}"
-        return None, f"gpulab:{spec.key} must be {_allowed(spec, exc.errors()[0])}{got}"
+        error = exc.errors()[0]
+        hide = getattr((error.get("ctx") or {}).get("error"), "hide_value", False)
+        got = "" if spec.secret or hide else f", got {_show(value)}"
+        return None, f"gpulab:{spec.key} must be {_allowed(spec, error)}{got}"
 
 
 def _unknown(raw: dict[str, Any], topology: str | None, problems: list[str]) -> None:
@@ -150,6 +154,13 @@ def validate(raw: dict[str, Any]) -> LabConfig:
     # the topology's own checks across keys (vsphere-gpu modes, magnum-k8s bare metal)
     topology_spec(topology).check_config(raw, values, problems)
     _check_measure_envs(topology, values, problems)
+    if values.get("vgpu_license_token") is not None and VGPU_TOKEN_INPUT in (
+        values.get("site") or {}
+    ):
+        problems.append(
+            f"gpulab:vgpu_license_token and gpulab:site.{VGPU_TOKEN_INPUT} both set the vGPU "
+            "license token: keep one"
+        )
     cidr = values.get("admin_cidr")
     if isinstance(cidr, str) and cidr.endswith("/0") and not values.get("allow_world"):
         problems.append(
