@@ -32,9 +32,10 @@ and saved outputs files, which a cloud or a hand edit fills: the name is a plain
 name (no leading ``-``, no space, no newline), the address an IP address or a host name (an
 absolute path for a chroot connection), the user a login name, the port 1-65535, every var
 name an Ansible variable name, and of the ``ansible_*`` variables only those that say which
-connection to use (``ansible_connection``, ``ansible_python_interpreter``, ``ansible_become``,
-``ansible_ssh_private_key_file``, each with a checked value): ``ansible_ssh_common_args``
-(a ``ProxyCommand``), ``ansible_ssh_executable`` and the rest would let data choose a command.
+connection to use (:data:`CONNECTION_VARS`: ``ansible_connection``,
+``ansible_python_interpreter``, ``ansible_become``, ``ansible_pipelining``,
+``ansible_ssh_private_key_file``, each with a checked value): ``ansible_ssh_common_args`` (a
+``ProxyCommand``), ``ansible_ssh_executable`` and the rest would let data choose a command.
 A bad field raises :class:`InventoryError`, one line naming the host and the field.
 
 The values are data: whoever writes the inventory for Ansible marks every string unsafe
@@ -131,6 +132,7 @@ CONNECTION_VARS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "ansible_connection": (_connection_ok, "one of " + ", ".join(sorted(CONNECTIONS))),
     "ansible_python_interpreter": (_interpreter_ok, "an absolute path"),
     "ansible_become": (lambda v: isinstance(v, bool), "true or false"),
+    "ansible_pipelining": (lambda v: isinstance(v, bool), "true or false"),
     "ansible_ssh_private_key_file": (_path_ok, "an absolute path"),
 }
 
