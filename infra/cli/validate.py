@@ -51,11 +51,13 @@ def validate_cmd(
 
 
 def settings(cfg: Any) -> list[tuple[str, str]]:
-    """The stack's set ``gpulab:*`` keys as shown text (secrets as "(secret, set)"), then the
-    topology's own lines."""
+    """The stack's set ``gpulab:*`` keys as shown text (secrets, and the secret role inputs of
+    ``gpulab:site``, as "(secret, set)"), then the topology's own lines."""
     from infra.config import SecretRef
+    from infra.config.roles import secret_role_inputs
     from infra.topologies import get as topology
 
+    secret_inputs = secret_role_inputs()  # no_log role inputs (gpulab:site): never shown
     rows: list[tuple[str, str]] = []
     for spec, value in cfg.items():
         if value in (None, (), {}):
@@ -65,7 +67,9 @@ def settings(cfg: Any) -> list[tuple[str, str]]:
         elif isinstance(value, tuple | list):
             shown = ", ".join(map(str, value))
         elif isinstance(value, dict):
-            shown = ", ".join(f"{k}={v}" for k, v in value.items())
+            shown = ", ".join(
+                f"{k}={'(secret, set)' if k in secret_inputs else v}" for k, v in value.items()
+            )
         else:
             shown = str(value).lower() if isinstance(value, bool) else str(value)
         rows.append((f"gpulab:{spec.key}", shown))

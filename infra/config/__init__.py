@@ -20,8 +20,9 @@ from typing import Any
 from infra.config import extras, placeholders
 from infra.config.fields import LabConfig
 from infra.config.model import ConfigError, all_keys, validate
+from infra.config.roles import EngineSecret, secret_role_inputs
 from infra.errors import UsageError
-from infra.keys.types import SecretRef
+from infra.keys.types import SecretRef, maybe_json
 from workloads.errors import InputError
 from workloads.inputs import load_yaml
 
@@ -91,6 +92,11 @@ def load_stack_file(path: str | Path, *, allow_placeholders: bool = False) -> La
     return cfg
 
 
+def _holds_secret_input(text: Any) -> bool:
+    value = maybe_json(text)
+    return isinstance(value, dict) and any(k in secret_role_inputs() for k in value)
+
+
 def from_pulumi_config() -> LabConfig:
     """Validate the running Pulumi program's ``gpulab:*`` config (secrets via require_secret).
 
@@ -108,6 +114,11 @@ def from_pulumi_config() -> LabConfig:
     for full_key in sorted(k for k in keys if k.startswith(prefix)):
         key = full_key[len(prefix) :]
         is_secret = runtime_config.is_config_secret(full_key) or full_key in secret_keys
+        if is_secret and key == "site" and _holds_secret_input(runtime_config.get_config(full_key)):
+            # A `--secret --path 'gpulab:site.<input>'` value makes the whole key a secret: its
+            # secret role inputs become secret Outputs, the rest stays plain (infra.config.roles).
+            raw[key] = EngineSecret(runtime_config.get_config(full_key))
+            continue
         if is_secret and key not in secrets:
             # the engine decrypted it; a plain key must not carry a secret (outputs, logs)
             raise ConfigError(

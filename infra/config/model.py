@@ -82,8 +82,10 @@ def parse(spec: Key, value: Any) -> tuple[Any, str | None]:
     try:
         return _adapter(spec.value).validate_python(value), None
     except ValidationError as exc:
-        got = "" if spec.secret else f", got {_show(value)}"
-        return None, f"gpulab:{spec.key} must be {_allowed(spec, exc.errors()[0])}{got}"
+        error = exc.errors()[0]
+        hide = getattr((error.get("ctx") or {}).get("error"), "hide_value", False)
+        got = "" if spec.secret or hide else f", got {_show(value)}"
+        return None, f"gpulab:{spec.key} must be {_allowed(spec, error)}{got}"
 
 
 def _unknown(raw: dict[str, Any], topology: Topology | None, problems: list[str]) -> None:

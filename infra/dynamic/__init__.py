@@ -43,9 +43,12 @@ def measure_envs(cfg: LabConfig) -> list[str]:
 
 
 def site_variables(cfg: LabConfig, envs: list[str]) -> dict[str, Any]:
-    """The site run's extravars: ``gpulab:site`` role inputs under the program's own
-    ``gpulab_*`` variables (the program's win)."""
-    variables = dict(cfg.site)
+    """The site run's extravars: ``gpulab:site``'s plain role inputs under the program's own
+    ``gpulab_*`` variables (the program's win). Its secret role inputs are not here:
+    :func:`site_secrets`."""
+    from infra.config.roles import split_site
+
+    variables, _secrets = split_site(cfg.site)
     variables.update(
         {
             "gpulab_topology": cfg.topology,
@@ -54,6 +57,17 @@ def site_variables(cfg: LabConfig, envs: list[str]) -> dict[str, Any]:
         }
     )
     return variables
+
+
+def site_secrets(cfg: LabConfig) -> dict[str, Any]:
+    """The site run's secret role inputs (its 0600 secrets file only): those of
+    ``gpulab:site`` (secret Outputs) and the topology's own (the vGPU license token)."""
+    from infra.config.roles import split_site
+    from infra.topologies import get
+
+    _plain, secrets = split_site(cfg.site)
+    secrets.update(get(cfg.topology).site_secrets(cfg.args))
+    return secrets
 
 
 def measure(
@@ -70,14 +84,13 @@ def measure(
     from infra.dynamic.workload_run import WorkloadRun
     from infra.paths import stack_results_dir
     from infra.summary import merge_summaries
-    from infra.topologies import get
 
     if results_dir is None:
         results_dir = str(stack_results_dir(pulumi.get_stack()))
     all_hosts = [h.to_output() for h in hosts]
     gpu_hosts = [h.to_output() for h in hosts if h.gpu_path != "none"]
     envs = execution_envs(cfg)  # what the site prepares
-    secrets: dict[str, Any] = get(cfg.topology).site_secrets(cfg.args)  # vGPU license token
+    secrets = site_secrets(cfg)
     # Depending on the (local) component resource means depending on every resource it
     # holds: the hosts, and the vGPU attach, which powers a VM off and must finish first.
     # Not a child of the component: a child cannot depend on its own parent.

@@ -49,7 +49,12 @@ MAX_INT_DIGITS = 20  # an integer written with more digits is refused before it 
 
 
 class BadValue(ValueError):
-    """Raised by a parser; the text says what is allowed."""
+    """Raised by a parser; the text says what is allowed. ``hide_value``: the error must not
+    show the value it got (it holds a secret)."""
+
+    def __init__(self, text: str, *, hide_value: bool = False) -> None:
+        super().__init__(text)
+        self.hide_value = hide_value
 
 
 def maybe_json(raw: Any) -> Any:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from infra.topologies.contract import Topology
-from infra.topologies.vsphere_gpu.args import VsphereGpuArgs, check_config
+from infra.topologies.vsphere_gpu.args import VGPU_TOKEN_INPUT, VsphereGpuArgs, check_config
 
 GPU_PATH = {"passthrough": "pci-passthrough", "vgpu": "vgpu", "bitfusion": "bitfusion"}
 
@@ -14,7 +14,7 @@ GPU_PATH = {"passthrough": "pci-passthrough", "vgpu": "vgpu", "bitfusion": "bitf
 def site_secrets(args: VsphereGpuArgs) -> dict[str, Any]:
     """The vGPU guests' license token, for the site run's nvidia_vgpu_guest role."""
     token = args.vgpu_license_token
-    return {} if token is None else {"nvidia_vgpu_guest_client_token": token}
+    return {} if token is None else {VGPU_TOKEN_INPUT: token}
 
 
 SPEC = Topology(

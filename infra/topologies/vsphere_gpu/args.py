@@ -89,8 +89,20 @@ class VsphereGpuArgs(LabArgs):
     # fmt: on
 
 
+# The role input gpulab:vgpu_license_token is handed to (the site run's secrets).
+VGPU_TOKEN_INPUT = "nvidia_vgpu_guest_client_token"
+
+
 def check_config(raw: dict[str, Any], values: dict[str, Any], problems: list[str]) -> None:
-    """Keys of the other modes are refused; the mode's own required keys must be there."""
+    """Keys of the other modes are refused; the mode's own required keys must be there; the
+    license token is given once."""
+    if values.get("vgpu_license_token") is not None and VGPU_TOKEN_INPUT in (
+        values.get("site") or {}
+    ):
+        problems.append(
+            f"gpulab:vgpu_license_token and gpulab:site.{VGPU_TOKEN_INPUT} both set the vGPU "
+            "license token: keep one"
+        )
     mode = values.get("mode")
     if mode is None:
         return
