@@ -11,6 +11,7 @@ Both arms append to ``results/<stack>/<run-id>.jsonl``; the summary beside it,
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import hashlib
 import json
@@ -22,13 +23,20 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infra import runners
 from infra.errors import UsageError
+from infra.procs import ProcessRef, die_with_parent, signal_group
+from infra.signals import Stopped, deferred, signum_of
 from infra.specs.execenv import Mount, container_name, render_launch
 from workloads.errors import InputError
+from workloads.files import make_dirs, write_text
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATE = REPO / "templates" / "Dockerfile.j2"
@@ -172,6 +180,24 @@ def _count_records(path: Path) -> int:
         return 0
 
 
+# How long a runner has to stop after the signal gpulab passes on (it stops its own measuring
+# child within 10 s and writes that record as interrupted) before its process group is killed.
+STOP_GRACE_S = 25.0
+# The signal the runner gets for each stop signal gpulab gets (it handles SIGINT and SIGTERM).
+FORWARD: dict[int, int] = {signal.SIGINT: signal.SIGINT, signal.SIGTERM: signal.SIGTERM}
+
+
+@dataclass
+class Child:
+    """A runner child as it started: its process, and its entry among the runners here."""
+
+    proc: subprocess.Popen[str]
+    ref: ProcessRef
+    entry: Path | None = None
+    container: str = ""  # the docker arm's container
+    started: float = field(default_factory=time.time)  # wall clock, just after it started
+
+
 def stream(
     cmd: list[str],
     log: Path,
@@ -179,8 +205,15 @@ def stream(
     label: str,
     console: Any,
     env: dict[str, str] | None = None,
+    on_start: Callable[[Child], None] | None = None,
 ) -> int:
-    """Run ``cmd``, showing its output and a records counter; returns its exit code."""
+    """Run ``cmd``, showing its output and a records counter; returns its exit code.
+
+    The child runs in its own process group and dies with gpulab (``infra.procs``). On a stop
+    signal (:class:`infra.signals.Stopped`, or any error here) the child's group gets SIGINT or
+    SIGTERM, then SIGKILL after :data:`STOP_GRACE_S` (at once on a second signal); its output
+    is kept to the end, and the exception goes on once the child is gone. ``on_start`` gets
+    the child as soon as it runs (the study journal records it)."""
     from rich.markup import escape
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
@@ -196,34 +229,79 @@ def stream(
         ) as progress,
     ):
         task = progress.add_task(f"{label}: starting", total=None)
-        proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            bufsize=1,
-            env=env,
-        )
+
+        def show(line: str) -> None:
+            fh.write(line)
+            fh.flush()
+            text = line.rstrip()
+            if text:
+                progress.console.print(
+                    f"  [dim]{label}[/dim] {escape(text)}", highlight=False, soft_wrap=True
+                )
+            n = _count_records(out_file) - before
+            progress.update(task, description=f"{label}: {n} record(s)")
+
+        proc: subprocess.Popen[str] | None = None
+        child: Child | None = None
         try:
+            runners.sweep()  # runners gone since the last look ended before this one starts
+            with deferred():  # a signal here waits until the child is known (and so stopped)
+                proc = subprocess.Popen(
+                    cmd,
+                    stdin=subprocess.DEVNULL,  # in a group of its own it may not read the tty
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    text=True,
+                    bufsize=1,
+                    env=env,
+                    process_group=0,
+                    preexec_fn=die_with_parent(),
+                )
+                child = Child(proc, ProcessRef.of(proc.pid))
+                what = f"{label}: {' '.join(cmd[-12:])}"
+                child.entry = runners.register(child.ref, what, out_file)
+            if on_start is not None:
+                on_start(child)
             assert proc.stdout is not None
             for line in proc.stdout:
-                fh.write(line)
-                fh.flush()
-                text = line.rstrip()
-                if text:
-                    progress.console.print(
-                        f"  [dim]{label}[/dim] {escape(text)}", highlight=False, soft_wrap=True
-                    )
-                n = _count_records(out_file) - before
-                progress.update(task, description=f"{label}: {n} record(s)")
+                show(line)
             return proc.wait()
-        except KeyboardInterrupt:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        except BaseException as exc:
+            if proc is not None:
+                _stop_child(proc, exc, show)
             raise
+        finally:
+            if child is not None:
+                runners.finish(child.entry)
+
+
+def _stop_child(
+    proc: subprocess.Popen[str], exc: BaseException, show: Callable[[str], None]
+) -> None:
+    """Stop the runner child's group (see :func:`stream`) and wait until it is gone."""
+    sig = FORWARD.get(signum_of(exc), signal.SIGTERM)
+    signal_group(proc.pid, sig if isinstance(exc, KeyboardInterrupt) else signal.SIGTERM)
+    timer = threading.Timer(STOP_GRACE_S, signal_group, (proc.pid, signal.SIGKILL))
+    timer.daemon = True
+    timer.start()
+    try:
+        while True:
+            try:
+                if proc.stdout is not None and not proc.stdout.closed:
+                    for line in proc.stdout:
+                        with contextlib.suppress(Exception):
+                            show(line)
+                # ended, not reaped: its pid (the group's id) cannot be reused meanwhile
+                os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+                break
+            except KeyboardInterrupt:  # asked again: stop it now
+                signal_group(proc.pid, signal.SIGKILL)
+            except (OSError, ValueError):  # already reaped, or its output closed
+                break
+    finally:
+        timer.cancel()
+    signal_group(proc.pid, signal.SIGKILL)  # whatever is left in its group
+    proc.wait()
 
 
 def runner_args(
@@ -257,12 +335,13 @@ def run_native(
     console: Any,
     label: str = "native",
     sharing: str = "exclusive",
+    on_start: Callable[[Child], None] | None = None,
 ) -> int:
     args = runner_args(suite, str(out), label, "native", sharing)
     cmd = [sys.executable, "-m", "workloads", *args]
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, PYTHONPATH=path)
-    return stream(cmd, log, out, label, console, env)
+    return stream(cmd, log, out, label, console, env, on_start=on_start)
 
 
 def run_docker(
@@ -276,6 +355,7 @@ def run_docker(
     name: str,
     label: str = "docker",
     sharing: str = "exclusive",
+    on_start: Callable[[Child], None] | None = None,
 ) -> int:
     # The one docker launcher (infra.specs.execenv), the same as on a lab host.
     results = out.parent.resolve()
@@ -308,7 +388,8 @@ def run_docker(
         gpus="all" if has_nvidia_gpu() else "",
     )
     try:
-        return stream(cmd, log, out, label, console, {**engine.env, **runner_env})
+        env = {**engine.env, **runner_env}
+        return stream(cmd, log, out, label, console, env, on_start=on_start)
     finally:
         engine.run("rm", "-f", name, timeout=60)
 
@@ -356,13 +437,7 @@ def run_local(
     from workloads.suites import load_suite
 
     load_suite(suite)  # a bad suite is refused here, before any file or directory is made
-    results = Path(results_root or REPO / "results") / stack
-    try:
-        results.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(
-            f"results directory {str(results)!r} cannot be made: {exc.strerror}"
-        ) from None
+    results = make_dirs(Path(results_root or REPO / "results") / stack)
     run_id = new_run_id()
     out = results / f"{run_id}.jsonl"
     run = LocalRun(run_id, out, results / f"{run_id}.summary.json", {})
@@ -373,7 +448,35 @@ def run_local(
     if engine is None:
         run.notes.append(f"{why}: running the native arm only")
         console.print(f"[yellow]gpulab: {run.notes[-1]}[/yellow]", soft_wrap=True)
+    try:
+        _run_arms(run, suite, engine, base_image, python_mode, console)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: the runner has stopped
+        sig = signum_of(exc)
+        n = _count_records(out)
+        raise Stopped(
+            sig,
+            f"run {run_id} interrupted by {signal.Signals(sig).name}: the runner stopped; "
+            f"{n} record(s) kept in {out}",
+        ) from None
 
+    summary = summarize_files([out], suite=Path(suite).stem)
+    summary["records"] = [_rel(out)] if out.is_file() else []
+    run.summary = {"topology": "local", "lab": stack, "hosts": [local_host()], "results": summary}
+    write_text(run.summary_path, json.dumps(run.summary, indent=2, sort_keys=True) + "\n")
+    return run
+
+
+def _run_arms(
+    run: LocalRun,
+    suite: str,
+    engine: DockerEngine | None,
+    base_image: str | None,
+    python_mode: str,
+    console: Any,
+) -> None:
+    """The native arm, then (an engine reachable, the native arm not interrupted) docker."""
+    run_id, out = run.run_id, run.records_path
+    results = out.parent
     console.rule(f"run {run_id}: suite {suite}, arm native")
     log = results / f"{run_id}.native.log"
     rc = run_native(suite, out, log, console)
@@ -409,12 +512,6 @@ def run_local(
         if note:
             run.notes.append(note)
             console.print(f"[red]gpulab: {note}[/red]", soft_wrap=True)
-
-    summary = summarize_files([out], suite=Path(suite).stem)
-    summary["records"] = [_rel(out)] if out.is_file() else []
-    run.summary = {"topology": "local", "lab": stack, "hosts": [local_host()], "results": summary}
-    run.summary_path.write_text(json.dumps(run.summary, indent=2, sort_keys=True) + "\n")
-    return run
 
 
 def _rel(path: Path) -> str:
