@@ -297,6 +297,8 @@ def _arm(where: str, i: int, raw: Any, study: str, base: Path, suite: str, cache
         if not isinstance(fraw, str) or not fraw.strip():
             raise _bad(where, f"{at}.stack_file", f"{_short(fraw)} is not a path")
         path = _relative(base, fraw)
+        if path.is_dir():
+            raise _bad(where, f"{at}.stack_file", f"{fraw!r} is a directory, not a stack file")
         if not path.is_file():
             raise _bad(where, f"{at}.stack_file", f"no such file {fraw!r}")
         stack_file, stack = path, study_stack_name(study, name)
