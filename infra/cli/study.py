@@ -190,7 +190,8 @@ def _report(j: Any, strict: bool, embed: bool = True) -> None:
 
 @study_app.command("status")
 def status_cmd(study: StudyArg, results_dir: ResultsOpt = None) -> None:
-    """Where a study stands: each unit's status and reason, the order and seed."""
+    """Where a study stands: each unit's status and reason, the order and seed, and who runs
+    it now (a `study run` in progress holds its lock; status never waits for it)."""
     from rich.console import Console
     from rich.table import Table
 

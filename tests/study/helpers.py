@@ -53,6 +53,10 @@ class UnitsDouble:
         self.per_unit = per_unit
         self.script = script or {}
         self.calls: list[str] = []
+        self.removed: list[str] = []  # containers it was asked to remove
+
+    def remove_container(self, name: str) -> None:
+        self.removed.append(name)
 
     def run(
         self, arm: Arm, suite: str, out: Path, log: Path, run_id: str, on_start: Any = None

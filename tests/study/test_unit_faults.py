@@ -79,6 +79,35 @@ def test_a_runner_left_measuring_by_a_killed_gpulab_is_stopped_before_measuring_
     assert j.counts()["done"] == 2
 
 
+def test_a_docker_arms_container_left_by_a_killed_gpulab_is_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The docker CLI died with gpulab; its container (run by dockerd, not a child) did not:
+    the resume removes it by the name the journal recorded. The Docker engine is a DOUBLE
+    that records the command it is given."""
+    from infra.study.local import LocalUnits
+
+    write_study(tmp_path, repeats=1)
+    d = driver(tmp_path, UnitsDouble())
+    gone = ProcessRef(2**22 + 1, 1, ProcessRef.of(os.getpid()).host).to_json()  # no such pid
+    d.journal.set_unit(d.journal.order()[0], "running", runner={**gone, "container": "gpulab-x"})
+    units = UnitsDouble()
+    d.local = units
+    assert d.run().counts()["done"] == 2
+    assert units.removed == ["gpulab-x"]
+
+    seen: list[tuple[str, ...]] = []
+
+    class Engine:
+        def run(self, *args: str, timeout: float | None = None) -> None:
+            seen.append(args)
+
+    local = LocalUnits(Console(file=io.StringIO()))
+    monkeypatch.setattr(local, "engine", lambda: (Engine(), ""))
+    local.remove_container("gpulab-x")
+    assert seen == [("rm", "-f", "gpulab-x")]
+
+
 def test_a_recorded_pid_that_another_process_took_is_left_alone_double(
     tmp_path: Path, sleeper: subprocess.Popen[bytes], registry: Path
 ) -> None:
