@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import signal
 import time
 from dataclasses import dataclass
@@ -26,16 +25,17 @@ from typing import Any
 
 from infra import runners
 from infra.errors import UsageError
-from infra.local_run import Child
 from infra.procs import ProcessRef, stop_process
+from infra.runner_child import Child
 from infra.signals import deferred, signum_of
 from infra.study.lab import LabUnits
 from infra.study.local import LocalUnits, UnitResult
 from infra.study.model import Arm, Study, check_stack_files
 from infra.study.plan import Unit, new_seed, plan
-from infra.study.state import Journal, now, open_journal, record_count, unit_file_problem
+from infra.study.state import Journal, now, open_journal, unit_file_problem
+from infra.study.unit_files import read_part, set_aside, tag_records
 from workloads.errors import InputError
-from workloads.files import OutputError, make_dirs, write_text
+from workloads.files import OutputError, make_dirs
 
 
 class StudyInterrupted(Exception):
@@ -85,61 +85,6 @@ def _fmt(seconds: float) -> str:
     return (
         f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
     )
-
-
-def read_part(part: Path) -> list[dict[str, Any]]:
-    """The whole records of a unit's ``.part`` file (a torn last line of a killed writer and
-    anything that is not a JSON object are not records)."""
-    out: list[dict[str, Any]] = []
-    try:
-        text = part.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        return out
-    for line in text.split("\n"):
-        try:
-            rec = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(rec, dict):
-            out.append(rec)
-    return out
-
-
-def tag_records(
-    part: Path, final: Path, study: str, unit: Unit, flags: list[str] | None = None
-) -> tuple[int, int]:
-    """Copy a unit's records to its final file with ``params.study`` set (and ``flags`` added
-    to each record's ``setting_flags``); (records, ok). The final file is read back and must
-    hold them all before the ``.part`` file goes; OutputError when it cannot be written."""
-    lines, ok = [], 0
-    for rec in read_part(part):
-        params: dict[str, Any] = rec["params"] if isinstance(rec.get("params"), dict) else {}
-        params["study"] = {"name": study, "arm": unit.arm, "repeat": unit.repeat}
-        rec["params"] = params
-        if flags:
-            have = rec.get("setting_flags")
-            rec["setting_flags"] = [*(have if isinstance(have, list) else []), *flags]
-        ok += rec.get("status") == "ok"
-        lines.append(json.dumps(rec, sort_keys=True))
-    write_text(final, "".join(f"{ln}\n" for ln in lines))
-    got = record_count(final)
-    if got != len(lines):
-        raise OutputError(f"{str(final)!r} holds {got} of the {len(lines)} records written")
-    part.unlink(missing_ok=True)
-    return len(lines), ok
-
-
-def _aside(path: Path, kind: str) -> None:
-    if not path.is_file():
-        return
-    n = 1
-    stem = path.name.removesuffix(".part").removesuffix(".jsonl")
-    while (path.parent / f"{stem}.{kind}-{n}.jsonl").exists():
-        n += 1
-    try:
-        path.rename(path.parent / f"{stem}.{kind}-{n}.jsonl")
-    except OSError as exc:
-        raise OutputError(f"cannot move {str(path)!r} aside: {exc.strerror}") from None
 
 
 class Driver:
@@ -251,7 +196,7 @@ class Driver:
     def _pending(self, u: Unit, why: str) -> None:
         part = self.journal.records_file(u).with_name(self.journal.records_file(u).name + ".part")
         with contextlib.suppress(OutputError):  # else kept as .part: the next run sets it aside
-            _aside(part, "stopped")
+            set_aside(part, "stopped")
         self.journal.set_unit(
             u, "pending", reason=f"{why}; run again re-runs it", runner=None, measured=None
         )
@@ -294,7 +239,7 @@ class Driver:
                 why = unit_file_problem(j, u)
                 if why:
                     self._say(f"{why}; it runs again")
-                    _aside(j.records_file(u), "mismatch")
+                    set_aside(j.records_file(u), "mismatch")
                     j.set_unit(u, "pending", reason=f"{why}; run again re-runs it")
 
     def _stop_left(self, u: Unit, ref: ProcessRef, info: dict[str, Any]) -> None:
@@ -377,10 +322,10 @@ class Driver:
                     f"arm {u.arm}, repeat {u.repeat}: an earlier run measured it whole "
                     f"({n} record(s) in {part.name}) but could not file them; filed now"
                 )
-                _aside(final, "retried")
+                set_aside(final, "retried")
                 return self._finish(u, arm, UnitResult("done"), part, final, None)
-            _aside(part, "stopped")
-        _aside(final, "retried")
+            set_aside(part, "stopped")
+        set_aside(final, "retried")
         entry = j.unit(u)
         j.set_unit(
             u, "running", started=now(), attempts=int(entry.get("attempts") or 0) + 1,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from infra import local_run
+from infra.runner_child import Child
 from infra.signals import Stopped
 from infra.specs.execenv import container_name
 from infra.study.model import Arm
@@ -73,7 +74,7 @@ class LocalUnits:
         out: Path,
         log: Path,
         run_id: str,
-        on_start: Callable[[local_run.Child], None] | None = None,
+        on_start: Callable[[Child], None] | None = None,
     ) -> UnitResult:
         sharing = arm.sharing or "exclusive"
         if arm.exec_env not in LOCAL_ENVS:
@@ -92,7 +93,7 @@ class LocalUnits:
             return UnitResult("skipped", why)
         name = container_name(run_id, arm.name)
 
-        def started(child: local_run.Child) -> None:
+        def started(child: Child) -> None:
             child.container = name  # a killed gpulab's container is removed by the resume
             if on_start is not None:
                 on_start(child)
