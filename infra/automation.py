@@ -68,9 +68,10 @@ class LabInterrupted(LabError):
     """SIGINT/SIGTERM during ``up``/``measure``: the engine cancelled gracefully; the lab stays.
     ``runs``: the workload runs written during the operation (their records stay on disk)."""
 
-    def __init__(self, message: str, runs: list[RunOnDisk]) -> None:
+    def __init__(self, message: str, runs: list[RunOnDisk], signum: int = 2) -> None:
         super().__init__(message)
         self.runs = runs
+        self.signum = signum  # the first signal received (SIGINT 2, SIGTERM 15)
 
 
 def find_pulumi() -> str | None:
@@ -233,7 +234,9 @@ class Lab:
                 result = self._engine(when, lambda: stack.up(**kw), diags)
         except LabError as exc:
             if guard.signals:
-                raise self._interrupted(when, started) from None
+                stopped = self._interrupted(when, started)
+                stopped.signum = guard.signals[0]
+                raise stopped from None
             exc.partial = newest_partial(self.results_dir, since=started)
             raise
         outputs = plain_outputs(getattr(result, "outputs", None) or {})

@@ -17,7 +17,15 @@ import typer
 import typer.main
 from typer._click import exceptions as click_exc  # typer's own copy of click
 
-from infra.cli.errors import EXIT_INTERRUPTED, EXIT_USAGE, OptionError, UsageError, fail
+from infra.cli.errors import (
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    OptionError,
+    UsageError,
+    fail,
+    interrupted_line,
+)
+from infra.signals import exit_code
 from workloads.errors import InputError
 
 # Command modules, each owning its commands. Order is the order of ``gpulab --help``.
@@ -58,7 +66,7 @@ app = typer.Typer(
     name="gpulab",
     help="Build GPU labs, measure them with deep-learning workloads, compare topologies.\n\n"
     "Exit codes: 0 ok, 1 a step or a check failed, 2 bad input (one line on stderr), "
-    "130 interrupted (docs/cli.md).",
+    "130 interrupted by Ctrl-C (SIGINT), 143 stopped by SIGTERM (docs/cli.md).",
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
@@ -135,9 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     except typer.Abort:
         fail("aborted")
         return EXIT_INTERRUPTED
-    except KeyboardInterrupt:
-        fail("interrupted")
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:  # (typer itself turns one in a command into exit 130)
+        fail(interrupted_line(exc))
+        return exit_code(exc)
     except click_exc.NoArgsIsHelpError as exc:  # `gpulab data`: the group's help
         typer.echo(exc.format_message(), err=True)
         return EXIT_USAGE

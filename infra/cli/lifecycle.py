@@ -95,7 +95,8 @@ def run_local_cmd(
 ) -> None:
     """Run a suite natively and, when a Docker engine is reachable, in a container too.
 
-    Exit 0 when every measurement is ok, 1 when one failed, 2 on bad input, 130 on Ctrl-C.
+    Exit 0 when every measurement is ok, 1 when one failed, 2 on bad input, 130 on Ctrl-C,
+    143 on SIGTERM (the runner is stopped with gpulab; the records so far stay).
 
     Examples:
 
@@ -106,21 +107,23 @@ def run_local_cmd(
 
     from rich.console import Console
 
+    from infra.cli.errors import stopping_on_signals
     from infra.local_run import run_local
     from infra.paths import results_root
     from infra.summary import summary_table
 
     console = Console()
-    run = run_local(
-        stack=stack,
-        suite=suite,
-        docker=docker,
-        docker_host=docker_host,
-        base_image=base_image,
-        python_mode=docker_python.value,
-        results_root=results_root(results_dir),
-        console=console,
-    )
+    with stopping_on_signals():  # SIGTERM, SIGHUP stop the runner as Ctrl-C does (143, 129)
+        run = run_local(
+            stack=stack,
+            suite=suite,
+            docker=docker,
+            docker_host=docker_host,
+            base_image=base_image,
+            python_mode=docker_python.value,
+            results_root=results_root(results_dir),
+            console=console,
+        )
     results = run.summary["results"]
     console.print(summary_table(results, title=f"{stack} {run.run_id}"))
     for ratio in results.get("ratios", []):
@@ -186,8 +189,8 @@ RefreshOpt = Annotated[
 
 def _run(fn: Callable[[], T], console: Any = None) -> T:
     """Run a lifecycle call; an engine failure is one line on stderr and exit 1 (then, after
-    a failed up/measure, the partial run found on disk); an interrupt exits 130 after saying
-    where the finished records are. See docs/lifecycle.md, exit codes."""
+    a failed up/measure, the partial run found on disk); an interrupt exits 130 (SIGINT) or 143
+    (SIGTERM) after saying where the finished records are. See docs/lifecycle.md, exit codes."""
     from infra.automation import LabError, LabInterrupted
     from infra.cli.errors import EXIT_FAILED, EXIT_INTERRUPTED, fail
 
@@ -196,7 +199,7 @@ def _run(fn: Callable[[], T], console: Any = None) -> T:
     except LabInterrupted as exc:
         fail(str(exc))
         _show_runs(console, [line for run in exc.runs for line in run.lines()], "kept on disk")
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        raise typer.Exit(128 + exc.signum if exc.signum else EXIT_INTERRUPTED) from None
     except LabError as exc:
         fail(str(exc))
         if exc.partial is not None:
@@ -272,7 +275,8 @@ results/<stack>/ ($GPULAB_RESULTS, else ./results). Prints the outputs as JSON o
 (engine lines on stderr). Unchanged parts are not re-run; `gpulab measure` re-runs only
 the workloads. Exit 1 on a failed step (one line naming the host and the step, then the
 finished hosts' records on disk; what was made stays for `gpulab down`), 2 on bad input,
-130 on Ctrl-C (the engine stops after the steps in flight; the lab and the records stay)."""
+130 on Ctrl-C, 143 on SIGTERM (the engine stops after the steps in flight; the lab and the
+records stay)."""
 
 MEASURE_DOC = """Measure a built lab again without rebuilding it: sets gpulab:measure_id to a fresh
 UTC time id in Pulumi.<stack>.yaml and runs up; only the workload runs re-run, their records go

@@ -141,7 +141,7 @@ def test_deprecated_backend_warns_in_one_line(gpulab, tmp_path: Path) -> None:
 
 def test_exit_codes_are_documented() -> None:
     doc = (REPO / "docs" / "cli.md").read_text()
-    for code in ("0", "1", "2", "130"):
+    for code in ("0", "1", "2", "130", "143"):
         assert re.search(rf"^\| `{code}` \|", doc, re.M), code
     for command in {c[0] for c in COMMANDS}:
         assert f"gpulab {command}" in doc, command

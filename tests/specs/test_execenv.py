@@ -126,7 +126,7 @@ def test_local_run_uses_the_one_launcher(monkeypatch: pytest.MonkeyPatch, tmp_pa
     seen: dict[str, Any] = {}
 
     def fake_stream(cmd: list[str], log: Path, out: Path, label: str, console: Any,
-                    env: dict[str, str] | None = None) -> int:  # fmt: skip
+                    env: dict[str, str] | None = None, on_start: Any = None) -> int:  # fmt: skip
         seen["cmd"], seen["env"] = cmd, env
         return 0
 
