@@ -88,12 +88,17 @@ def reps(con: Any, col: Collected, fps: dict[int, dict[str, Any]]) -> None:
         col.reps.setdefault(Arm(topo, arm), []).append(rec)
 
 
-PAIR_COLS = "model, batch, isz, ishape, steps, warmup, prec, backend, data, gpu_path, fh, run"
+PAIR_COLS = (
+    "model, batch, isz, ishape, steps, warmup, prec, backend, data, gpu_path, fh, run, sync_k, "
+    "sync_mode"
+)
 
 
 def _pairing(row: tuple[Any, ...], fps: dict[int, dict[str, Any]]) -> dict[str, Any]:
-    model, batch, isz, ishape, steps, warm, prec, backend, data, gp, fh, run = row
+    model, batch, isz, ishape, steps, warm, prec, backend, data, gp, fh, run, k, mode = row
     rec: dict[str, Any] = {"model": model, "fingerprint": fps.get(int(fh), {})}
+    if k is not None:
+        rec["sync_every"] = k
     for key, v in (
         ("batch_size", batch),
         ("steps", steps),
@@ -104,6 +109,8 @@ def _pairing(row: tuple[Any, ...], fps: dict[int, dict[str, Any]]) -> dict[str, 
         if v is not None:
             rec[key] = v
     extra = {k: json.loads(v) for k, v in (("precision", prec), ("backend", backend)) if v}
+    if mode is not None:
+        extra["timing"] = {"sync_mode": json.loads(mode)}
     rec["params"] = _params(isz, ishape, extra)
     return {**paired_settings(rec), "run": run}
 
