@@ -122,7 +122,8 @@ def test_blocks_of_k_steps_sync_once_each_and_report_per_block():
     # warm-up: each step waited for; timed: one sync per block, the last after step 25
     assert dev.syncs == [1, 2, 12, 22, 27]
     assert len(t.block_times_s) == 3 and sum(t.block_times_s) == pytest.approx(t.wall_s)
-    assert t.step_times_s == pytest.approx([b / n for b, n in zip(t.block_times_s, [10, 10, 5])])
+    per_step = [b / n for b, n in zip(t.block_times_s, [10, 10, 5], strict=True)]
+    assert t.step_times_s == pytest.approx(per_step)
     # the device waits for the host only at the start of each block (one 1 ms dispatch after
     # each sync): 25 steps of 10 ms and 3 dispatches
     assert t.wall_s == pytest.approx(25 * 0.010 + 3 * 0.001)
