@@ -103,7 +103,7 @@ def test_several_hosts_without_a_task_start_the_tasks_of_this_host(
     own addresses, so the tasks talk over the network between the hosts."""
     monkeypatch.setenv("GPULAB_DIST_HOSTS", "127.0.0.1,192.0.2.7")  # 192.0.2.7: not this host
     monkeypatch.delenv("GPULAB_DIST_TASK", raising=False)
-    opts = distributed.check_options(distributed._env_options({"mode": "allreduce"}))
+    opts = distributed.options_for_run({"mode": "allreduce"})
     assert opts["launch"] == "host" and opts["hosts"] == ["127.0.0.1", "192.0.2.7"]
     cluster = distributed.cluster_spec("allreduce", opts["hosts"], 3, 2222)
     assert cluster == {"worker": ["127.0.0.1:2222", "192.0.2.7:2222", "127.0.0.1:2223"]}
@@ -118,7 +118,37 @@ def test_several_hosts_without_a_task_start_the_tasks_of_this_host(
     ):
         distributed.run(_job(mode="allreduce"))
     monkeypatch.setenv("GPULAB_DIST_HOSTS", "192.0.2.7")  # one host: still launch: local
-    assert distributed.check_options(distributed._env_options({}))["launch"] == "local"
+    assert distributed.options_for_run({})["launch"] == "local"
+
+
+def test_a_suite_entry_takes_the_hosts_from_the_environment_at_run_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A suite's entries are checked when the suite loads; the tasks' placement they do not
+    give stays open until the run, where each host's GPULAB_DIST_HOSTS fills it (not the
+    loopback default the check would otherwise have written into the entry)."""
+    from workloads.suites import parse_suite
+
+    doc = {
+        "experiments": [
+            {"experiment": "d", "model": "mnist_cnn", "scenario": "distributed",
+             "options": {"mode": "allreduce", "workers": 2}},
+            {"experiment": "pinned", "model": "mnist_cnn", "scenario": "distributed",
+             "options": {"mode": "allreduce", "hosts": ["127.0.0.1"]}},
+        ]
+    }  # fmt: skip
+    open_entry, pinned = parse_suite(doc, "t").entries
+    assert "hosts" not in open_entry.options and "launch" not in open_entry.options
+    assert open_entry.options["workers"] == 2 and open_entry.options["deadline_s"] == 600.0
+    monkeypatch.setenv("GPULAB_DIST_HOSTS", "127.0.0.1,192.0.2.7")
+    monkeypatch.delenv("GPULAB_DIST_TASK", raising=False)
+    run = distributed.options_for_run(open_entry.options)
+    assert run["hosts"] == ["127.0.0.1", "192.0.2.7"] and run["launch"] == "host"
+    assert run["base_port"] == 2222
+    # an entry that places its tasks itself keeps them
+    assert distributed.options_for_run(pinned.options)["hosts"] == ["127.0.0.1"]
+    monkeypatch.delenv("GPULAB_DIST_HOSTS")
+    assert distributed.options_for_run(open_entry.options)["hosts"] == ["127.0.0.1"]
 
 
 @pytest.mark.parametrize(

@@ -74,7 +74,7 @@ def _bench(host: NspawnHost, out: Path, suite: Path, env: dict[str, str]) -> sub
     cmd = (
         f"cd {shlex.quote(str(REPO))} && env {exports} TF_CPP_MIN_LOG_LEVEL=2 "
         f".venv/bin/python -m workloads bench --suite {shlex.quote(str(suite))} "
-        f"--out {shlex.quote(str(out))} --gpu-path none --arm {host.name}"
+        f"--out {shlex.quote(str(out))} --gpu-path local --arm {host.name}"
     )
     argv = [
         "ssh", "-i", str(host.key), "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no",

@@ -95,7 +95,26 @@ def _env_options(options: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+# Where the tasks run: left out of a suite entry's checked options unless the entry gives them,
+# so that $GPULAB_DIST_HOSTS / $GPULAB_DIST_TASK on each host still apply at run time
+# (options_for_run); filled with their defaults only then.
+PLACEMENT = ("hosts", "base_port", "launch")
+
+
 def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """An entry's options, checked, with defaults filled in except the placement ones it does
+    not give (see PLACEMENT)."""
+    out = _checked(options)
+    return {k: v for k, v in out.items() if k in options or k not in PLACEMENT}
+
+
+def options_for_run(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options a run uses: the entry's, the lab's environment where the entry does not
+    place the tasks itself, then every default."""
+    return _checked(_env_options(options))
+
+
+def _checked(options: Mapping[str, Any]) -> dict[str, Any]:
     out = with_defaults(options, DEFAULTS, "distributed", also=KNOWN)
     if out["mode"] not in ("ps", "allreduce"):
         raise InputError(f"option 'mode' must be ps or allreduce, got {out['mode']!r}")
@@ -273,7 +292,7 @@ def run(job: Any) -> dict[str, Any]:
     if backend != "tensorflow":
         why = NEEDS_TF.format(backend=backend)
         return {"status": "skipped", "error": why, "params": {"backend": backend}}
-    opts = check_options(_env_options(job.options))
+    opts = options_for_run(job.options)
     cluster = cluster_spec(opts["mode"], opts["hosts"], opts["workers"], opts["base_port"])
     tasks = [(role, i) for role, addrs in cluster.items() for i in range(len(addrs))]
     if opts["launch"] == "task":
