@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
 
     backend = args.backend or default_backend()
     select_backend(backend)
-    from workloads.fingerprint.nvml import TimedWindow
+    from workloads.fingerprint.throttle import TimedWindow
     from workloads.models import get_model
     from workloads.synthetic import synthetic_source
     from workloads.timing import timed_loop

@@ -10,7 +10,7 @@ idle, 0x02 applications clocks setting, 0x10 sync boost, 0x100 display clock set
 slows a running job), and 0x04 SW power cap, which a compute-bound job at its power limit shows
 in normal operation; records at the power cap are kept and listed as "power-capped".
 
-Readings are ``params.nvml_window.throttle_mask`` (workloads.fingerprint.nvml.CounterWindow:
+Readings are ``params.nvml_window.throttle_mask`` (workloads.fingerprint.throttle.CounterWindow:
 an int, the reasons whose cumulative NVML counters grew over the timed window, or were set at
 either end of it; every scenario records one, a record made of several instances the OR of
 theirs), ``params.nvml_samples`` (workloads.fingerprint.nvml.Sampler: one dict per sample

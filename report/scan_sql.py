@@ -171,7 +171,7 @@ def _bits() -> str:
 
 def _window_bits() -> str:
     """``params.nvml_window.throttle_mask`` (an int: the reasons whose NVML counters grew
-    over the timed window, workloads.fingerprint.nvml.CounterWindow), else 0."""
+    over the timed window, workloads.fingerprint.throttle.CounterWindow), else 0."""
     v = j("params.nvml_window.throttle_mask")
     return (
         f"coalesce(CASE WHEN NOT (contains({v}, '.') OR contains({v}, 'e') OR contains({v}, 'E'))"

@@ -20,7 +20,7 @@ class Timed:
     """A finished timed loop and what goes into its record."""
 
     timing: LoopTiming
-    window: Any  # workloads.fingerprint.nvml.TimedWindow
+    window: Any  # workloads.fingerprint.throttle.TimedWindow
     fields: dict[str, Any]  # top-level record fields (sync_every, startup_s, ...)
     params: dict[str, Any]
     metrics: dict[str, float]
@@ -55,7 +55,7 @@ def timed_training(
 ) -> Timed:
     """Run ``job``'s warm-up and timed steps of ``step`` (a workloads.step.TrainStep) on
     ``get_batch``; ``step.finish()`` is called after the losses are fetched."""
-    from workloads.fingerprint.nvml import TimedWindow
+    from workloads.fingerprint.throttle import TimedWindow
     from workloads.step import dispatching
 
     window = TimedWindow(sample=sample, nvml=nvml)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from report.exclusions import split, throttle_bits
-from workloads.fingerprint.nvml import CounterWindow, merge_windows, window_mask
+from workloads.fingerprint.throttle import CounterWindow, merge_windows, window_mask
 from workloads.records import RecordWriter, make_record
 from workloads.scenarios import Job
 

@@ -225,7 +225,7 @@ def run(job: Any) -> dict[str, Any]:
         also = " and JAX" if job.model in BACKEND_KERNELS["jax"] else ""
         why = NEEDS_TF.format(kernel=job.model, backend=backend, also=also)
         return {"kind": "kernel", "status": "skipped", "error": why, "params": params}
-    from workloads.fingerprint.nvml import CounterWindow
+    from workloads.fingerprint.throttle import CounterWindow
 
     window = CounterWindow()
     started = time.time()

@@ -411,7 +411,7 @@ def run(job: Any) -> dict[str, Any]:
     }
     for (role, idx), out in outputs.items():
         metrics[f"{role}{idx}_images_per_sec"] = float(out["images_per_sec"])
-    from workloads.fingerprint.nvml import merge_windows
+    from workloads.fingerprint.throttle import merge_windows
 
     params["image_size"] = main["size"]
     params["killed_after_done"] = killed

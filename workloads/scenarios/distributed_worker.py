@@ -90,7 +90,7 @@ def run_chief(spec: dict[str, Any], resolver: Any) -> dict[str, Any]:
             times.append(time.perf_counter() - t0)
         return times
 
-    from workloads.fingerprint.nvml import CounterWindow
+    from workloads.fingerprint.throttle import CounterWindow
 
     started = time.time()
     t0 = time.perf_counter()
@@ -124,7 +124,7 @@ def run_chief(spec: dict[str, Any], resolver: Any) -> dict[str, Any]:
 def run_allreduce_worker(spec: dict[str, Any]) -> dict[str, Any]:
     import tensorflow as tf
 
-    from workloads.fingerprint.nvml import TimedWindow
+    from workloads.fingerprint.throttle import TimedWindow
     from workloads.measure import loss_check
     from workloads.timing import timed_loop
 

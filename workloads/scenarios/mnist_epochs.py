@@ -76,7 +76,7 @@ def load(job: Any, opts: Mapping[str, Any]) -> tuple[Any, Any, Any]:
 def run(job: Any) -> dict[str, Any]:
     import numpy as np
 
-    from workloads.fingerprint.nvml import TimedWindow
+    from workloads.fingerprint.throttle import TimedWindow
     from workloads.measure import loss_check
     from workloads.models import get_model
     from workloads.step import build_train_step, make_optimizer, select_backend

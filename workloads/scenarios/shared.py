@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from workloads.errors import InputError
-from workloads.fingerprint.nvml import merge_windows
+from workloads.fingerprint.throttle import merge_windows
 from workloads.options import fraction, positive_number
 from workloads.scenarios import jobs
 

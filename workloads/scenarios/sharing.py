@@ -212,7 +212,7 @@ def _measured(
         metrics[f"job{i}_images_per_sec"] = r["images_per_sec"]
         metrics[f"job{i}_timed_wall_s"] = r["metrics"]["timed_wall_s"]
         metrics[f"job{i}_elapsed_s"] = r["elapsed_s"]
-    from workloads.fingerprint.nvml import merge_windows
+    from workloads.fingerprint.throttle import merge_windows
     from workloads.timing import sync_mode_of
 
     params["min_overlap"] = opts["min_overlap"]
