@@ -74,12 +74,12 @@ PAIRED_FIELDS = (
     "image size",
     "steps",
     "warm-up",
-    "steps per sync",
     "precision",
     "Keras backend",
     "framework version",
     "GPU model",
     "data kind",
+    "sync every",
 )
 FRAMEWORK_PACKAGES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
 
@@ -108,6 +108,17 @@ def gpu_board(name: str) -> str:
     return bare.split("-", 1)[0].split()[0].upper() if bare else name
 
 
+def sync_policy(rec: Mapping[str, Any]) -> Any:
+    """How a record's timed loop synchronized the host, as arms are compared: ``auto`` (each
+    block of K steps at least a second at the run's own speed, whatever K that gave) or the K
+    it was run with (``tf_cnn`` is 1); None for a record that does not say (older records)."""
+    mode = _dig(rec, "params", "timing", "sync_mode")
+    if mode == "auto":
+        return "auto"
+    k = rec.get("sync_every")
+    return k if isinstance(k, int) and not isinstance(k, bool) else None
+
+
 def paired_settings(rec: Mapping[str, Any]) -> dict[str, Any]:
     """The settings two records must share to be compared (None: not stated by the record)."""
     params = rec.get("params") if isinstance(rec.get("params"), Mapping) else {}
@@ -128,13 +139,12 @@ def paired_settings(rec: Mapping[str, Any]) -> dict[str, Any]:
         "image size": size,
         "steps": _int_or_none(rec.get("steps")),
         "warm-up": _int_or_none(rec.get("warmup")),
-        # sync_every (K): a record without it (an older runner) states nothing to compare
-        "steps per sync": _int_or_none(rec.get("sync_every")),
         "precision": params.get("precision") or "float32",  # the Keras default policy
         "Keras backend": backend or None,
         "framework version": f"{package} {version}" if package and version else None,
         "GPU model": ", ".join(names) or None,
         "data kind": rec.get("data") or None,
+        "sync every": sync_policy(rec),
         # not compared by name: a vGPU arm pairs with any arm on the same board family
         "_vgpu": rec.get("gpu_path") == "vgpu",
         "_boards": ", ".join(sorted({gpu_board(n) for n in names})) or None,

@@ -340,8 +340,8 @@ def _throttle(con: Any, tmp: Path, fps: dict[int, dict[str, Any]]) -> None:
             for r, src in rows:
                 fh.write(f"{r},{throttle_bits({'params': {'nvml_samples': loads_json(src)}})}\n")
         con.execute(
-            "UPDATE rec SET thr_bits = b.bits FROM read_csv(?, columns={'r': 'BIGINT', "
-            "'bits': 'BIGINT'}, header=false) b WHERE rec.rowid = b.r",
+            "UPDATE rec SET thr_bits = b.bits | rec.win_bits FROM read_csv(?, columns={'r': "
+            "'BIGINT', 'bits': 'BIGINT'}, header=false) b WHERE rec.rowid = b.r",
             [str(path)],
         )
     for fh_, fp in fps.items():

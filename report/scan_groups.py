@@ -98,23 +98,29 @@ TOP = (
 )
 ANY_TOP = "(" + " OR ".join(f"{c} IS NOT NULL" for _, c in TOP) + ")"
 
-PAIR_COLS = "model, batch, isz, ishape, steps, warmup, prec, backend, data, gpu_path, fh, run, sync"
+PAIR_COLS = (
+    "model, batch, isz, ishape, steps, warmup, prec, backend, data, gpu_path, fh, run, sync_k, "
+    "sync_mode"
+)
 
 
 def _pairing(row: tuple[Any, ...], fps: dict[int, dict[str, Any]]) -> dict[str, Any]:
-    model, batch, isz, ishape, steps, warm, prec, backend, data, gp, fh, run, sync = row
+    model, batch, isz, ishape, steps, warm, prec, backend, data, gp, fh, run, k, mode = row
     rec: dict[str, Any] = {"model": model, "fingerprint": fps.get(int(fh), {})}
+    if k is not None:
+        rec["sync_every"] = k
     for key, v in (
         ("batch_size", batch),
         ("steps", steps),
         ("warmup", warm),
         ("data", data),
         ("gpu_path", gp),
-        ("sync_every", sync),
     ):
         if v is not None:
             rec[key] = v
     extra = {k: loads_json(v) for k, v in (("precision", prec), ("backend", backend)) if v}
+    if mode is not None:
+        extra["timing"] = {"sync_mode": loads_json(mode)}
     rec["params"] = _params(isz, ishape, extra)
     return {**paired_settings(rec), "run": run}
 

@@ -63,6 +63,9 @@ PATHS = (
     "startup_s",
     "first_step_s",
     "timed_s",
+    "block_times_s",
+    "params.nvml_window.throttle_mask",
+    "params.timing.sync_mode",
 )
 IDX = {p: i + 1 for i, p in enumerate(PATHS)}  # DuckDB lists are 1-based
 JSON_PATHS = "[" + ", ".join(f"'$.{p}'" for p in PATHS) + "]"
@@ -183,6 +186,16 @@ def _bits() -> str:
     )
 
 
+def _window_bits() -> str:
+    """``params.nvml_window.throttle_mask`` (an int: the reasons whose NVML counters grew
+    over the timed window, workloads.fingerprint.throttle.CounterWindow), else 0."""
+    v = j("params.nvml_window.throttle_mask")
+    return (
+        f"coalesce(CASE WHEN NOT (contains({v}, '.') OR contains({v}, 'e') OR contains({v}, 'E'))"
+        f" THEN TRY_CAST({v} AS BIGINT) END, 0)"
+    )
+
+
 def columns(fixed: dict[str, str] | None = None, all_keys: bool = True) -> str:
     """The per-record columns kept after the scan (small: no fingerprint, no step times);
     ``fixed`` as for :func:`signature`, ``all_keys`` as for :func:`unknown_keys`."""
@@ -194,7 +207,6 @@ def columns(fixed: dict[str, str] | None = None, all_keys: bool = True) -> str:
         "rid": _str("record_id"),
         "run": _str("run_id"),
         "unit": unit_sql(),
-        "sync": _int("sync_every"),
         "status": _str("status"),
         "kind": _str("kind"),
         "suite": _str("suite"),
@@ -228,7 +240,10 @@ def columns(fixed: dict[str, str] | None = None, all_keys: bool = True) -> str:
         "backend": j("params.backend"),
         "dev_used": j("params.device.used"),
         "fh": f"hash({j('fingerprint')})",
-        "thr_bits": _bits(),
+        "thr_bits": f"({_bits()}) | ({_window_bits()})",
+        "win_bits": _window_bits(),
+        "sync_k": _int("sync_every"),
+        "sync_mode": j("params.timing.sync_mode"),
         "thr_src": f"CASE WHEN {_suspect()} THEN {j('params.nvml_samples')} END",
         "nvml_list": f"coalesce(starts_with({j('params.nvml_samples')}, '['), false)",
     }

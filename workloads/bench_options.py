@@ -95,6 +95,9 @@ OPTIONS: tuple[BenchOption, ...] = (
                 "[:DETAIL] (else from gpu_path)", metavar="KIND", env="GPULAB_SHARING"),
     BenchOption("--keras-backend", "Keras backend (default TensorFlow, or $KERAS_BACKEND)",
                 metavar="NAME", choices=KERAS_BACKENDS, deprecated=("--backend",)),
+    BenchOption("--sync-every", "timed steps per host sync: auto (blocks of at least 1 s at "
+                "the warm-up's speed), N, or tf_cnn (every step, as tf_cnn_benchmarks)",
+                metavar="K", env="GPULAB_SYNC_EVERY", default="auto"),
 )  # fmt: skip
 BY_DEST = {o.dest: o for o in OPTIONS}
 
@@ -140,12 +143,25 @@ def finish(values: Mapping[str, Any], environ: Mapping[str, str] | None = None) 
         if value is None:
             value = opt.default_value(environ)
         out[opt.dest] = check_choice(opt, value)
+    out["sync_every"] = check_sync_every(out.get("sync_every") or "auto")
     for group in {o.group for o in OPTIONS if o.group}:
         members = [o for o in OPTIONS if o.group == group]
         if sum(out[o.dest] is not None for o in members) != 1:
             names = " or ".join(f"{o.flag} {o.metavar}" for o in members)
             raise InputError(f"give exactly one of {names}")
     return out
+
+
+def check_sync_every(value: str | int) -> int | str:
+    """``auto``, ``tf_cnn`` or an integer >= 1, else one InputError naming --sync-every."""
+    from workloads.timing import parse_sync_every
+
+    try:
+        return parse_sync_every(value)
+    except ValueError:
+        raise InputError(
+            f"--sync-every must be auto, tf_cnn or an integer >= 1, got {str(value)[:40]!r}"
+        ) from None
 
 
 def deprecation(flag: str) -> str | None:

@@ -63,6 +63,7 @@ def bench(ctx: typer.Context, **given: Any) -> None:
             progress=view.update,
             run_id=run_id,
             setting=setting or make_setting(*LOCAL_NATIVE),
+            sync_every=opts["sync_every"],
         )
     if json_out:
         print_json(

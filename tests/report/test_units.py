@@ -174,21 +174,17 @@ def _with_sync(k_native: int | None, k_docker: int | None) -> list[dict[str, Any
 def test_records_with_different_steps_per_sync_do_not_pair() -> None:
     """sync_every (K, the runner's host synchronizations) is a pairing field; a record that
     does not state it (an older runner) is not compared."""
-    with pytest.raises(InputError, match="steps per sync differs"):
+    with pytest.raises(InputError, match="sync every differs"):
         build_table(_with_sync(1, 50), Arm("local", "native"))
     assert build_table(_with_sync(50, 50), Arm("local", "native")).rows
     assert build_table(_with_sync(None, 50), Arm("local", "native")).rows
 
 
 def test_the_scan_pairs_on_steps_per_sync_too(tmp_path: Path, monkeypatch: Any) -> None:
-    """The same through report.scan (``sync_every`` is the runner's record field, added to
-    the record schema beside this change)."""
-    from workloads import records
-
-    monkeypatch.setitem(records.OPTIONAL, "sync_every", int)
+    """The same through report.scan."""
     path = tmp_path / "r.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in _with_sync(1, 50)), encoding="utf-8")
     from report.build import build_report
 
-    with pytest.raises(InputError, match="steps per sync differs"):
+    with pytest.raises(InputError, match="sync every differs"):
         build_report([path], tmp_path / "out")

@@ -38,6 +38,9 @@ class Job:
     backend: str = "tensorflow"
     launched_at: float = 0.0  # time.time() when the job's process was launched
     timeout_s: float = 1800.0
+    # steps per host synchronization in the timed loop: "auto", "tf_cnn" (1) or an int
+    sync_every: int | str = "auto"
+    min_timed_s: float = 1.0  # a shorter timed window is flagged (params.timing.short_window)
     progress: ProgressFn | None = field(default=None, repr=False, compare=False)
     # time.time() at the end of the last timed step (set by on_step; not serialized)
     timed_end_unix: float | None = field(default=None, repr=False, compare=False)
