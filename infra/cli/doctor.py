@@ -278,21 +278,25 @@ def run_checks(min_free_gb: int) -> list[Check]:
 
 
 def _print(checks: list[Check], ready: bool) -> None:
+    """One line per check (its result, what was found, what it is for) and, under a miss,
+    its fix; then what this machine is ready for."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title="gpulab doctor: this machine", title_justify="left")
-    for col in ("check", "result", "found", "for", "fix"):
-        table.add_column(col, overflow="fold")
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
     for c in checks:
         word = "ok" if c.ok else ("MISSING" if c.required else "no")
         style = "green" if c.ok else ("red" if c.required else "yellow")
-        table.add_row(Text(c.name), Text(word, style=style), Text(c.found),
-                      Text(c.needed_for + (" (required)" if c.required else "")),
-                      Text("" if c.ok else c.fix))  # fmt: skip
-    console = Console()
-    console.print(table)
+        line = Text(f"{c.name}: {c.found}")
+        line.append(f"  [{c.needed_for}{', required' if c.required else ''}]", style="dim")
+        grid.add_row(Text(word, style=style), line)
+        if not c.ok:
+            grid.add_row("", Text(f"fix: {c.fix}"))
+    console = Console(highlight=False)
+    console.print(grid)
     can, cannot = capabilities(checks)
     console.print(Text(("ready for local runs" if ready else "NOT ready for local runs")
                        + (f"; also ready for: {', '.join(can)}" if can else "")
