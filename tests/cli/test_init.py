@@ -131,3 +131,14 @@ def test_init_on_a_terminal_asks_for_each_required_value(tmp_path: Path) -> None
     config = yaml.safe_load((tmp_path / "Pulumi.tty.yaml").read_text())["config"]
     assert config["gpulab:flavor_vcpus"] == 8 and config["gpulab:pci_alias"] == "p100:1"
     assert "valid: next" in text
+
+
+def test_init_into_a_directory_of_its_own(gpulab, tmp_path: Path) -> None:
+    """--dir makes the directory (a lab project); the directory then names the stack."""
+    r = gpulab("init", "local", "-s", "two", "--dir", "labs/two")
+    assert r.returncode == 0, r.stderr
+    lab = tmp_path / "labs" / "two"
+    assert sorted(p.name for p in lab.iterdir()) == ["Pulumi.two.yaml", "Pulumi.yaml",
+                                                     "__main__.py"]  # fmt: skip
+    v = gpulab("validate", "labs/two")
+    assert v.returncode == 0 and v.stdout.startswith(f"{lab / 'Pulumi.two.yaml'}: valid local")
