@@ -30,7 +30,7 @@ from report.render import (
     table_sections,
     write_csv,
 )
-from report.stats import CV_FLAG, N_BOOT
+from report.stats import CV_FLAG
 from report.table import Table, arm_of, build_table, finish, image_size
 from workloads.errors import InputError
 from workloads.files import OutputError, make_dirs, output_error, write_bytes
@@ -42,17 +42,22 @@ NOTES = [
     "setting', never guessed from labels or fingerprints. Where the fingerprint disagrees with "
     "the stated setting the arm carries a flag (report/mapping.py).",
     "Repetitions of one (suite, experiment, model, scenario, data, batch, variant) and arm are "
-    f"summarized by their median; 95 % CI: percentile bootstrap of the median ({N_BOOT} "
-    "resamples, seeded from the group, so the same records give the same interval); CV = sample "
-    f"stdev / mean, flagged above {CV_FLAG:.0%}.",
-    "Normalized = median / the baseline arm's median of the same group and metric; ratios and "
-    "degradations are already relative and are not normalized.",
+    "summarized by their median and CV (sample stdev / mean, flagged above "
+    f"{CV_FLAG:.0%}). Intervals are over units: a study repeat (or, outside a study, a run) "
+    "is one unit, its repetitions averaged into one value; 95 % CI: the t interval of the "
+    "mean over units (none with one unit).",
+    "Normalized = the geometric mean of the per-unit ratios to the baseline arm's unit of the "
+    "same study repeat (paired), with the t interval of their logs; ratios and degradations "
+    "are already relative and are not normalized.",
     "Left out: records with status failed or interrupted, and throttled runs: an NVML sample "
     "over the timed window shows HW slowdown, SW or HW thermal slowdown, or HW power brake "
     "(mask 0xE8). SW power cap alone is normal at full load: such runs are kept and listed.",
-    "Verdicts: reproduced when every check that has records passes; not reproduced when one "
-    "fails; not measured when no check has records. Tolerances are absolute on normalized "
-    "values (or on ratios/degradations) and are given with each claim.",
+    "Verdicts: reproduced when every check is measured and its 95 % interval lies inside the "
+    "tolerance band; not reproduced when a check lies outside, significantly over all the "
+    "claim's rows (Holm); inconclusive otherwise (an interval across an edge, a check not "
+    "measured, fewer units than the claim needs); not measured when no check has records. "
+    "On records that ran on no GPU: method check (the numbers, no verdict). Tolerances are "
+    "absolute on normalized values (or on ratios/degradations) and are given with each claim.",
 ]
 
 
@@ -88,7 +93,7 @@ def verdict_counts(verdicts: list[Any]) -> list[tuple[str, int]]:
     """Verdicts by name: the known ones first (zeros included), then any other name."""
     known = [
         getattr(claims_mod, name, None)
-        for name in ("REPRODUCED", "NOT_REPRODUCED", "INCONCLUSIVE", "NOT_MEASURED")
+        for name in ("REPRODUCED", "NOT_REPRODUCED", "INCONCLUSIVE", "METHOD_CHECK", "NOT_MEASURED")
     ]
     names = [n for n in known if isinstance(n, str)]
     names += [v.verdict for v in verdicts if v.verdict not in names]
@@ -166,15 +171,23 @@ def build_report(
     report_threads()  # a bad $GPULAB_REPORT_THREADS fails here, before anything is read or made
     problems: list[str] = []
     load = _duckdb if engine == "duckdb" else _python
-    warm_up()  # beside the scan; figures.draw waits for it before it forks
-    got = load(inputs, baseline, pool, problems)
-    table = got.table
-    pub = load_published(published)
-    verdicts = claims_mod.verdicts(table, pub, got.claim_lists)
-    out = Path(out_dir)
-    with staging(out) as stage:
-        drawn = _write(stage, title, got, table, pub, verdicts, embed_figures, problems)
-        figures, what_ran = publish(stage, out, drawn)
+    warm = warm_up()  # beside the scan; figures.draw waits for it before it forks
+    try:
+        got = load(inputs, baseline, pool, problems)
+        table = got.table
+        pub = load_published(published)
+        verdicts = claims_mod.verdicts(table, pub, got.claim_lists)
+        out = Path(out_dir)
+        with staging(out) as stage:
+            drawn = _write(stage, title, got, table, pub, verdicts, embed_figures, problems)
+            figures, what_ran = publish(stage, out, drawn)
+    except BaseException:
+        # A daemon thread still inside matplotlib's C++ code when the interpreter exits aborts
+        # the process ("terminate called without an active exception", exit -6): a report that
+        # fails early waits for the warm-up before it says why.
+        if warm is not None:
+            warm.join()
+        raise
     lines = [f"{what}: {text}" for what, text in what_ran.lines]
     if what_ran.single_arm:
         lines.append(what_ran.single_arm)

@@ -1,10 +1,10 @@
 """Parquet record files: the columns ``gpulab export --format parquet`` writes, read back.
 
 One row per record; a column per record field (``metrics``, ``params``, ``fingerprint``,
-``setting_flags``, ``claims`` and ``step_times_s`` hold JSON text); a NULL is a field the
-record does not carry. Parquet files from other writers are read when they have the same
-column names (JSON text in VARCHAR columns is fine); the required fields of a record
-(workloads.records.REQUIRED) must be columns.
+``setting_flags``, ``claims``, ``step_times_s`` and ``block_times_s`` hold JSON text); a NULL
+is a field the record does not carry. Parquet files from other writers are read when they
+have the same column names (JSON text in VARCHAR columns is fine); the required fields of a
+record (workloads.records.REQUIRED) must be columns.
 
 Two readers of the same rows: :func:`read_records` (dicts, for report.load) and
 :func:`source_sql` (inside DuckDB, each field as the JSON text report.scan_sql extracts from
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from workloads.errors import InputError
-from workloads.inputs import MAX_JSON_DEPTH, JSONDepthError, loads_json
+from workloads.json_bounded import MAX_JSON_DEPTH, JSONDepthError, loads_json
 from workloads.records import REQUIRED
 
 COLUMNS: dict[str, str] = {
@@ -60,6 +60,11 @@ COLUMNS: dict[str, str] = {
     "step_times_s": "JSON",
     "fingerprint": "JSON",
     "fingerprint_ref": "VARCHAR",
+    "sync_every": "BIGINT",
+    "startup_s": "DOUBLE",
+    "first_step_s": "DOUBLE",
+    "timed_s": "DOUBLE",
+    "block_times_s": "JSON",
 }
 JSON_COLUMNS = frozenset(k for k, v in COLUMNS.items() if v == "JSON")
 

@@ -26,7 +26,7 @@ unusual, the Python code decides:
   values, or refuses the record naming file and line);
 * a file whose path DuckDB cannot take (not UTF-8, or a glob character) is read through a
   link of a plain name in the scan's temporary directory; notes still name the file;
-* JSON nested deeper than workloads.inputs.MAX_JSON_DEPTH levels in a field Python decodes
+* JSON nested deeper than workloads.json_bounded.MAX_JSON_DEPTH levels in a field Python decodes
   is located by report.load, which refuses it naming file and line; any other DuckDB error
   is one line (InputError).
 
@@ -59,7 +59,7 @@ from report.table import Collected, GroupKey
 from workloads.errors import InputError
 from workloads.files import reason
 from workloads.fingerprints import REF, missing_note
-from workloads.inputs import JSONDepthError, loads_json
+from workloads.json_bounded import JSONDepthError, loads_json
 
 ORD = "(fi::BIGINT * 1099511627776 + r)"  # the record's place: input order, then line
 
@@ -347,8 +347,8 @@ def _throttle(con: Any, tmp: Path, fps: dict[int, dict[str, Any]]) -> None:
             for r, src in rows:
                 fh.write(f"{r},{throttle_bits({'params': {'nvml_samples': loads_json(src)}})}\n")
         con.execute(
-            "UPDATE rec SET thr_bits = b.bits FROM read_csv(?, columns={'r': 'BIGINT', "
-            "'bits': 'BIGINT'}, header=false) b WHERE rec.rowid = b.r",
+            "UPDATE rec SET thr_bits = b.bits | rec.win_bits FROM read_csv(?, columns={'r': "
+            "'BIGINT', 'bits': 'BIGINT'}, header=false) b WHERE rec.rowid = b.r",
             [str(path)],
         )
     for fh_, fp in fps.items():

@@ -52,6 +52,7 @@ PATHS = (
     "params.backend",
     "params.device.used",
     "params.nvml_samples",
+    "params.study",
     "fingerprint",
     "fingerprint_ref",
     "global_batch",
@@ -61,6 +62,13 @@ PATHS = (
     "host",
     "started_at",
     "finished_at",
+    "sync_every",
+    "startup_s",
+    "first_step_s",
+    "timed_s",
+    "block_times_s",
+    "params.nvml_window.throttle_mask",
+    "params.timing.sync_mode",
 )
 IDX = {p: i + 1 for i, p in enumerate(PATHS)}  # DuckDB lists are 1-based
 JSON_PATHS = "[" + ", ".join(f"'$.{p}'" for p in PATHS) + "]"
@@ -218,6 +226,19 @@ def _suspect() -> str:
     return f"({s} IS NOT NULL AND starts_with({s}, '[') AND NOT ({simple}))"
 
 
+def unit_sql() -> str:
+    """SQL: the record's unit key, as report.units.unit_of gives it: ``study:<name>#<repeat>``
+    where ``params.study.repeat`` is an int in 0..2**31-1, else ``run:<run_id>``."""
+    s = j("params.study")
+    rep = f"TRY_CAST({s} ->> '$.repeat' AS BIGINT)"
+    name = f"CASE WHEN json_type({s}, '$.name') = 'VARCHAR' THEN {s} ->> '$.name' ELSE '' END"
+    return (
+        f"CASE WHEN starts_with({s}, '{{') AND json_type({s}, '$.repeat') IN ('BIGINT', "
+        f"'UBIGINT') AND {rep} BETWEEN 0 AND 2147483647 THEN 'study:' || {name} || '#' || "
+        f"CAST({rep} AS VARCHAR) ELSE 'run:' || coalesce({_str('run_id')}, '') END"
+    )
+
+
 def _bits() -> str:
     s = j("params.nvml_samples")
     ints = f"regexp_extract_all({s}, '\"throttle_mask\":(-?[0-9]+)', 1)"
@@ -248,6 +269,16 @@ def _fingerprint_columns(carriers: bool) -> dict[str, str]:
     }
 
 
+def _window_bits() -> str:
+    """``params.nvml_window.throttle_mask`` (an int: the reasons whose NVML counters grew
+    over the timed window, workloads.fingerprint.throttle.CounterWindow), else 0."""
+    v = j("params.nvml_window.throttle_mask")
+    return (
+        f"coalesce(CASE WHEN NOT (contains({v}, '.') OR contains({v}, 'e') OR contains({v}, 'E'))"
+        f" THEN TRY_CAST({v} AS BIGINT) END, 0)"
+    )
+
+
 def columns(fixed: dict[str, str] | None = None, all_keys: bool = True) -> str:
     """The per-record columns kept after the scan (small: no fingerprint, no step times);
     ``fixed`` as for :func:`signature`, ``all_keys`` as for :func:`unknown_keys` (and a JSON
@@ -259,6 +290,7 @@ def columns(fixed: dict[str, str] | None = None, all_keys: bool = True) -> str:
         "err_set": f"coalesce({j('error')} NOT IN ('null', '\"\"'), false)",
         "rid": _must_str("record_id"),
         "run": _must_str("run_id"),
+        "unit": unit_sql(),
         "status": _must_str("status"),
         "kind": _must_str("kind"),
         "suite": _must_str("suite"),
@@ -272,6 +304,9 @@ def columns(fixed: dict[str, str] | None = None, all_keys: bool = True) -> str:
         "warmup": _int("warmup"),
         "ips": _num("images_per_sec"),
         "ela": _num("elapsed_s"),
+        "startup": _num("startup_s"),
+        "first_step": _num("first_step_s"),
+        "timed": _num("timed_s"),
         "metrics": j("metrics"),
         "topology": _must_str("topology"),
         "arm": _must_str("arm"),
@@ -289,7 +324,10 @@ def columns(fixed: dict[str, str] | None = None, all_keys: bool = True) -> str:
         "backend": j("params.backend"),
         "dev_used": j("params.device.used"),
         **_fingerprint_columns(carriers=all_keys),
-        "thr_bits": _bits(),
+        "thr_bits": f"({_bits()}) | ({_window_bits()})",
+        "win_bits": _window_bits(),
+        "sync_k": _int("sync_every"),
+        "sync_mode": j("params.timing.sync_mode"),
         "thr_src": f"CASE WHEN {_suspect()} THEN {j('params.nvml_samples')} END",
         "nvml_list": f"coalesce(starts_with({j('params.nvml_samples')}, '['), false)",
     }

@@ -16,12 +16,19 @@ Fields (all records):
                   error says why)
   error           str | None
   images_per_sec  float | None (global batch x timed steps / wall-clock of the timed loop)
-  step_times_s    list[float] (per timed step)
+  step_times_s    list[float] (per block of sync_every timed steps: its time / its steps;
+                  per step when sync_every is 1)
   elapsed_s       float | None (job launch to finish, includes build and data)
+  sync_every      int (K: timed steps per host synchronization; part of the pairing)
+  startup_s       float | None (job launch to the first step's start)
+  first_step_s    float | None (the warm-up: first, compiling, step(s) before the window)
+  timed_s         float | None (the timed window: first reading after the warm-up sync
+                  to the sync after the last step)
+  block_times_s   list[float] (wall time of each block of sync_every timed steps)
   metrics         dict[str, float] (extra measurements: tflops, gbps, time_per_call_s, ...)
   params          dict (what ran beyond the fields above: kernel shape, scenario options ...)
   claims          list[str] (published claim ids this experiment tests)
-  topology        str (ironic-bm, nova-pci, magnum-k8s, vsphere-gpu, local)
+  topology        str (the gpulab:topology of the lab, one of docs/topologies.md)
   arm             str (label of the comparison arm, e.g. "native", "docker")
   gpu_path, exec_env, virtualization, sharing
                   str, schema 2: the setting as the lab states it (workloads.setting); the
@@ -61,7 +68,7 @@ from typing import Any
 from workloads.errors import InputError
 from workloads.fingerprints import Inliner, missing_notes, resolve
 from workloads.finite import refuse_nonfinite
-from workloads.inputs import MAX_JSON_DEPTH, JSONDepthError, check_json_depth, loads_json
+from workloads.json_bounded import MAX_JSON_DEPTH, JSONDepthError, check_json_depth, loads_json
 
 SCHEMA_VERSION = 3
 READABLE_VERSIONS = (1, 2, 3)
@@ -107,8 +114,15 @@ OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "virtualization": str,
     "sharing": str,
     "setting_flags": list,
+    "sync_every": int,
+    "startup_s": (float, int, type(None)),
+    "first_step_s": (float, int, type(None)),
+    "timed_s": (float, int, type(None)),
+    "block_times_s": list,
 }
 STRING_LISTS = ("claims", "setting_flags")  # lists whose items are strings (claim ids, flags)
+# the timing fields (workloads.timing.record_fields): optional, null where not measured
+TIMING_FIELDS = ("sync_every", "startup_s", "first_step_s", "timed_s", "block_times_s")
 SETTING_FIELDS = ("gpu_path", "exec_env", "virtualization", "sharing")
 VIRTUALIZATIONS = ("none", "container", "vm", "container-in-vm")
 

@@ -86,7 +86,7 @@ def _with_vm_off(vm: Any, vm_name: str, change: Callable[[], list[str]]) -> list
 
 class VgpuProfileProvider(ResourceProvider):
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        from infra.config.fields import VGPU_PROFILE_RE
+        from infra.keys.types import VGPU_PROFILE_RE
 
         failures = []
         profile = news.get("profile")
