@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -11,7 +10,14 @@ import typer
 
 from infra.cli.options import (
     BackendOldOpt,
+    BaseImageOpt,
+    DockerHostOpt,
+    DockerOpt,
+    DockerPythonOpt,
     JsonOpt,
+    PythonMode,
+    ReportOpt,
+    ResultsDirOpt,
     StateUrlOpt,
     add_examples,
     print_json,
@@ -27,11 +33,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 run_app = typer.Typer(help="Run a lab's workloads without the Pulumi engine.", no_args_is_help=True)
-
-
-class PythonMode(enum.StrEnum):
-    image = "image"
-    host = "host"
 
 
 EXAMPLES = {
@@ -54,44 +55,12 @@ def run_local_cmd(
         str,
         typer.Option("-s", "--stack", metavar="NAME", help="Results go to <results-dir>/<NAME>/."),
     ] = "local",
-    results_dir: Annotated[
-        str | None,
-        typer.Option(
-            metavar="DIR", help="Results root (default: $GPULAB_RESULTS, else ./results)."
-        ),
-    ] = None,
-    docker: Annotated[
-        bool, typer.Option("--docker/--no-docker", help="Also run the docker arm if reachable.")
-    ] = True,
-    docker_host: Annotated[
-        str | None,
-        typer.Option(
-            metavar="URL", help="Docker engine address (default: DOCKER_HOST or the local socket)."
-        ),
-    ] = None,
-    base_image: Annotated[
-        str | None,
-        typer.Option(
-            envvar="GPULAB_DOCKER_BASE",
-            metavar="IMAGE",
-            help="Base image of the docker arm (default tensorflow/tensorflow:<TF version>"
-            "[-gpu]); it needs Python 3 and, unless --docker-python host, TensorFlow.",
-        ),
-    ] = None,
-    docker_python: Annotated[
-        PythonMode,
-        typer.Option(
-            help="'image': the base image's Python packages; 'host': bind-mount this venv's "
-            "site-packages read-only (the image needs the same Python minor version).",
-        ),
-    ] = PythonMode.image,
-    report: Annotated[
-        bool,
-        typer.Option(
-            "--report/--no-report",
-            help="Write the report (HTML, figures, CSV) of this run beside its records.",
-        ),
-    ] = True,
+    results_dir: ResultsDirOpt = None,
+    docker: DockerOpt = True,
+    docker_host: DockerHostOpt = None,
+    base_image: BaseImageOpt = None,
+    docker_python: DockerPythonOpt = PythonMode.image,
+    report: ReportOpt = True,
 ) -> None:
     """Run a suite natively and, when a Docker engine is reachable, in a container too.
 
