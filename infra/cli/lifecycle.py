@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from infra.cli.options import (
-    BackendOldOpt,
     BaseImageOpt,
     DockerHostOpt,
     DockerOpt,
@@ -21,7 +20,6 @@ from infra.cli.options import (
     StateUrlOpt,
     add_examples,
     print_json,
-    state_url_of,
 )
 from infra.cli.stack_ref import StackArg, StackOpt, pick, resolve_value
 
@@ -204,10 +202,9 @@ def down(
     stack: StackArg = None,
     stack_opt: StackOpt = None,
     state_url: StateUrlOpt = None,
-    backend_old: BackendOldOpt = None,
 ) -> None:
     """Destroy the lab's resources; results/<stack>/ and the stack config stay."""
-    lab, _console = _lab(pick(stack, stack_opt), state_url_of(state_url, backend_old))
+    lab, _console = _lab(pick(stack, stack_opt), state_url)
     saved = _run(lab.down)
     typer.echo(f"destroyed {lab.stack_name}" + (f"; last outputs kept in {saved}" if saved else ""))
 
@@ -224,9 +221,8 @@ def _lab_command(
         state_url: StateUrlOpt = None,
         refresh_opt: RefreshOpt = False,
         json_out: JsonOpt = False,
-        backend_old: BackendOldOpt = None,
     ) -> None:
-        lab, console = _lab(pick(stack, stack_opt), state_url_of(state_url, backend_old))
+        lab, console = _lab(pick(stack, stack_opt), state_url)
         _show(console, _run(lambda: call(lab, refresh_opt), console), json_out)
 
     command.__name__, command.__doc__ = name, doc

@@ -62,15 +62,6 @@ StateUrlOpt = Annotated[
     ),
 ]
 
-BackendOldOpt = Annotated[str | None, typer.Option("--backend", hidden=True, metavar="URL")]
-
-
-def state_url_of(state_url: str | None, backend_old: str | None) -> str | None:
-    """``--state-url``, or the deprecated ``--backend`` with a one-line warning."""
-    if backend_old is not None:
-        typer.echo("gpulab: warning: --backend is deprecated here, use --state-url", err=True)
-    return state_url or backend_old
-
 
 # -- the options of the commands that run arms on this machine (run local, study run) --------
 
@@ -140,7 +131,7 @@ def _bench_int(opt: Any) -> Callable[[str], int | None]:
 
 def bench_parameters() -> list[inspect.Parameter]:
     """The typer parameters of ``gpulab bench``, one per :data:`workloads.bench_options.OPTIONS`
-    entry (and a hidden one per deprecated flag, named ``<dest>__<old>``)."""
+    entry."""
     from workloads.bench_options import OPTIONS
 
     params: list[inspect.Parameter] = []
@@ -164,15 +155,6 @@ def bench_parameters() -> list[inspect.Parameter]:
                 annotation=Annotated[annotation, info],
             )
         )  # fmt: skip
-        for old in opt.deprecated:
-            hidden = typer.Option(old, hidden=True, metavar=opt.metavar)
-            params.append(
-                inspect.Parameter(
-                    f"{opt.dest}__{old.strip('-').replace('-', '_')}",
-                    inspect.Parameter.KEYWORD_ONLY, default=None,
-                    annotation=Annotated[str | None, hidden],
-                )
-            )  # fmt: skip
     return params
 
 

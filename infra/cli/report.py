@@ -38,7 +38,6 @@ def report_cmd(
             "--out-dir", metavar="DIR", help="Output directory [default: results/report]."
         ),
     ] = None,
-    out_old: Annotated[Path | None, typer.Option("--out", hidden=True, metavar="DIR")] = None,
     published: Annotated[
         Path | None,
         typer.Option(
@@ -84,7 +83,7 @@ def report_cmd(
         from workloads.inputs import read_input_text
 
         read_input_text(published, "published results")
-    out = out_dir or out_old or Path("results/report")  # --out: the old name of --out-dir
+    out = out_dir or Path("results/report")
     res = build_report(
         inputs,
         out,

@@ -309,7 +309,7 @@ def test_cli_commands_through_the_double(
         return Lab(stack, repo=project, auto=auto, on_output=print, env=env), Console()
 
     monkeypatch.setattr(lifecycle, "_lab", lab)
-    assert main(["up", "local", "--backend", "file:///tmp/state"]) == 0
+    assert main(["up", "local", "--state-url", "file:///tmp/state"]) == 0
     out = capsys.readouterr().out
     assert "gpulab:AnsibleRun site created" in out and '"kubeconfig": "[secret]"' in out
     assert auto.opts[-1]["env_vars"] == {

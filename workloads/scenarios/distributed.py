@@ -281,7 +281,7 @@ def _reporters(mode: str, cluster: Mapping[str, list[str]]) -> list[tuple[str, i
 NEEDS_TF = (
     "the distributed scenario needs TensorFlow (ParameterServerStrategy / "
     "MultiWorkerMirroredStrategy); backend {backend!r} has no equivalent here, so it is skipped "
-    "(run this entry with --backend tensorflow)"
+    "(run this entry with --keras-backend tensorflow)"
 )
 
 
