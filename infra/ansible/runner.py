@@ -41,9 +41,9 @@ from typing import Any
 from infra.ansible.inventory import build_inventory
 from infra.ansible.untrusted import as_unsafe_json
 from infra.hosts import Host
+from infra.paths import PROJECT
 
-REPO = Path(__file__).resolve().parents[2]
-PLAYBOOKS = REPO / "playbooks"
+PLAYBOOKS = PROJECT / "playbooks"
 
 ANSIBLE_ENV: dict[str, str] = {
     "ANSIBLE_HOST_KEY_CHECKING": "False",

@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from infra.keys.types import BadValue, SecretRef, maybe_json
+from infra.paths import PROJECT
 
 MAX_STR = 1024  # characters of any string key
 
 
-ROLES_DIR = Path(__file__).resolve().parents[2] / "playbooks" / "roles"
+ROLES_DIR = PROJECT / "playbooks" / "roles"
 
 
 def role_inputs(role: str, *, no_log: bool | None = None) -> frozenset[str]:

@@ -41,8 +41,9 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
-REPO = Path(__file__).resolve().parents[2]
-PLAYBOOKS = REPO / "playbooks"
+from infra.paths import PROJECT
+
+PLAYBOOKS = PROJECT / "playbooks"
 
 # Inputs whose change re-runs the play (compared in diff); "secrets" is compared by digest.
 RUN_INPUTS = ("hosts", "playbook", "variables", "playbook_digest", "triggers")

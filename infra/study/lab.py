@@ -23,9 +23,10 @@ from typing import Any
 
 import yaml
 
-from infra.automation import REPO, Lab, LabError, LabInterrupted
+from infra.automation import Lab, LabError, LabInterrupted
 from infra.errors import UsageError
 from infra.lab_faults import runs_since
+from infra.paths import PROJECT
 from infra.signals import Stopped
 from infra.study.local import UnitResult
 from infra.study.model import OWNER_KEY, Arm, stack_owner
@@ -55,7 +56,7 @@ class LabUnits:
     def lab(self, stack: str, project: Path | None = None) -> Lab:
         return Lab(
             stack,
-            repo=self.repo or project or REPO,
+            repo=self.repo or project or PROJECT,
             auto=self.auto,
             on_output=self.on_output,
             env=self.env,
@@ -66,7 +67,7 @@ class LabUnits:
         """The arm's stack file as ``Pulumi.<stack>.yaml`` in the project, marked as this
         study's arm (OWNER_KEY); one already there is used only when it carries that mark."""
         assert arm.stack_file is not None
-        target = (self.repo or REPO) / f"Pulumi.{arm.stack}.yaml"
+        target = (self.repo or PROJECT) / f"Pulumi.{arm.stack}.yaml"
         mine = f"{self.journal.data['study']}/{arm.name}"
         if target.exists() or target.is_symlink():
             owner = stack_owner(target)
