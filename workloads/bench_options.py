@@ -98,7 +98,6 @@ OPTIONS: tuple[BenchOption, ...] = (
                 "the warm-up's speed), N, or tf_cnn (every step, as tf_cnn_benchmarks)",
                 metavar="K", env="GPULAB_SYNC_EVERY", default="auto"),
 )  # fmt: skip
-BY_DEST = {o.dest: o for o in OPTIONS}
 
 
 def to_int(flag: str, text: str) -> int:

@@ -9,8 +9,6 @@ import typer
 
 from infra.cli.options import JsonOpt, add_examples, print_json, shown
 
-VERDICT_STYLE = {"reproduced": "green", "not reproduced": "red", "not measured": "dim"}
-
 
 def report_cmd(
     inputs: Annotated[

@@ -27,7 +27,6 @@ from workloads.files import OutputError, reason, write_text
 from workloads.suites import SUITES_DIR
 
 JOURNAL = "study.json"
-FINAL = ("done", "failed", "skipped")
 
 
 def now() -> str:

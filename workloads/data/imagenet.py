@@ -21,8 +21,6 @@ from typing import Any
 
 from workloads.errors import InputError
 
-TRAIN_PATTERN = "train-*-of-*"
-
 
 @dataclass(frozen=True)
 class PipelineOptions:
