@@ -31,10 +31,10 @@ import yaml
 
 from infra.config import raw_from_stack_file
 from infra.config.model import keys
+from infra.generated import sync
 from infra.keys.key import Key
 from infra.paths import PROJECT
 from infra.topologies import Topology, get, registry
-from workloads.files import write_text
 
 RUNTIME = {"name": "python", "options": {"toolchain": "pip", "virtualenv": ".venv"}}
 HEADER = (
@@ -168,20 +168,7 @@ def targets() -> dict[Path, str]:
 
 
 def main(argv: list[str]) -> int:
-    check = "--check" in argv
-    stale = []
-    for path, text in targets().items():
-        if path.is_file() and path.read_text(encoding="utf-8") == text:
-            continue
-        stale.append(path)
-        if not check:
-            write_text(path, text)
-    if check and stale:
-        names = ", ".join(str(p.relative_to(PROJECT)) for p in stale)
-        print(f"gpulab: error: {names} differ from the key tables: run python -m "
-              "infra.config.schema", file=sys.stderr)  # fmt: skip
-        return 1
-    return 0
+    return sync(targets(), argv, PROJECT, "the key tables", "infra.config.schema")
 
 
 if __name__ == "__main__":
