@@ -40,7 +40,7 @@ from pulumi.dynamic import (
 )
 
 from infra.ansible.runner import PlaybookError, PlaybookResult
-from infra.dynamic.ansible_run import PlayRunProvider, new_salt, secrets_digest
+from infra.dynamic.ansible_run import PlayRunProvider, kept_inputs
 from infra.paths import shown
 from workloads.execenv import accepted as accepted_exec_envs
 from workloads.suites import SUITES_DIR
@@ -170,12 +170,9 @@ class WorkloadRunProvider(PlayRunProvider):
             summary["error"] = str(error)
             (fetch_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
             raise error
-        outs = {k: props.get(k) for k in RUN_INPUTS}
-        salt = new_salt() if props.get("secrets") else None
+        outs = kept_inputs(props, RUN_INPUTS)
         outs.update(
             {
-                "secrets_digest": secrets_digest(props.get("secrets"), salt),
-                "secrets_salt": salt,
                 "run_id": run_id,
                 "records_dir": shown(fetch_dir),
                 "records": summary["records"],
