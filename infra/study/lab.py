@@ -33,6 +33,7 @@ from infra.study.model import OWNER_KEY, Arm, stack_owner
 from infra.study.state import Journal, now
 from workloads.execenv import canonical
 from workloads.files import write_text
+from workloads.inputs import load_yaml
 
 
 class LabUnits:
@@ -77,7 +78,7 @@ class LabUnits:
                     f"{owner or 'no study'}, not to study/arm {mine}"
                 )
             return
-        doc = yaml.safe_load(arm.stack_file.read_text(encoding="utf-8"))
+        doc = load_yaml(arm.stack_file, "stack file")  # checked when the study was loaded
         doc["config"] = {**(doc.get("config") or {}), OWNER_KEY: mine}
         write_text(target, yaml.safe_dump(doc, sort_keys=False))
 
