@@ -141,6 +141,48 @@ print(json.dumps({"infra": infra.__file__, "report": report.__file__,
                   "prefix": sys.prefix}))
 """
 
+# The role defaults that read the controller's files, templated by Ansible as a play would
+# (argv "env": with the environment gpulab's own runs give ansible-playbook).
+ROLE_DEFAULTS = """
+import json, os, sys
+from ansible.parsing.dataloader import DataLoader
+from ansible.plugins.loader import init_plugin_loader
+from ansible.template import Templar, trust_as_template
+from infra.ansible.runner import ANSIBLE_ENV, PLAYBOOKS
+init_plugin_loader()
+if sys.argv[1:] == ["env"]:
+    os.environ.update(ANSIBLE_ENV)
+out = {}
+asked = [("workload_env", "workload_env_src"), ("workload_image", "workload_image_version")]
+for role, var in asked:
+    loader, path = DataLoader(), PLAYBOOKS / "roles" / role
+    defaults = loader.load_from_file(str(path / "defaults" / "main.yml"))
+    templar = Templar(loader=loader, variables={**defaults, "role_path": str(path)})
+    out[var] = templar.template(trust_as_template(defaults[var]))
+print(json.dumps(out))
+"""
+
+
+def _role_defaults(python: Path | str, *argv: str, cwd: Path = REPO) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPULAB_")}
+    env.pop("PYTHONPATH", None)
+    r = subprocess.run([str(python), "-c", ROLE_DEFAULTS, *argv], cwd=cwd, env=env,
+                       capture_output=True, text=True, timeout=120, check=False)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    return dict(json.loads(r.stdout))
+
+
+def test_the_roles_find_the_controllers_workloads_and_version() -> None:
+    """workload_env ships the workloads/ gpulab runs and workload_image labels the image with
+    gpulab's version: given by gpulab's runs (a wheel has no checkout around its roles), and
+    found beside the playbooks in a run by hand from a checkout."""
+    ours = _role_defaults(sys.executable, "env")
+    assert Path(ours["workload_env_src"]) == REPO / "workloads"
+    assert ours["workload_image_version"] == PROJECT["version"]
+    by_hand = _role_defaults(sys.executable)
+    assert Path(by_hand["workload_env_src"]).resolve() == REPO / "workloads"
+    assert by_hand["workload_image_version"] == PROJECT["version"]
+
 
 def _checkout_files() -> list[str]:
     """The files a build from this checkout sees: tracked ones and new ones git does not ignore."""
@@ -216,6 +258,10 @@ def test_a_wheel_installed_outside_the_checkout_runs_the_product(tmp_path: Path)
     assert "virtualenv" not in (project / "Pulumi.yaml").read_text()  # no .venv beside it
     assert (project / "playbooks" / "site.yml").is_file()
     assert (project / "playbooks/roles/workload_image/templates/Dockerfile.j2").is_file()
+    roles = _role_defaults(venv / "bin" / "python", "env", cwd=work)
+    assert Path(roles["workload_env_src"]) == Path(found["workloads"]).parent  # the installed one
+    assert roles["workload_image_version"] == "0.1.0"
+    transcript.append(f"$ python -c ROLE_DEFAULTS env  (role defaults)\n{json.dumps(roles)}\n")
 
     r = run("--version")
     assert (r.returncode, r.stdout) == (0, "gpulab 0.1.0\n"), r.stderr
