@@ -30,6 +30,7 @@ PROJECT_FILES = (
     "templates",
     "studies",
     "examples",
+    "docs",  # the pages of `gpulab docs TOPIC`
 )
 SKIP = shutil.ignore_patterns("__pycache__", "*.pyc", ".ansible", "*.retry")
 

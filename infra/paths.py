@@ -3,9 +3,10 @@ Pulumi program and the dynamic providers.
 
 The product's files (:data:`PROJECT`): the Pulumi project (``Pulumi.yaml``, ``__main__.py``,
 the ``local`` stack), ``playbooks/`` with the roles, ``templates/``, ``studies/``,
-``examples/``, ``ansible.cfg`` and ``collections/requirements.yml``. From a checkout (an
-editable install, or ``pulumi up`` in it) they are the checkout's root, the directory beside
-the packages that holds ``Pulumi.yaml``; a wheel carries a copy of them in ``infra/project/``
+``examples/``, ``docs/`` (``gpulab docs``), ``ansible.cfg`` and
+``collections/requirements.yml``. From a checkout (an editable install, or ``pulumi up`` in
+it) they are the checkout's root, the directory beside the packages that holds
+``Pulumi.yaml``; a wheel carries a copy of them in ``infra/project/``
 (``setup.py`` puts it there), so an installed gpulab finds them without a checkout. The
 packages' own data (suites, reference results, vendor package lists, the report's template)
 is package data, found beside each package's modules.
