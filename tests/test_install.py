@@ -141,6 +141,16 @@ print(json.dumps({"infra": infra.__file__, "report": report.__file__,
                   "prefix": sys.prefix}))
 """
 
+# What a lab project's __main__.py runs (infra.cli.lab_project.ENTRY), the engine left out.
+LAB_ENTRY = """
+import runpy
+from infra.cli.lab_project import ENTRY
+ran = []
+runpy.run_path = lambda path, run_name: ran.append(path)
+exec(ENTRY)
+print(ran[0])
+"""
+
 # The role defaults that read the controller's files, templated by Ansible as a play would
 # (argv "env": with the environment gpulab's own runs give ansible-playbook).
 ROLE_DEFAULTS = """
@@ -229,9 +239,10 @@ def _wheel_venv(tmp: Path) -> Path:
 @pytest.mark.tf  # a wheel build, a venv, a two-step TensorFlow bench: about 12 s on 2 cores
 def test_a_wheel_installed_outside_the_checkout_runs_the_product(tmp_path: Path) -> None:
     """The wheel carries what the product reads at run time (the project, playbooks,
-    templates, studies, examples, suites, reference results, the report's template): from a
-    directory outside the checkout, with only the wheel's copy of gpulab importable, version,
-    validate, bench, report and study status work as they do in the checkout."""
+    templates, studies, examples, docs, suites, reference results, the report's template) and
+    every module: from a directory outside the checkout, with only the wheel's copy of gpulab
+    importable, --version, --help, run local --help, docs, validate, bench, report and study
+    status work as they do in the checkout."""
     venv = _wheel_venv(tmp_path)
     work = tmp_path / "work"
     work.mkdir()
@@ -265,6 +276,30 @@ def test_a_wheel_installed_outside_the_checkout_runs_the_product(tmp_path: Path)
 
     r = run("--version")
     assert (r.returncode, r.stdout) == (0, "gpulab 0.1.0\n"), r.stderr
+    r = run("--help")
+    assert r.returncode == 0 and "Usage: gpulab [OPTIONS] COMMAND" in r.stdout, r.stderr
+    assert all(re.search(rf"(?m)^  {c} ", r.stdout) for c in ("doctor", "docs", "validate"))
+    r = run("run", "local", "--help")
+    assert r.returncode == 0 and "Usage: gpulab run local [OPTIONS]" in r.stdout, r.stderr
+
+    # gpulab docs: the pages the wheel carries, the same text as the checkout's
+    r = run("docs")
+    assert r.returncode == 0 and re.search(r"(?m)^cli\s+", r.stdout), r.stderr
+    assert f"(in {project / 'docs'};" in r.stdout
+    r = run("docs", "cli")
+    assert (r.returncode, r.stdout) == (0, (REPO / "docs" / "cli.md").read_text()), r.stderr
+    r = run("docs", "cli-json", "--path")
+    assert Path(r.stdout.strip()) == project / "docs" / "cli-json.schema.json", r.stderr
+
+    # every module of the checkout's packages is in the wheel (new ones included)
+    modules = {f for f in _checkout_files() if f.endswith(".py") and "/" in f
+               and f.split("/")[0] in ("infra", "workloads", "report")}  # fmt: skip
+    site = Path(found["infra"]).parents[1]
+    assert sorted(f for f in modules if not (site / f).is_file()) == []
+
+    # a lab project's __main__.py (gpulab init, gpulab up) runs the wheel's Pulumi program
+    entry = run("-c", LAB_ENTRY, python=True)
+    assert entry.returncode == 0 and Path(entry.stdout.strip()) == project / "__main__.py"
 
     # validate: an example stack as shipped (placeholders on purpose), then one of the user's
     example = work / "Pulumi.mylab.yaml"
@@ -274,6 +309,9 @@ def test_a_wheel_installed_outside_the_checkout_runs_the_product(tmp_path: Path)
     (work / "Pulumi.here.yaml").write_text("config: {gpulab:topology: local, gpulab:lab: here}\n")
     r = run("validate", "Pulumi.here.yaml")
     assert r.returncode == 0 and "valid local stack, lab here" in r.stdout, r.stderr
+    r = run("validate", "local")  # not here: the project's local stack, the wheel's copy
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith(f"{project / 'Pulumi.local.yaml'}: valid local stack"), r.stdout
 
     r = run("bench", "--model", "mnist_cnn", "--batch", "8", "--steps", "2", "--warmup", "1",
             "--repeats", "1", "--out", "r.jsonl")  # fmt: skip
