@@ -143,6 +143,8 @@ def row_data(row: Any) -> dict[str, Any]:
 
 def report_data(res: Any) -> dict[str, Any]:
     """What ``gpulab report --json`` prints (docs/cli-json.schema.json, command report)."""
+    from report.claims import verdict_data  # here: gpulab --help imports no report module
+
     return {
         "out_dir": res.out_dir,
         "html": res.html,
@@ -151,26 +153,7 @@ def report_data(res: Any) -> dict[str, Any]:
         "baseline": res.table.baseline.label,
         "figures": [{"path": f.path, "title": f.title} for f in res.figures],
         "rows": [row_data(r) for r in res.table.rows],
-        "verdicts": [
-            {
-                "claim": v.claim,
-                "verdict": v.verdict,
-                "text": v.text,
-                "tolerance": v.tolerance,
-                "units_needed": v.units_needed,
-                "records_naming": v.records_naming,
-                "checks": [
-                    {
-                        "what": c.what,
-                        "tolerance": c.tolerance,
-                        "status": o.status,
-                        "measured": o.measured,
-                    }
-                    for c, o in v.results
-                ],
-            }
-            for v in res.verdicts
-        ],
+        "verdicts": [verdict_data(v) for v in res.verdicts],
         "banner": list(res.banner),
         "problems": list(res.problems),
         "excluded": [
