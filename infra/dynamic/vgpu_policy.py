@@ -12,10 +12,13 @@ checks the policy again before the workload runs, which depend on this resource)
 one line naming the host (``apply`` false), or set it, reboot the host in maintenance mode,
 wait for it (bounded), read the options back and mark the host. Outputs: ``in_effect`` (the
 policy, read from the hosts) and ``plan`` (the hosts, what each reports, the hosts changed and
-one line per host of what was waited for). The lab's VMs are made after this resource, so a
+one line per host of what was waited for). ``read`` (refresh) reads the hosts again; when the
+policy is no longer in effect it says so (``in_effect`` none) and changes the stored check id,
+so the next ``up`` updates the resource (checks again: refuses, or sets the policy) before any
+workload run. The lab's VMs are made after this resource, so a
 first ``up`` finds none of its own VMs on the hosts it reboots; gpulab moves and powers off no
 VM, so a host with powered-on VMs (another lab's, anyone's, or this lab's own when the policy
-changes under a built lab) is refused. ``read`` (refresh) reads the hosts again. ``delete``
+changes under a built lab) is refused. ``delete``
 leaves the hosts as they are: the policy is a host setting shared by every VM on them, and
 changing it back is a reboot of its own.
 
@@ -125,9 +128,10 @@ class VgpuPolicyProvider(ResourceProvider):
             vsphere.disconnect(si)
         running = {s["in_effect"] for s in states}
         in_effect = props.get("policy") if states and running == {props.get("policy")} else None
-        return ReadResult(
-            id_, {**props, "plan": {**plan, "states": states}, "in_effect": in_effect}
-        )
+        outs = {**props, "plan": {**plan, "states": states}, "in_effect": in_effect}
+        if in_effect is None:  # the next up updates it (checks again) before any workload runs
+            outs["check_id"] = f"{props.get('check_id') or ''}+not-in-effect"
+        return ReadResult(id_, outs)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         return UpdateResult(self._ensure(news))

@@ -223,6 +223,8 @@ def test_measure_checks_again_and_refuses_once_another_policy_is_in_effect(
     refreshed = VgpuPolicyProvider().read("id", built.outs)
     assert refreshed.outs["in_effect"] is None
     assert {s["in_effect"] for s in refreshed.outs["plan"]["states"]} == {"fixed-share"}
+    # after a refresh, the same inputs still make the next up check again (an update)
+    assert VgpuPolicyProvider().diff("id", refreshed.outs, p).changes
 
 
 def test_a_host_that_does_not_come_back_is_one_line_and_stays_in_maintenance_mode(
