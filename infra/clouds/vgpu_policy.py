@@ -301,6 +301,7 @@ def _change(
     if state.configured != want:
         with guard(f"ESXi host {name}: set {MODULE} module options"):
             h.configManager.kernelModuleSystem.UpdateModuleOptionString(name=MODULE, options=want)
+    was_in_mm = bool(h.runtime.inMaintenanceMode)  # the operator's: it stays so afterwards
     t_mm = esx.enter_maintenance(h, name, timeout_s)
     t_boot = esx.reboot(h, name, timeout_s)
     got = configured_options(si, name, h)
@@ -312,11 +313,14 @@ def _change(
     with guard(f"ESXi host {name}: read its boot time"):
         boot = _iso(esx.boot_time(h))
     set_marker(si, h, name, boot, got)
-    t_exit = esx.exit_maintenance(h, name, timeout_s)
+    if was_in_mm:
+        left = "left in maintenance mode, as it was"
+    else:
+        left = f"exit {esx.exit_maintenance(h, name, timeout_s):.1f} s"
     return got, (
         f"ESXi host {name}: vGPU policy {policy} ({KEY}={RMPVMRL[policy]}) in effect after "
         f"maintenance mode {t_mm:.1f} s, reboot {t_boot:.1f} s (limit {timeout_s:.0f} s), "
-        f"exit {t_exit:.1f} s"
+        f"{left}"
     )
 
 

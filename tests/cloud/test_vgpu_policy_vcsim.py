@@ -250,3 +250,21 @@ def test_an_rmpvmrl_value_no_policy_has_is_refused_naming_it(si: Any, fresh_vcsi
     assert state.configured_policy is None
     line = vp._refusal(state, "fixed-share")
     assert "configured 'NVreg_RegistryDwords=RmPVMRL=0x21', an RmPVMRL value no documented" in line
+
+
+def test_a_host_the_operator_put_in_maintenance_mode_stays_there(si: Any, fresh_vcsim: Any) -> None:
+    """The standalone host (DC0_H0, a T4), already in maintenance mode: gpulab reboots it with
+    the policy and leaves it as the operator had it."""
+    h = esx.host_object(si, "DC0_H0")
+    kms = h.configManager.kernelModuleSystem
+    kms.UpdateModuleOptionString(name="nvidia", options="")
+    for vm in h.vm:
+        vs.set_power(vm, vm.name, on=False)
+    esx.enter_maintenance(h, "DC0_H0", timeout_s=10)
+    res = VgpuPolicyProvider().create(
+        props(fresh_vcsim, cluster="DC0_H0", profile="grid_t4-16q", policy="fixed-share")
+    )
+    (line,) = res.outs["plan"]["steps"]
+    assert line.endswith("left in maintenance mode, as it was"), line
+    shell = fresh_vcsim.esx()["DC0_H0"]
+    assert shell["in_maintenance_mode"] and shell["loaded"]["nvidia"].endswith("RmPVMRL=0x11")
