@@ -23,15 +23,17 @@ from typing import Any
 
 import yaml
 
-from infra.automation import REPO, Lab, LabError, LabInterrupted
+from infra.automation import Lab, LabError, LabInterrupted
 from infra.errors import UsageError
 from infra.lab_faults import runs_since
+from infra.paths import PROJECT
 from infra.signals import Stopped
 from infra.study.local import UnitResult
 from infra.study.model import OWNER_KEY, Arm, stack_owner
 from infra.study.state import Journal, now
 from workloads.execenv import canonical
 from workloads.files import write_text
+from workloads.inputs import load_yaml
 
 
 class LabUnits:
@@ -55,7 +57,7 @@ class LabUnits:
     def lab(self, stack: str, project: Path | None = None) -> Lab:
         return Lab(
             stack,
-            repo=self.repo or project or REPO,
+            repo=self.repo or project or PROJECT,
             auto=self.auto,
             on_output=self.on_output,
             env=self.env,
@@ -67,7 +69,7 @@ class LabUnits:
         study's arm (OWNER_KEY), with the arm's ``config`` keys set (infra.study.arm_config);
         one already there is used only when it carries that mark (its config keys set again)."""
         assert arm.stack_file is not None
-        target = (self.repo or REPO) / f"Pulumi.{arm.stack}.yaml"
+        target = (self.repo or PROJECT) / f"Pulumi.{arm.stack}.yaml"
         mine = f"{self.journal.data['study']}/{arm.name}"
         if target.exists() or target.is_symlink():
             owner = stack_owner(target)
@@ -78,9 +80,9 @@ class LabUnits:
                 )
             if not arm.config:
                 return
-            doc = yaml.safe_load(target.read_text(encoding="utf-8"))
+            doc = load_yaml(target, "stack file")
         else:
-            doc = yaml.safe_load(arm.stack_file.read_text(encoding="utf-8"))
+            doc = load_yaml(arm.stack_file, "stack file")  # checked when the study was loaded
         config = {**(doc.get("config") or {}), OWNER_KEY: mine}
         for key, value in arm.config:
             config.pop(key, None)  # a gpulab key may be written without its namespace
