@@ -173,6 +173,9 @@ class LabConfig:
                                     "public key installed on OpenStack hosts", OPENSTACK,
                                     True)] = None
     host_count: A[int | None, K(Count, "number of GPU hosts", INSTANCES, default=1)] = None
+    host_wait_s: A[int, K(Int(10, 86400), "seconds to wait for each host to answer SSH and for "
+                          "cloud-init to finish, after the cloud reports it ready; changes no "
+                          "diff", ALL, default=600)] = 600
     # what the lab measures once its hosts are ready
     suite: A[str, K(Parsed(_suite, "a suite in workloads/suites/"),
                     "workload suite to run on the GPU hosts", ALL, default="smoke")] = "smoke"

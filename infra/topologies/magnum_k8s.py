@@ -115,6 +115,7 @@ class MagnumK8sLab(pulumi.ComponentResource):
                 gpu_path="none",
                 ssh_port=22,
                 vars={"lab": cfg.lab, "api_url": api, **CONTROLLER_VARS},
+                identity=self.cluster.id,
             )
         ]
         node_gpu_path = gpu_path(cfg)
@@ -127,6 +128,7 @@ class MagnumK8sLab(pulumi.ComponentResource):
                     groups=host_groups(cfg, "k8s_nodes"),
                     gpu_path=node_gpu_path,
                     vars={"lab": cfg.lab, "k8s_cluster": f"{cfg.lab}-k8s"},
+                    identity=self.cluster.id,
                 )
             )
         self.register_outputs({"hosts": [h.to_output() for h in self.hosts]})

@@ -186,8 +186,13 @@ def build_servers(
     from infra.topologies.common import host_groups, lab_metadata, render_cloud_init
 
     hosts: list[Host] = []
+    # A replaced server must give up its port first: Nova refuses a port that another server
+    # still holds (PortInUse), so the old server goes before the new one is created.
     opts = pulumi.ResourceOptions(
-        parent=parent, provider=base.provider, depends_on=[base.router_interface]
+        parent=parent,
+        provider=base.provider,
+        depends_on=[base.router_interface],
+        delete_before_replace=True,
     )
     hints = (
         [openstack.compute.InstanceSchedulerHintArgs(group=server_group.id)]
@@ -197,7 +202,7 @@ def build_servers(
     for i in range(cfg.host_count or 1):
         name = f"{cfg.lab}-gpu-{i}"
         port, fip = server_port(cfg, base, name, parent)
-        openstack.compute.Instance(
+        server = openstack.compute.Instance(
             name,
             name=name,
             flavor_id=flavor.id,
@@ -223,6 +228,7 @@ def build_servers(
                     "lab": cfg.lab,
                     "private_address": port.all_fixed_ips.apply(_first),
                 },
+                identity=server.id,
             )
         )
     return hosts

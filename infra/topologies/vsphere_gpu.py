@@ -204,6 +204,7 @@ class VsphereGpuLab(pulumi.ComponentResource):
                     groups=host_groups(cfg, f"vsphere_{cfg.mode}"),
                     gpu_path=vm_gpu_path,
                     vars=host_vars,
+                    identity=vm.uuid,
                 )
             )
         self.policy = self._vgpu_policy(cfg) if cfg.mode == "vgpu" and cfg.vgpu_policy else None
@@ -227,6 +228,7 @@ class VsphereGpuLab(pulumi.ComponentResource):
                     groups=[KW_GROUP],
                     gpu_path="none",
                     vars={"lab": cfg.lab, "kw_vms": cfg.kw_vm_count},
+                    identity=vm.uuid,
                 )
             )
         if cfg.mode == "bitfusion":
