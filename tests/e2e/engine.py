@@ -35,7 +35,9 @@ hosts get ``addresses[i]`` by their index.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import gc
 import os
 import re
 import runpy
@@ -52,8 +54,9 @@ from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.stack import wait_for_rpcs
 
+from tests.e2e.cloud import CloudError
 from tests.parts import REPO
-from tests.parts.provider_host import ProviderHost
+from tests.parts.provider_host import ProviderError, ProviderHost
 from tests.pulumi.mocks import LabMocks, Registered, engine_config
 
 DYNAMIC = "pulumi-python:dynamic"
@@ -407,11 +410,15 @@ class Engine:
 
             return pulumi.Output.from_input(settle())
 
+        loop = asyncio.get_event_loop()
+        loop.set_exception_handler(_quiet_step_errors)
         with _as_language_host(exports):
             try:
                 program()
             except Exception as exc:
                 error = self._errors[0] if self._errors else _one_line(exc)
+            finally:
+                gc.collect()  # the failed registrations' futures, now, with the handler on
         if self._errors and error is None:
             error = self._errors[0]
         return resolved, error
@@ -504,6 +511,16 @@ class Engine:
             result.wait_lines = [ln.strip() for ln in lines if ln.strip().startswith("wait:")]
             for ln in result.wait_lines:
                 self.log(f"    {ln}")
+
+
+def _quiet_step_errors(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The event loop's handler while the program runs: a failed step is the ``up``'s error
+    already; the SDK's futures that carry it and are never awaited are not reported again (a
+    futures' log from the garbage collector at the wrong moment crashes CPython 3.11's AST
+    constructor: "recursion depth mismatch")."""
+    if isinstance(context.get("exception"), ProviderError | UpError | CloudError):
+        return
+    loop.default_exception_handler(context)
 
 
 def _one_line(exc: BaseException) -> str:

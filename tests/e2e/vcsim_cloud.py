@@ -61,7 +61,10 @@ class VcsimCloud:
         WaitForTask(source.CloneVM_Task(folder=source.parent, name=name, spec=spec))
         self.made.append(name)
         vm = next(vm for vm in self._vms() if vm.name == name)
-        vsphere.wait_for_guest(vm, name, 60)  # pulumi-vsphere waits for the guest's network
+        # pulumi-vsphere powers the clone on (the simulator's clone ignores spec.powerOn) and
+        # waits for the guest's network
+        vsphere.set_power(vm, name, on=True)
+        vsphere.wait_for_guest(vm, name, 60)
         address = outs.get("defaultIpAddress")
         if address:  # the guest's address is the lab host's
             extra = [vim.option.OptionValue(key="SET.guest.ipAddress", value=address)]
