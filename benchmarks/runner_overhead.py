@@ -11,9 +11,11 @@ bookkeeping)).
 
 - bare:   ``for _ in range(T): loss = step(images, labels)``, one ``float(loss)`` at the end
   (no per-step synchronization, no clock reads: the cheapest loop there is).
-- runner: ``workloads.timing.timed_loop`` over ``workloads.step.blocking`` (per-step fetch of
-  the loss, two clock reads and a list store per step, the progress hook writing a protocol line
-  as the measurement process does, and the NVML sampler window).
+- runner: ``workloads.timing.timed_loop`` over ``workloads.step.dispatching`` with the step's
+  own ``sync`` every ``--sync-every`` steps (default: the trial's steps, one sync at the end as
+  the bare loop; ``1`` is the per-step fetch of tf_cnn_benchmarks), the loss of every step
+  kept, the progress hook writing a protocol line as the measurement process does, and the
+  NVML window (throttle counters and sampler).
 
 Run: ``.venv/bin/python benchmarks/runner_overhead.py [--model mnist_cnn --batch 64 ...]``.
 """
@@ -39,13 +41,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=15, help="steps per trial")
     p.add_argument("--trials", type=int, default=15, help="trials per side")
     p.add_argument("--backend", default=None)
+    p.add_argument("--sync-every", type=int, default=None, help="K (default: --steps)")
     args = p.parse_args(argv)
+    k = args.sync_every or args.steps
 
-    from workloads.step import blocking, build_train_step, default_backend, select_backend
+    from workloads.step import (
+        blocking,
+        build_train_step,
+        default_backend,
+        dispatching,
+        select_backend,
+    )
 
     backend = args.backend or default_backend()
     select_backend(backend)
-    from workloads.fingerprint.nvml import Sampler
+    from workloads.fingerprint.throttle import TimedWindow
     from workloads.models import get_model
     from workloads.synthetic import synthetic_source
     from workloads.timing import timed_loop
@@ -56,7 +66,8 @@ def main(argv: list[str] | None = None) -> int:
     step = build_train_step(model)
     get_batch = synthetic_source(spec, args.batch, size, {})
     images, labels = get_batch()
-    runner_step = blocking(step, get_batch)
+    runner_step = dispatching(step, get_batch)
+    warm_step = blocking(step, get_batch)
     sink = open(os.devnull, "w")  # noqa: SIM115 (stands in for the protocol pipe)
 
     def on_step(phase: str, i: int, n: int) -> None:
@@ -77,12 +88,20 @@ def main(argv: list[str] | None = None) -> int:
 
     def runner() -> float:
         c0 = time.process_time()
-        t = timed_loop(runner_step, 0, args.steps, on_step=on_step, window=Sampler())
+        t = timed_loop(
+            runner_step,
+            0,
+            args.steps,
+            on_step=on_step,
+            window=TimedWindow(sample=True),
+            sync=step.sync,
+            sync_every=k,
+        )
         cpu["runner"].append(time.process_time() - c0)
         return t.images_per_sec(args.batch)
 
     for _ in range(10):  # compile and warm both paths
-        runner_step()
+        warm_step()
     bare_ips: list[float] = []
     runner_ips: list[float] = []
     for i in range(args.trials):
@@ -100,13 +119,13 @@ def main(argv: list[str] | None = None) -> int:
     for _ in range(n):
         pass
     empty = time.perf_counter() - t0
-    t = timed_loop(lambda: None, 0, n, on_step=on_step, window=Sampler())
+    t = timed_loop(lambda: None, 0, n, on_step=on_step, window=TimedWindow(sample=True))
     bookkeeping_s = max(t.wall_s - empty, 0.0) / n
     bound = step_s / (step_s + bookkeeping_s)
 
     print(
         f"model {args.model} batch {args.batch} image {size}px backend {backend}: "
-        f"{args.trials} trials x {args.steps} steps per side"
+        f"{args.trials} trials x {args.steps} steps per side, runner K = {k}"
     )
     print(
         f"bare compiled step loop: {b:,.1f} images/sec (median; trials "

@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from infra.config import load_stack_file
 from infra.errors import UsageError
 from infra.lab_faults import (
     Diagnostic,
@@ -67,9 +68,10 @@ class LabInterrupted(LabError):
     """SIGINT/SIGTERM during ``up``/``measure``: the engine cancelled gracefully; the lab stays.
     ``runs``: the workload runs written during the operation (their records stay on disk)."""
 
-    def __init__(self, message: str, runs: list[RunOnDisk]) -> None:
+    def __init__(self, message: str, runs: list[RunOnDisk], signum: int = 2) -> None:
         super().__init__(message)
         self.runs = runs
+        self.signum = signum  # the first signal received (SIGINT 2, SIGTERM 15)
 
 
 def find_pulumi() -> str | None:
@@ -120,9 +122,13 @@ class Lab:
         env: dict[str, str] | None = None,
         pulumi_path: str | None = None,
         results: str | os.PathLike[str] | None = None,
+        make_project: Callable[[], None] | None = None,
     ) -> None:
         self.stack_name = stack
         self.repo = Path(repo)
+        # writes Pulumi.yaml (and the program's entry) into ``repo`` when it has none, before
+        # the first update of a stack whose file is there (gpulab up from a lab's directory)
+        self.make_project = make_project
         self._auto = auto
         self.on_output = on_output
         self.pulumi_path = pulumi_path
@@ -135,7 +141,13 @@ class Lab:
 
     def _check_files(self) -> None:
         if not (self.repo / "Pulumi.yaml").is_file():
-            raise UsageError(f"no Pulumi.yaml in {self.repo}: not a gpulab project")
+            raise UsageError(
+                f"no Pulumi.yaml in {self.repo}: stack {self.stack_name} was never brought up "
+                f"from there (`gpulab up {self.stack_name}` makes it a gpulab project)"
+            )
+        self._check_stack_file()
+
+    def _check_stack_file(self) -> None:
         stack_file = self.repo / f"Pulumi.{self.stack_name}.yaml"
         if not stack_file.is_file():
             known = sorted(p.name[7:-5] for p in self.repo.glob("Pulumi.*.yaml"))
@@ -144,29 +156,28 @@ class Lab:
                 f"known stacks: {', '.join(known) or 'none'}"
             )
 
-    def _check(self) -> Any:
-        self._check_files()
+    def _check(self, create: bool = False) -> Any:
+        self._check_stack_file()
         if self._auto is None:
             pulumi = self.pulumi_path or find_pulumi()
             if pulumi is None:
                 raise PulumiMissingError(f"the Pulumi CLI is not installed: {INSTALL_HINT}")
             self.pulumi_path = pulumi
-            import pulumi.automation as auto
+            import pulumi.automation as auto  # lazily: only a lab command drives the engine
 
             self._auto = auto
+        if create and self.make_project and not (self.repo / "Pulumi.yaml").is_file():
+            self.make_project()
+        self._check_files()
         return self._auto
 
     def validate_config(self) -> None:
-        """Validate the stack file before the engine starts (when the config loader exists)."""
-        self._check_files()
-        try:
-            from infra.config import load_stack_file
-        except ImportError:
-            return
+        """Validate the stack file before the engine starts."""
+        self._check_stack_file()
         load_stack_file(self.repo / f"Pulumi.{self.stack_name}.yaml")
 
     def _stack(self, create: bool) -> Any:
-        auto = self._check()
+        auto = self._check(create)
         opts_kw: dict[str, Any] = {"work_dir": str(self.repo), "env_vars": self.env}
         if self.pulumi_path and not shutil.which("pulumi") and hasattr(auto, "PulumiCommand"):
             opts_kw["pulumi_command"] = auto.PulumiCommand(
@@ -236,7 +247,9 @@ class Lab:
                 result = self._engine(when, lambda: stack.up(**kw), diags)
         except LabError as exc:
             if guard.signals:
-                raise self._interrupted(when, started) from None
+                stopped = self._interrupted(when, started)
+                stopped.signum = guard.signals[0]
+                raise stopped from None
             exc.partial = newest_partial(self.results_dir, since=started)
             raise
         outputs = plain_outputs(getattr(result, "outputs", None) or {})

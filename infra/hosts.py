@@ -10,17 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-# How a host reaches its GPU.
-GPU_PATHS = (
-    "whole-machine",  # ironic-bm
-    "pci-passthrough",  # nova-pci, vsphere passthrough (DirectPath I/O)
-    "container-vm",  # magnum-k8s on VMs
-    "container-bm",  # magnum-k8s on bare metal
-    "vgpu",  # vsphere vGPU profile
-    "bitfusion",  # remote GPU over the network
-    "local",  # this machine (a GPU if it has one, CPU otherwise)
-    "none",  # hosts that carry no GPU (k8s API endpoint, Bitfusion server record)
-)
+from workloads import setting
+
+# How a host reaches its GPU: the runner's vocabulary (workloads.setting.HOST_SETTINGS), and
+# "none" for hosts that carry no GPU (k8s API endpoint, Bitfusion server record).
+GPU_PATHS = (*setting.GPU_PATHS, setting.NO_GPU)
 
 
 @dataclass

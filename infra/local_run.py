@@ -22,13 +22,18 @@ import socket
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from infra.errors import UsageError
-from infra.specs.execenv import Mount, container_name, render_launch
+from infra.runner_child import Child, stream
+from infra.runner_child import count_records as _count_records
+from infra.signals import Stopped, signum_of
 from workloads.errors import InputError
+from workloads.execenv import Mount, container_name, render_launch
+from workloads.files import make_dirs, write_text
 
 REPO = Path(__file__).resolve().parents[1]
 TEMPLATE = REPO / "templates" / "Dockerfile.j2"
@@ -164,68 +169,6 @@ def build_image(engine: DockerEngine, base_image: str, python_mode: str, log: Pa
     return tag
 
 
-def _count_records(path: Path) -> int:
-    try:
-        with path.open("rb") as fh:
-            return sum(1 for line in fh if line.strip())
-    except FileNotFoundError:
-        return 0
-
-
-def stream(
-    cmd: list[str],
-    log: Path,
-    out_file: Path,
-    label: str,
-    console: Any,
-    env: dict[str, str] | None = None,
-) -> int:
-    """Run ``cmd``, showing its output and a records counter; returns its exit code."""
-    from rich.markup import escape
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    before = _count_records(out_file)
-    with (
-        log.open("a") as fh,
-        Progress(
-            SpinnerColumn(),
-            TextColumn("[bold]{task.description}"),
-            TimeElapsedColumn(),
-            console=console,
-            transient=True,
-        ) as progress,
-    ):
-        task = progress.add_task(f"{label}: starting", total=None)
-        proc = subprocess.Popen(
-            cmd,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            bufsize=1,
-            env=env,
-        )
-        try:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                fh.write(line)
-                fh.flush()
-                text = line.rstrip()
-                if text:
-                    progress.console.print(
-                        f"  [dim]{label}[/dim] {escape(text)}", highlight=False, soft_wrap=True
-                    )
-                n = _count_records(out_file) - before
-                progress.update(task, description=f"{label}: {n} record(s)")
-            return proc.wait()
-        except KeyboardInterrupt:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-            raise
-
-
 def runner_args(
     suite: str, out: str, arm: str, exec_env: str | None = None, sharing: str = "exclusive"
 ) -> list[str]:
@@ -257,12 +200,13 @@ def run_native(
     console: Any,
     label: str = "native",
     sharing: str = "exclusive",
+    on_start: Callable[[Child], None] | None = None,
 ) -> int:
     args = runner_args(suite, str(out), label, "native", sharing)
     cmd = [sys.executable, "-m", "workloads", *args]
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, PYTHONPATH=path)
-    return stream(cmd, log, out, label, console, env)
+    return stream(cmd, log, out, label, console, env, on_start=on_start)
 
 
 def run_docker(
@@ -276,8 +220,9 @@ def run_docker(
     name: str,
     label: str = "docker",
     sharing: str = "exclusive",
+    on_start: Callable[[Child], None] | None = None,
 ) -> int:
-    # The one docker launcher (infra.specs.execenv), the same as on a lab host.
+    # The one docker launcher (workloads.execenv), the same as on a lab host.
     results = out.parent.resolve()
     suite_arg = suite
     mounts = [Mount(str(results), str(results))]
@@ -308,7 +253,8 @@ def run_docker(
         gpus="all" if has_nvidia_gpu() else "",
     )
     try:
-        return stream(cmd, log, out, label, console, {**engine.env, **runner_env})
+        env = {**engine.env, **runner_env}
+        return stream(cmd, log, out, label, console, env, on_start=on_start)
     finally:
         engine.run("rm", "-f", name, timeout=60)
 
@@ -356,13 +302,7 @@ def run_local(
     from workloads.suites import load_suite
 
     load_suite(suite)  # a bad suite is refused here, before any file or directory is made
-    results = Path(results_root or REPO / "results") / stack
-    try:
-        results.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(
-            f"results directory {str(results)!r} cannot be made: {exc.strerror}"
-        ) from None
+    results = make_dirs(Path(results_root or REPO / "results") / stack)
     run_id = new_run_id()
     out = results / f"{run_id}.jsonl"
     run = LocalRun(run_id, out, results / f"{run_id}.summary.json", {})
@@ -373,7 +313,35 @@ def run_local(
     if engine is None:
         run.notes.append(f"{why}: running the native arm only")
         console.print(f"[yellow]gpulab: {run.notes[-1]}[/yellow]", soft_wrap=True)
+    try:
+        _run_arms(run, suite, engine, base_image, python_mode, console)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP: the runner has stopped
+        sig = signum_of(exc)
+        n = _count_records(out)
+        raise Stopped(
+            sig,
+            f"run {run_id} interrupted by {signal.Signals(sig).name}: the runner stopped; "
+            f"{n} record(s) kept in {out}",
+        ) from None
 
+    summary = summarize_files([out], suite=Path(suite).stem)
+    summary["records"] = [_rel(out)] if out.is_file() else []
+    run.summary = {"topology": "local", "lab": stack, "hosts": [local_host()], "results": summary}
+    write_text(run.summary_path, json.dumps(run.summary, indent=2, sort_keys=True) + "\n")
+    return run
+
+
+def _run_arms(
+    run: LocalRun,
+    suite: str,
+    engine: DockerEngine | None,
+    base_image: str | None,
+    python_mode: str,
+    console: Any,
+) -> None:
+    """The native arm, then (an engine reachable, the native arm not interrupted) docker."""
+    run_id, out = run.run_id, run.records_path
+    results = out.parent
     console.rule(f"run {run_id}: suite {suite}, arm native")
     log = results / f"{run_id}.native.log"
     rc = run_native(suite, out, log, console)
@@ -409,12 +377,6 @@ def run_local(
         if note:
             run.notes.append(note)
             console.print(f"[red]gpulab: {note}[/red]", soft_wrap=True)
-
-    summary = summarize_files([out], suite=Path(suite).stem)
-    summary["records"] = [_rel(out)] if out.is_file() else []
-    run.summary = {"topology": "local", "lab": stack, "hosts": [local_host()], "results": summary}
-    run.summary_path.write_text(json.dumps(run.summary, indent=2, sort_keys=True) + "\n")
-    return run
 
 
 def _rel(path: Path) -> str:

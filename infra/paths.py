@@ -16,7 +16,13 @@ RESULTS_ENV = "GPULAB_RESULTS"
 def results_root(override: str | os.PathLike[str] | None = None) -> Path:
     """The results root: ``override``, else ``$GPULAB_RESULTS``, else ``./results``."""
     chosen = override or os.environ.get(RESULTS_ENV) or Path.cwd() / "results"
-    return Path(chosen).expanduser().resolve()
+    try:
+        return Path(chosen).expanduser().resolve()
+    except RuntimeError:  # ~user of no such user, or ~ without $HOME or a passwd entry
+        from infra.errors import UsageError
+
+        where = "the results directory" if override else f"${RESULTS_ENV}"
+        raise UsageError(f"{where} {str(chosen)!r}: no such user's home directory") from None
 
 
 def stack_results_dir(stack: str, override: str | os.PathLike[str] | None = None) -> Path:

@@ -15,13 +15,14 @@ from typing import Any
 import pulumi
 
 from infra.config import LabConfig
+from infra.dynamic import measure
 from infra.hosts import Host
-from infra.topologies import builder
+from infra.topologies import get
 
 
 def build(cfg: LabConfig) -> tuple[pulumi.ComponentResource, list[Host]]:
-    """Create ``cfg.topology``'s resources; returns its component and its hosts."""
-    return builder(cfg.topology)(cfg)
+    """Create ``cfg.topology``'s resources from its Args; returns its component and hosts."""
+    return get(cfg.topology).build(cfg.args)
 
 
 def export_lab(cfg: LabConfig, component: Any, hosts: list[Host]) -> None:
@@ -37,8 +38,6 @@ def run(cfg: LabConfig) -> dict[str, Any]:
     """The whole program for a validated config: topology -> (vGPU attach) -> site
     ``AnsibleRun`` -> one ``WorkloadRun`` per execution environment, one after another ->
     outputs. Returns the component, the hosts and what :func:`infra.dynamic.measure` made."""
-    from infra.dynamic import measure
-
     component, hosts = build(cfg)
     export_lab(cfg, component, hosts)
     made = measure(cfg, component, hosts)

@@ -16,9 +16,11 @@ the hosts waits first:
   the guest has an address again.
 
 :func:`wait_lines` makes the one line per host that says what was waited for and how long.
-Hosts reached through a proxy (``ProxyJump``/``ProxyCommand`` in their SSH arguments) or not
-over SSH at all (``ansible_connection`` local, chroot, docker...) are not probed here; the wait
-play still waits for them through Ansible's own connection.
+The probe goes where Ansible will connect: the host's checked inventory variables
+(:func:`infra.ansible.inventory.host_vars`; a bad field is refused before any wait, with the
+inventory's one line). Hosts not reached over SSH at all (``ansible_connection`` local,
+chroot) are not probed here; the wait play still waits for them through Ansible's own
+connection.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra.ansible.inventory import InventoryError, host_vars
+from infra.ansible.inventory import host_vars
 from infra.hosts import Host
 
 DEFAULT_HOST_WAIT_S = 600.0  # gpulab:host_wait_s when the stack does not set it
@@ -39,7 +41,6 @@ HOST_WAIT_KEY = "host_wait_s"
 REPORT_FACT = "gpulab_host_wait"  # what playbooks/wait.yml sets on each host
 WAIT_PLAY = "Wait for the hosts"  # its play name (events of that play are not "first tasks")
 BANNER = b"SSH-"
-_PROXY_SIGNS = ("proxyjump", "proxycommand", "-j ")
 _SSH_CONNECTIONS = (None, "", "ssh", "ansible.builtin.ssh", "paramiko", "paramiko_ssh")
 
 
@@ -110,25 +111,15 @@ def host_wait_s(config: Any) -> float:
 
 
 def ssh_target(host: Host) -> tuple[str, int] | str:
-    """``(address, port)`` to probe, or why the host is not probed directly; read from the
-    host's inventory variables, so the probe goes where Ansible will connect."""
-    try:
-        hv = host_vars(host)
-    except InventoryError:
-        return "no address"
+    """``(address, port)`` to probe, or why the host is not probed directly (a connection other
+    than SSH). Read from the host's inventory variables, so the probe goes where Ansible will
+    connect; a field the inventory refuses raises its
+    :class:`~infra.ansible.inventory.InventoryError` (one line naming the host and the field)."""
+    hv = host_vars(host)
     conn = hv.get("ansible_connection")
     if conn not in _SSH_CONNECTIONS:
         return f"connection {conn}"
-    args = " ".join(
-        str(hv.get(k) or "") for k in ("ansible_ssh_common_args", "ansible_ssh_extra_args")
-    ).lower()
-    if any(sign in f"{args} " for sign in _PROXY_SIGNS):
-        return "reached through a proxy"
-    address = str(hv.get("ansible_host") or host.address or "")
-    if not address:
-        return "no address"
-    port = int(hv.get("ansible_port") or host.ssh_port or 22)
-    return address, port
+    return str(hv["ansible_host"]), int(hv["ansible_port"])
 
 
 def probe_sshd(address: str, port: int, timeout_s: float = 5.0) -> str | None:
@@ -162,14 +153,16 @@ def wait_for_sshd(
 ) -> list[Waited]:
     """Wait, all hosts at once, until each one's sshd answers; raises :class:`HostWaitError`
     naming the hosts that did not answer within ``timeout_s`` (after every host was waited
-    for). Returns one :class:`Waited` per host, in the order given."""
+    for). Returns one :class:`Waited` per host, in the order given. Every host's inventory
+    fields are checked first: a bad one is refused before anything waits."""
     hosts = list(hosts)
+    targets = {h.name: ssh_target(h) for h in hosts}
     t0 = time.monotonic()
     deadline = t0 + timeout_s
     lock = threading.Lock()
 
     def one(host: Host) -> Waited:
-        target = ssh_target(host)
+        target = targets[host.name]
         if isinstance(target, str):
             return Waited(host.name, str(host.address), skipped=target)
         address, port = target

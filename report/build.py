@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import os
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+import shutil
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,9 +30,10 @@ from report.render import (
     table_sections,
     write_csv,
 )
-from report.stats import CV_FLAG, N_BOOT
+from report.stats import CV_FLAG
 from report.table import Table, arm_of, build_table, finish, image_size
 from workloads.errors import InputError
+from workloads.files import OutputError, make_dirs, output_error, write_bytes
 
 NOTES = [
     "Settings are the ones the lab stated in each record (virtualization, from the host's "
@@ -37,17 +42,22 @@ NOTES = [
     "setting', never guessed from labels or fingerprints. Where the fingerprint disagrees with "
     "the stated setting the arm carries a flag (report/mapping.py).",
     "Repetitions of one (suite, experiment, model, scenario, data, batch, variant) and arm are "
-    f"summarized by their median; 95 % CI: percentile bootstrap of the median ({N_BOOT} "
-    "resamples, seeded from the group, so the same records give the same interval); CV = sample "
-    f"stdev / mean, flagged above {CV_FLAG:.0%}.",
-    "Normalized = median / the baseline arm's median of the same group and metric; ratios and "
-    "degradations are already relative and are not normalized.",
+    "summarized by their median and CV (sample stdev / mean, flagged above "
+    f"{CV_FLAG:.0%}). Intervals are over units: a study repeat (or, outside a study, a run) "
+    "is one unit, its repetitions averaged into one value; 95 % CI: the t interval of the "
+    "mean over units (none with one unit).",
+    "Normalized = the geometric mean of the per-unit ratios to the baseline arm's unit of the "
+    "same study repeat (paired), with the t interval of their logs; ratios and degradations "
+    "are already relative and are not normalized.",
     "Left out: records with status failed or interrupted, and throttled runs: an NVML sample "
     "over the timed window shows HW slowdown, SW or HW thermal slowdown, or HW power brake "
     "(mask 0xE8). SW power cap alone is normal at full load: such runs are kept and listed.",
-    "Verdicts: reproduced when every check that has records passes; not reproduced when one "
-    "fails; not measured when no check has records. Tolerances are absolute on normalized "
-    "values (or on ratios/degradations) and are given with each claim.",
+    "Verdicts: reproduced when every check is measured and its 95 % interval lies inside the "
+    "tolerance band; not reproduced when a check lies outside, significantly over all the "
+    "claim's rows (Holm); inconclusive otherwise (an interval across an edge, a check not "
+    "measured, fewer units than the claim needs); not measured when no check has records. "
+    "On records that ran on no GPU: method check (the numbers, no verdict). Tolerances are "
+    "absolute on normalized values (or on ratios/degradations) and are given with each claim.",
 ]
 
 
@@ -83,7 +93,7 @@ def verdict_counts(verdicts: list[Any]) -> list[tuple[str, int]]:
     """Verdicts by name: the known ones first (zeros included), then any other name."""
     known = [
         getattr(claims_mod, name, None)
-        for name in ("REPRODUCED", "NOT_REPRODUCED", "INCONCLUSIVE", "NOT_MEASURED")
+        for name in ("REPRODUCED", "NOT_REPRODUCED", "INCONCLUSIVE", "METHOD_CHECK", "NOT_MEASURED")
     ]
     names = [n for n in known if isinstance(n, str)]
     names += [v.verdict for v in verdicts if v.verdict not in names]
@@ -161,16 +171,99 @@ def build_report(
     report_threads()  # a bad $GPULAB_REPORT_THREADS fails here, before anything is read or made
     problems: list[str] = []
     load = _duckdb if engine == "duckdb" else _python
-    warm_up()  # beside the scan; figures.draw waits for it before it forks
-    got = load(inputs, baseline, pool, problems)
-    table, excluded, capped, base = got.table, got.excluded, got.capped, got.table.baseline
-    pub = load_published(published)
-    verdicts = claims_mod.verdicts(table, pub, got.claim_lists)
-    out = Path(out_dir)
+    warm = warm_up()  # beside the scan; figures.draw waits for it before it forks
     try:
-        (out / "figures").mkdir(parents=True, exist_ok=True)
+        got = load(inputs, baseline, pool, problems)
+        table = got.table
+        pub = load_published(published)
+        verdicts = claims_mod.verdicts(table, pub, got.claim_lists)
+        out = Path(out_dir)
+        with staging(out) as stage:
+            drawn = _write(stage, title, got, table, pub, verdicts, embed_figures, problems)
+            figures, what_ran = publish(stage, out, drawn)
+    except BaseException:
+        # A daemon thread still inside matplotlib's C++ code when the interpreter exits aborts
+        # the process ("terminate called without an active exception", exit -6): a report that
+        # fails early waits for the warm-up before it says why.
+        if warm is not None:
+            warm.join()
+        raise
+    lines = [f"{what}: {text}" for what, text in what_ran.lines]
+    if what_ran.single_arm:
+        lines.append(what_ran.single_arm)
+    return ReportResult(
+        out,
+        out / "report.html",
+        out / "report.md",
+        out / "report.csv",
+        figures,
+        verdicts,
+        got.excluded,
+        table,
+        problems,
+        lines,
+    )
+
+
+@contextmanager
+def staging(out: Path) -> Iterator[Path]:
+    """A hidden directory in ``out`` that the report is written into; removed at the end.
+
+    The report lands whole or not at all: a full disk or a read-only directory while the
+    figures or pages are written leaves the previous report as it was (and one line naming
+    the file and why, OutputError), not half a new one."""
+    make_dirs(out)
+    try:
+        stage = Path(tempfile.mkdtemp(prefix=".report-", dir=out))
     except OSError as exc:
-        raise InputError(f"--out {str(out)!r} cannot be created: {exc.strerror}") from None
+        raise output_error(out, exc) from None
+    try:
+        yield stage
+    except OutputError as exc:  # name the file where the report goes, not the staged one
+        raise OutputError(str(exc).replace(str(stage), str(out))) from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+@dataclass
+class _Drawn:
+    figures: list[FigureFile]
+    what_ran: Any
+
+
+def publish(stage: Path, out: Path, drawn: _Drawn) -> tuple[list[FigureFile], Any]:
+    """Move the staged report into ``out``: the figures, then the CSV, Markdown and HTML
+    (renames within one file system: nothing to run out of)."""
+    make_dirs(out / "figures")
+    figures = []
+    moves = [(f.path, out / "figures" / f.path.name) for f in drawn.figures]
+    moves += [(stage / n, out / n) for n in ("report.csv", "report.md", "report.html")]
+    for _, dst in moves:  # a directory in the way: refused before anything moves
+        if dst.is_dir():
+            raise output_error(dst, IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR)))
+    for src, dst in moves:
+        try:
+            os.replace(src, dst)
+        except OSError as exc:
+            raise output_error(dst, exc) from None
+    for f in drawn.figures:
+        figures.append(replace(f, path=out / "figures" / f.path.name))
+    return figures, drawn.what_ran
+
+
+def _write(
+    stage: Path,
+    title: str,
+    got: _Loaded,
+    table: Table,
+    pub: Any,
+    verdicts: list[Any],
+    embed_figures: bool,
+    problems: list[str],
+) -> _Drawn:
+    """The figures, CSV, Markdown and HTML of the report, written into ``stage``."""
+    out = stage
+    excluded, capped, base = got.excluded, got.capped, table.baseline
     figures = all_figures(table, pub, out / "figures")
     arms = table.arms
     env = compare(arms, table.records_per_arm)
@@ -247,12 +340,9 @@ def build_report(
         "notes": NOTES,
     }
     csv_path, md_path, html_path = out / "report.csv", out / "report.md", out / "report.html"
+    # a lone surrogate (a record's \udcxx escape, a file name that is not UTF-8) is written
+    # as its escape
     write_csv(table, csv_path)
-    md_path.write_text(render_markdown(ctx), encoding="utf-8")
-    html_path.write_text(render_html(ctx), encoding="utf-8")
-    lines = [f"{what}: {text}" for what, text in what_ran.lines]
-    if what_ran.single_arm:
-        lines.append(what_ran.single_arm)
-    return ReportResult(
-        out, html_path, md_path, csv_path, figures, verdicts, excluded, table, problems, lines
-    )
+    write_bytes(md_path, render_markdown(ctx).encode("utf-8", "backslashreplace"))
+    write_bytes(html_path, render_html(ctx).encode("utf-8", "backslashreplace"))
+    return _Drawn(figures, what_ran)

@@ -1,9 +1,10 @@
 """Building blocks for claim checks: choosing rows of the table and judging numbers.
 
 A check returns an Outcome: ``pass``, ``fail`` or ``missing`` (no records for it), with the
-measured numbers in words. ``value`` is what a check judges: the normalized median for
-absolute metrics (images/sec, elapsed, time per call ...), the median itself for relative
-metrics (ratios, degradations).
+measured numbers in words. ``value`` is what a check judges: the normalized value for
+absolute metrics (images/sec, elapsed, time per call ...), the ratio or degradation itself
+for relative metrics; over units where the row has them (report.table: ``Row.est``), else
+the medians.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ def missing(why: str) -> Outcome:
 
 
 def value(row: Row) -> float | None:
+    if row.est is not None:
+        return row.est.value
     return row.summary.median if is_relative(row.metric) else row.norm
 
 

@@ -10,7 +10,10 @@ idle, 0x02 applications clocks setting, 0x10 sync boost, 0x100 display clock set
 slows a running job), and 0x04 SW power cap, which a compute-bound job at its power limit shows
 in normal operation; records at the power cap are kept and listed as "power-capped".
 
-Readings are ``params.nvml_samples`` (workloads.fingerprint.nvml.Sampler: one dict per sample
+Readings are ``params.nvml_window.throttle_mask`` (workloads.fingerprint.throttle.CounterWindow:
+an int, the reasons whose cumulative NVML counters grew over the timed window, or were set at
+either end of it; every scenario records one, a record made of several instances the OR of
+theirs), ``params.nvml_samples`` (workloads.fingerprint.nvml.Sampler: one dict per sample
 with an int ``throttle_mask``), and anything in ``fingerprint`` under any of SAMPLER_KEYS (e.g.
 ``fingerprint.nvml_sampler``), as a dict or a list of per-GPU dicts, each holding any of
 REASON_KEYS (e.g. ``throttle_reasons``) as an int bitmask, a list of int bitmasks (one per
@@ -102,12 +105,21 @@ def _readings(fp: dict[str, Any]) -> Iterator[Any]:
                     yield from _readings({key: n[sub]})
 
 
+def window_bits(record: dict[str, Any]) -> int:
+    """The int ``params.nvml_window.throttle_mask`` of ``record`` (0 when absent or not an
+    int: the same rule as report.scan_sql's)."""
+    params = record.get("params")
+    window = params.get("nvml_window") if isinstance(params, dict) else None
+    mask = window.get("throttle_mask") if isinstance(window, dict) else None
+    return mask if isinstance(mask, int) and not isinstance(mask, bool) else 0
+
+
 def throttle_bits(record: dict[str, Any]) -> int:
     fp = dict(record.get("fingerprint") or {})
     samples = (record.get("params") or {}).get("nvml_samples")
     if isinstance(samples, list):
         fp["_params_nvml_samples"] = samples
-    bits = 0
+    bits = window_bits(record)
     for r in _readings(fp):
         bits |= reason_bits(r)
     return bits

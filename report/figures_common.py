@@ -13,6 +13,7 @@ from typing import Any
 
 from report.mapping import SETTING_LABELS
 from report.table import Row, Table
+from workloads.files import replacing
 
 DPI = 100
 FIG_SIZE_IN = (10.0, 5.0)
@@ -108,9 +109,13 @@ def _ran_note(table: Table, rows: list[Row]) -> str:
 
 
 def _save(fig: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, format="png")
-    _plt().close(fig)
+    """The PNG whole at ``path`` or, when it cannot be written, the previous file and an
+    OutputError naming it (workloads.files)."""
+    try:
+        with replacing(path) as tmp:
+            fig.savefig(tmp, dpi=DPI, format="png")
+    finally:
+        _plt().close(fig)
 
 
 def _whiskers(

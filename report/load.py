@@ -16,6 +16,11 @@ Inputs, in any mix:
 Records of every readable schema version (workloads.records READABLE_VERSIONS) are read; each
 is validated. A record without the setting (schema 1, or a run given no gpu_path) is reported
 once per file and grouped as "unknown setting". Duplicates (same ``record_id``) are read once.
+A value the report reads (``images_per_sec``, ``elapsed_s``, ``metrics``) that is not a finite
+number (NaN, infinity, a number beyond a double's range) is left out with a note naming how
+many, which fields and where. A record file must be a regular file (a FIFO in a results
+directory would block the read forever); JSON nested deeper than
+workloads.json_bounded.MAX_JSON_DEPTH levels is refused naming the file and line.
 Skipped lines and setting notes go to ``problems`` (else a RecordWarning each); bad input is an
 InputError with one line naming the file (and line).
 """
@@ -23,7 +28,10 @@ InputError with one line naming the file (and line).
 from __future__ import annotations
 
 import json
+import math
 import os
+import stat
+import sys
 import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -32,6 +40,8 @@ from typing import Any
 
 from report.parquet import is_parquet, read_records
 from workloads.errors import InputError
+from workloads.files import reason
+from workloads.json_bounded import MAX_JSON_DEPTH, JSONDepthError, loads_json
 from workloads.records import (
     READABLE_VERSIONS,
     Problems,
@@ -46,16 +56,48 @@ Source = tuple[str, dict[str, Any]]  # (where: "file:line", record)
 
 
 def _jsonl(path: Path, problems: list[str]) -> Iterator[Source]:
+    _regular(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as fh:  # checked regular above: open does not block
+            text = fh.read().decode("utf-8")
     except OSError as exc:
-        raise InputError(f"record file {str(path)!r} cannot be read: {exc.strerror}") from None
+        raise InputError(f"record file {str(path)!r} cannot be read: {reason(exc)}") from None
     except UnicodeDecodeError:
         raise InputError(f"record file {str(path)!r} is not UTF-8 text") from None
-    for lineno, rec in parse_lines(path, text, problems):
-        if not isinstance(rec, dict):
-            raise InputError(f"{path}:{lineno}: not a JSON object")
-        yield f"{path}:{lineno}", rec
+    try:
+        for lineno, rec in parse_lines(path, text, problems):
+            if not isinstance(rec, dict):
+                raise InputError(f"{path}:{lineno}: not a JSON object")
+            yield f"{path}:{lineno}", rec
+    except RecordError as exc:  # a line nested too deep
+        raise InputError(str(exc)) from None
+
+
+def _regular(path: Path) -> None:
+    """InputError unless ``path`` is a regular file (after symlinks) that can be looked at."""
+    kind = _kind(path)
+    if kind != "file":
+        raise InputError(f"record file {str(path)!r} is not a regular file ({kind})")
+
+
+def _kind(path: Path) -> str:
+    """``file``, ``directory``, or what else ``path`` is (``FIFO``...); InputError naming it
+    when it does not exist or cannot be looked at (a loop of symlinks, a name too long)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise InputError(f"input {str(path)!r} does not exist") from None
+    except OSError as exc:
+        raise InputError(f"input {str(path)!r} cannot be read: {reason(exc)}") from None
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a device"
 
 
 def _parquet(path: Path) -> Iterator[Source]:
@@ -70,11 +112,18 @@ def _record_file(path: Path, problems: list[str]) -> Iterator[Source]:
 def record_files(directory: Path) -> list[Path]:
     """The record files below ``directory`` (*.jsonl and *.parquet), sorted; InputError when
     there are none."""
-    files = sorted([*directory.rglob("*.jsonl"), *directory.rglob("*.parquet")])
+    try:
+        files = sorted([*directory.rglob("*.jsonl"), *directory.rglob("*.parquet")])
+    except OSError as exc:
+        raise InputError(
+            f"results directory {str(directory)!r} cannot be read: {reason(exc)}"
+        ) from None
     if not files:
         raise InputError(
             f"results directory {str(directory)!r} holds no *.jsonl or *.parquet record files"
         )
+    for f in files:
+        _regular(f)
     return files
 
 
@@ -91,18 +140,26 @@ def _walk_summary(node: Any, base: Path, where: str, problems: list[str]) -> Ite
     elif isinstance(node, str) and node.endswith(".jsonl"):
         cands = [Path(node)] if os.path.isabs(node) else [base / node, Path(node)]
         for p in cands:
-            if p.is_file():
+            if _is_file(p):
                 yield from _jsonl(p, problems)
                 break
 
 
-def _summary(path: Path, problems: list[str]) -> Iterator[Source]:
+def _read_summary(path: Path) -> Any:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        return loads_json(path.read_text(encoding="utf-8"))
     except OSError as exc:
-        raise InputError(f"summary {str(path)!r} cannot be read: {exc.strerror}") from None
+        raise InputError(f"summary {str(path)!r} cannot be read: {reason(exc)}") from None
+    except JSONDepthError:
+        raise InputError(
+            f"summary {str(path)!r} is JSON nested deeper than {MAX_JSON_DEPTH} levels"
+        ) from None
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise InputError(f"summary {str(path)!r} is not JSON") from None
+
+
+def _summary(path: Path, problems: list[str]) -> Iterator[Source]:
+    data = _read_summary(path)
     found = list(_walk_summary(data, path.parent, str(path), problems))
     if not found:
         raise InputError(
@@ -114,16 +171,26 @@ def _summary(path: Path, problems: list[str]) -> Iterator[Source]:
 def _sources(inputs: Iterable[str | os.PathLike[str]], problems: list[str]) -> Iterator[Source]:
     for raw in inputs:
         p = Path(raw)
-        if p.is_dir():
+        kind = _kind(p)
+        if kind == "directory":
             for f in record_files(p):
                 yield from _record_file(f, problems)
-        elif p.is_file():
+        elif kind == "file":
             if p.suffix == ".json":
                 yield from _summary(p, problems)
             else:
                 yield from _record_file(p, problems)
         else:
-            raise InputError(f"input {str(p)!r} does not exist")
+            raise InputError(f"input {str(p)!r} is not a regular file ({kind})")
+
+
+def _is_file(path: Path) -> bool:
+    """Whether a summary's string names an existing record file (a string that cannot be a
+    path, too long or holding a NUL, names none)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def _file_of(where: str) -> str:
@@ -177,8 +244,50 @@ def load_records(
             "sharing: schema 1, or a run given no --gpu-path); grouped as unknown setting, "
             "not guessed"
         )
+    notes += nonfinite_notes(sources)
     _flush(notes, problems)
     return out
+
+
+REPORTED_NUMBERS = ("images_per_sec", "elapsed_s")  # and every value of ``metrics``
+
+
+def _nonfinite(rec: dict[str, Any]) -> list[str]:
+    """The fields of ``rec`` the report reads as numbers whose value is not a finite number."""
+    out = [k for k in REPORTED_NUMBERS if _not_finite(rec.get(k))]
+    metrics = rec.get("metrics")
+    if isinstance(metrics, dict):
+        out += [f"metrics.{k}" for k, v in metrics.items() if _not_finite(v)]
+    return out
+
+
+def _not_finite(v: Any) -> bool:
+    """A number that is not a finite double: NaN, infinity, or an int beyond a double."""
+    if isinstance(v, float):
+        return not math.isfinite(v)
+    return isinstance(v, int) and not isinstance(v, bool) and abs(v) > sys.float_info.max
+
+
+def nonfinite_notes(sources: Iterable[Source]) -> list[str]:
+    """One note per file holding values that are not finite numbers (NaN, infinity, a number
+    beyond a double's range): how many, which fields, which lines (the first five)."""
+    found: dict[str, list[tuple[str, list[str]]]] = {}
+    for where, rec in sources:
+        fields = _nonfinite(rec)
+        if fields:
+            f = _file_of(where)
+            found.setdefault(f, []).append((where[len(f) :].lstrip(":") or where, fields))
+    notes = []
+    for f, hits in found.items():
+        n = sum(len(fields) for _, fields in hits)
+        names = sorted({x for _, fields in hits for x in fields})
+        places = ", ".join(w for w, _ in hits[:5]) + (" ..." if len(hits) > 5 else "")
+        notes.append(
+            f"{f}: {n} value(s) that are not finite numbers (NaN, infinity or beyond a "
+            f"double's range) left out: {', '.join(names)} of {len(hits)} record(s) "
+            f"(line {places})"
+        )
+    return notes
 
 
 def _flush(notes: list[str], problems: Problems) -> None:
@@ -211,24 +320,20 @@ def plan(inputs: Iterable[str | os.PathLike[str]]) -> list[Planned]:
     out: list[Planned] = []
     for raw in inputs:
         p = Path(raw)
-        if p.is_dir():
+        kind = _kind(p)
+        if kind == "directory":
             out += [Planned(str(f), f) for f in record_files(p)]
-        elif p.is_file() and p.suffix == ".json":
+        elif kind == "file" and p.suffix == ".json":
             out += _plan_summary(p)
-        elif p.is_file():
+        elif kind == "file":
             out.append(Planned(str(p), p))
         else:
-            raise InputError(f"input {str(p)!r} does not exist")
+            raise InputError(f"input {str(p)!r} is not a regular file ({kind})")
     return out
 
 
 def _plan_summary(path: Path) -> list[Planned]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"summary {str(path)!r} cannot be read: {exc.strerror}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise InputError(f"summary {str(path)!r} is not JSON") from None
+    data = _read_summary(path)
     out: list[Planned] = []
     pending: list[Source] = []
 
@@ -245,7 +350,7 @@ def _plan_summary(path: Path) -> list[Planned]:
         elif isinstance(node, str) and node.endswith(".jsonl"):
             cands = [Path(node)] if os.path.isabs(node) else [path.parent / node, Path(node)]
             for p in cands:
-                if p.is_file():
+                if _is_file(p):
                     if pending:
                         out.append(Planned(_file_of(pending[0][0]), None, tuple(pending)))
                         pending.clear()
@@ -286,4 +391,5 @@ def read_planned(
         except RecordError as exc:
             raise InputError(f"{where}: {exc}") from None
         out[i].append(rec)
+    problems += nonfinite_notes(s for _, s in sources)
     return list(out.items())

@@ -21,10 +21,11 @@ record's ``setting_flags`` and is shown beside the arm.
 
 Paired comparisons only: records are repetitions of one another, and an arm is normalized to
 the baseline arm, only when their measurement settings (:func:`paired_settings`: model,
-batch, image size, timed steps, warm-up, precision, Keras backend, framework version, GPU
-model, data kind) are identical. :func:`check_paired` refuses anything else with one line
-naming the group, the field and both values, e.g. a TensorFlow arm against a JAX arm of the
-same model. A setting a record does not state (an old record, no GPU) is not compared.
+batch, image size, timed steps, warm-up, steps per host sync, precision, Keras backend,
+framework version, GPU model, data kind) are identical. :func:`check_paired` refuses
+anything else with one line naming the group, the field and both values, e.g. a TensorFlow
+arm against a JAX arm of the same model. A setting a record does not state (an old record,
+no GPU) is not compared.
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ PAIRED_FIELDS = (
     "framework version",
     "GPU model",
     "data kind",
+    "sync every",
 )
 FRAMEWORK_PACKAGES = {"tensorflow": "tensorflow", "jax": "jax", "torch": "torch"}
 
@@ -106,6 +108,17 @@ def gpu_board(name: str) -> str:
     return bare.split("-", 1)[0].split()[0].upper() if bare else name
 
 
+def sync_policy(rec: Mapping[str, Any]) -> Any:
+    """How a record's timed loop synchronized the host, as arms are compared: ``auto`` (each
+    block of K steps at least a second at the run's own speed, whatever K that gave) or the K
+    it was run with (``tf_cnn`` is 1); None for a record that does not say (older records)."""
+    mode = _dig(rec, "params", "timing", "sync_mode")
+    if mode == "auto":
+        return "auto"
+    k = rec.get("sync_every")
+    return k if isinstance(k, int) and not isinstance(k, bool) else None
+
+
 def paired_settings(rec: Mapping[str, Any]) -> dict[str, Any]:
     """The settings two records must share to be compared (None: not stated by the record)."""
     params = rec.get("params") if isinstance(rec.get("params"), Mapping) else {}
@@ -131,6 +144,7 @@ def paired_settings(rec: Mapping[str, Any]) -> dict[str, Any]:
         "framework version": f"{package} {version}" if package and version else None,
         "GPU model": ", ".join(names) or None,
         "data kind": rec.get("data") or None,
+        "sync every": sync_policy(rec),
         # not compared by name: a vGPU arm pairs with any arm on the same board family
         "_vgpu": rec.get("gpu_path") == "vgpu",
         "_boards": ", ".join(sorted({gpu_board(n) for n in names})) or None,

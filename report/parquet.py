@@ -1,10 +1,10 @@
 """Parquet record files: the columns ``gpulab export --format parquet`` writes, read back.
 
 One row per record; a column per record field (``metrics``, ``params``, ``fingerprint``,
-``setting_flags``, ``claims`` and ``step_times_s`` hold JSON text); a NULL is a field the
-record does not carry. Parquet files from other writers are read when they have the same
-column names (JSON text in VARCHAR columns is fine); the required fields of a record
-(workloads.records.REQUIRED) must be columns.
+``setting_flags``, ``claims``, ``step_times_s`` and ``block_times_s`` hold JSON text); a NULL
+is a field the record does not carry. Parquet files from other writers are read when they
+have the same column names (JSON text in VARCHAR columns is fine); the required fields of a
+record (workloads.records.REQUIRED) must be columns.
 
 Two readers of the same rows: :func:`read_records` (dicts, for report.load) and
 :func:`source_sql` (inside DuckDB, each field as the JSON text report.scan_sql extracts from
@@ -14,12 +14,15 @@ Lines file, without writing or parsing the records as JSON).
 
 from __future__ import annotations
 
-import json
+import re
+import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from workloads.errors import InputError
+from workloads.json_bounded import MAX_JSON_DEPTH, JSONDepthError, loads_json
 from workloads.records import REQUIRED
 
 COLUMNS: dict[str, str] = {
@@ -56,6 +59,11 @@ COLUMNS: dict[str, str] = {
     "setting_flags": "JSON",
     "step_times_s": "JSON",
     "fingerprint": "JSON",
+    "sync_every": "BIGINT",
+    "startup_s": "DOUBLE",
+    "first_step_s": "DOUBLE",
+    "timed_s": "DOUBLE",
+    "block_times_s": "JSON",
 }
 JSON_COLUMNS = frozenset(k for k, v in COLUMNS.items() if v == "JSON")
 
@@ -72,29 +80,33 @@ def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _unreadable(path: Path, exc: Exception) -> InputError:
+def _unreadable(path: Path, exc: Exception, name: Path | None = None) -> InputError:
     text = str(exc).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
+    if name is not None:
+        first = first.replace(str(name), str(path))
     return InputError(f"record file {str(path)!r} is not a readable Parquet file: {first}")
 
 
-def columns_of(con: Any, path: Path) -> list[tuple[str, str]]:
-    """(name, DuckDB type) of the columns of ``path``; InputError naming the file when it is
-    not a readable Parquet file or lacks a record's required columns."""
+def columns_of(con: Any, path: Path, shown: str | None = None) -> list[tuple[str, str]]:
+    """(name, DuckDB type) of the columns of ``path``; InputError naming the file (``shown``:
+    the name to give, where DuckDB reads it through a link) when it is not a readable
+    Parquet file or lacks a record's required columns."""
     import duckdb
 
+    name = shown if shown is not None else str(path)
     try:
         rows = con.execute(f"DESCRIBE SELECT * FROM read_parquet({_quote(str(path))})").fetchall()
     except duckdb.Error as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InputError(
-            f"record file {str(path)!r} is not a readable Parquet file: {first}"
-        ) from None
+        if shown is not None:
+            first = first.replace(str(path), shown)
+        raise InputError(f"record file {name!r} is not a readable Parquet file: {first}") from None
     cols = [(str(r[0]), str(r[1])) for r in rows]
     missing = [k for k in REQUIRED if k not in {c for c, _ in cols}]
     if missing:
         raise InputError(
-            f"record file {str(path)!r} is not a record export (gpulab export --format parquet): "
+            f"record file {name!r} is not a record export (gpulab export --format parquet): "
             f"no column {', '.join(missing)}"
         )
     return cols
@@ -207,31 +219,68 @@ def read_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 
     con = duckdb.connect()
     try:
-        cols = columns_of(con, path)
-        json_cols = {n for n, t in cols if t == "JSON" or (n in JSON_COLUMNS and t == "VARCHAR")}
-        select = ", ".join(
-            f"{_ident(n)}::VARCHAR" if n in json_cols else _ident(n) for n, _ in cols
-        )
-        try:
-            cur = con.execute(f"SELECT {select} FROM read_parquet({_quote(str(path))})")
-            row_no = 0
-            while batch := cur.fetchmany(10_000):
-                for row in batch:
-                    row_no += 1
-                    rec: dict[str, Any] = {}
-                    for (name, _), v in zip(cols, row, strict=True):
-                        if v is None:
-                            continue
-                        if name in json_cols:
-                            try:
-                                v = json.loads(v)
-                            except json.JSONDecodeError:
-                                raise InputError(
-                                    f"{path}:{row_no}: column {name!r} is not JSON text"
-                                ) from None
-                        rec[name] = v
-                    yield row_no, rec
-        except duckdb.Error as exc:
-            raise _unreadable(path, exc) from None
+        with plain_name(path) as name:
+            yield from _rows(con, path, name)
     finally:
         con.close()
+
+
+@contextmanager
+def plain_name(path: Path) -> Iterator[Path]:
+    """A name DuckDB can read ``path`` by: its own, else (not UTF-8: DuckDB cannot take it; a
+    glob character: DuckDB would expand it) a link of a plain name in a temporary directory."""
+    if duckdb_takes(path):
+        yield path
+        return
+    with tempfile.TemporaryDirectory(prefix="gpulab-parquet-") as tmp:
+        link = Path(tmp) / "input.parquet"
+        link.symlink_to(path.absolute())
+        yield link
+
+
+GLOB = re.compile(r"[*?\[\]{}\\]")  # DuckDB expands these in a file name
+
+
+def duckdb_takes(path: Path) -> bool:
+    """Whether DuckDB reads ``path`` by its own name: UTF-8 (a name that is not, a lone
+    surrogate in Python, it cannot take) and no glob character (which it would expand)."""
+    text = str(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return not GLOB.search(text)
+
+
+def _rows(con: Any, path: Path, name: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    import duckdb
+
+    cols = columns_of(con, name, shown=str(path))
+    json_cols = {n for n, t in cols if t == "JSON" or (n in JSON_COLUMNS and t == "VARCHAR")}
+    select = ", ".join(f"{_ident(n)}::VARCHAR" if n in json_cols else _ident(n) for n, _ in cols)
+    try:
+        cur = con.execute(f"SELECT {select} FROM read_parquet({_quote(str(name))})")
+        row_no = 0
+        while batch := cur.fetchmany(10_000):
+            for row in batch:
+                row_no += 1
+                rec: dict[str, Any] = {}
+                for (col, _), v in zip(cols, row, strict=True):
+                    if v is None:
+                        continue
+                    if col in json_cols:
+                        try:
+                            v = loads_json(v)
+                        except JSONDepthError:
+                            raise InputError(
+                                f"{path}:{row_no}: column {col!r} is JSON nested deeper "
+                                f"than {MAX_JSON_DEPTH} levels"
+                            ) from None
+                        except ValueError:
+                            raise InputError(
+                                f"{path}:{row_no}: column {col!r} is not JSON text"
+                            ) from None
+                    rec[col] = v
+                yield row_no, rec
+    except duckdb.Error as exc:
+        raise _unreadable(path, exc, name) from None

@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from workloads.errors import InputError
+from workloads.inputs import load_yaml
 
 DEFAULT_PATH = (
     Path(__file__).resolve().parents[1] / "workloads" / "reference" / "published-results.yaml"
@@ -83,12 +82,7 @@ def parse_value(raw: Any, where: str) -> Range:
 
 def load_published(path: str | os.PathLike[str] | None = None) -> Published:
     p = Path(path) if path else DEFAULT_PATH
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(f"published results {str(p)!r} cannot be read: {exc.strerror}") from None
-    except yaml.YAMLError:
-        raise InputError(f"published results {str(p)!r} is not valid YAML") from None
+    data = load_yaml(p, "published results")  # bounded: aliases, depth, duplicate keys
     if not isinstance(data, dict):
         raise InputError(f"published results {str(p)!r} is not a mapping of papers")
     pub = Published(papers=data)

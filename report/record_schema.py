@@ -23,6 +23,7 @@ from workloads.records import (
     VIRTUALIZATIONS,
 )
 
+NULLABLE_TIMING = ("startup_s", "first_step_s", "timed_s")
 PUBLISHED = Path(__file__).resolve().parents[1] / "docs" / "results-schema.json"
 DESCRIPTIONS = {
     "schema_version": "record schema version (1: no setting fields; 2: with them)",
@@ -42,12 +43,13 @@ DESCRIPTIONS = {
     "repeat": "0-based repetition index",
     "error": "first line(s) of the error of a failed run",
     "images_per_sec": "global batch x timed steps / wall-clock of the timed loop",
-    "step_times_s": "seconds per timed step",
-    "elapsed_s": "job launch to finish, seconds (includes build and data)",
+    "step_times_s": "seconds per timed step: each block's time / its steps (per step when "
+    "sync_every is 1)",
+    "elapsed_s": "job launch to finish, seconds (start-up, build, data, warm-up and timed steps)",
     "metrics": "extra measurements (tflops, gbps, time_per_call_s, <shape>.<metric> ...)",
     "params": "what ran beyond the fields above (image_size, kernel shape, nvml_samples ...)",
     "claims": "published claim ids this experiment tests",
-    "topology": "ironic-bm, nova-pci, magnum-k8s, vsphere-gpu or local",
+    "topology": "the gpulab:topology of the lab (docs/topologies.md lists them)",
     "arm": "label of the comparison arm (native, docker ...)",
     "host": "host name",
     "started_at": "ISO-8601 UTC",
@@ -58,6 +60,13 @@ DESCRIPTIONS = {
     "virtualization": "schema 2: none, container, vm or container-in-vm (the report's setting)",
     "sharing": "schema 2: how the GPU is shared",
     "setting_flags": "schema 2: where the fingerprint disagrees with the stated setting",
+    "sync_every": "timed steps per host synchronization (K); compared when pairing arms",
+    "startup_s": "job launch to the first step's start, seconds (interpreter, imports, build)",
+    "first_step_s": "the warm-up before the timed window, seconds (first, compiling, step "
+    "included)",
+    "timed_s": "the timed window, seconds: first reading after the warm-up sync to the sync "
+    "after the last step",
+    "block_times_s": "wall time of each block of sync_every timed steps, seconds",
 }
 _ANNOTATION: dict[Any, Any] = {
     int: int,
@@ -109,7 +118,7 @@ def json_schema() -> dict[str, Any]:
     for name in OPTIONAL:  # optional means absent; a present null only where the type says
         prop = schema["properties"][name]
         prop.pop("default", None)
-        if name not in ("error", "images_per_sec", "elapsed_s"):
+        if name not in ("error", "images_per_sec", "elapsed_s", *NULLABLE_TIMING):
             options = prop.pop("anyOf", None)
             if options:
                 prop.update(next(o for o in options if o.get("type") != "null"))

@@ -11,6 +11,7 @@ from typing import Any
 from report.environment import size_text
 from report.table import Row, Table, higher_is_better, is_relative
 from workloads.errors import InputError
+from workloads.files import replacing
 
 TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "report.html.j2"
 HEADLINE = (
@@ -84,7 +85,13 @@ def _joined(values: tuple[int, ...]) -> str:
 
 
 def write_csv(table: Table, path: Path) -> None:
-    with open(path, "w", newline="", encoding="utf-8") as fh:
+    """The CSV whole at ``path``, or the previous file and an OutputError (workloads.files).
+    Text that is not Unicode (a lone surrogate from a record's ``\\udcxx`` escape) is
+    written as its escape."""
+    with (
+        replacing(path) as tmp,
+        open(tmp, "w", newline="", encoding="utf-8", errors="backslashreplace") as fh,
+    ):
         w = csv.writer(fh)
         w.writerow(CSV_COLUMNS)
         for r in table.rows:

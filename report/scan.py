@@ -21,6 +21,15 @@ unusual, the Python code decides:
 * records with ``metrics``, a non-string ``params.variant`` or the sharing scenario are
   grouped by report.table.key_of / metric_values.
 
+* a file holding a value that is not a finite number where the report reads one, or claims
+  or setting flags that are not lists of strings, is read by report.load too (which notes the
+  values, or refuses the record naming file and line);
+* a file whose path DuckDB cannot take (not UTF-8, or a glob character) is read through a
+  link of a plain name in the scan's temporary directory; notes still name the file;
+* JSON nested deeper than workloads.json_bounded.MAX_JSON_DEPTH levels in a field Python decodes
+  is located by report.load, which refuses it naming file and line; any other DuckDB error
+  is one line (InputError).
+
 Repetitions keep the records' order (file order, then line), so the seeded bootstrap gives
 the same intervals as the Python path.
 """
@@ -42,15 +51,16 @@ from report import scan_groups as groups
 from report import scan_sql as q
 from report.cpus import report_threads
 from report.exclusions import POWER_CAP, THROTTLE_MASK, Excluded, bit_names, throttle_bits
-from report.load import plan, read_planned
+from report.load import Planned, plan, read_planned
 from report.mapping import Arm
 from report.parquet import columns_of, is_parquet
+from report.scan_route import duckdb_name, needs_python, standin_ok
 from report.table import Collected, GroupKey
 from workloads.errors import InputError
-from workloads.records import RecordError, validate_record
+from workloads.files import reason
+from workloads.json_bounded import JSONDepthError, loads_json
 
 ORD = "(fi::BIGINT * 1099511627776 + r)"  # the record's place: input order, then line
-_STANDIN = {"s": "x", "i": 1, "f": 1.5, "o": {}, "a": [], "n": None, "b": True}
 
 
 @dataclass
@@ -73,33 +83,12 @@ def _connect(tmp: Path) -> Any:
     con.execute("SET memory_limit='480MB'")
     con.execute("SET preserve_insertion_order=true")
     con.execute("SET enable_progress_bar=false")
-    con.execute(f"SET temp_directory='{tmp}'")
+    con.execute(f"SET temp_directory='{_sql_text(str(tmp))}'")
     return con
 
 
-def _standin_ok(sig: str, sv: str | None, status: str, kind: str, virt: Any, err: bool) -> bool:
-    """validate_record on a record with the JSON types of ``sig`` and the checked values."""
-    rec: dict[str, Any] = {}
-    for name, ch in zip(q.TOP, sig, strict=True):
-        if ch != "-":
-            rec[name] = _STANDIN[ch]
-    for name, value in (("status", status), ("kind", kind)):
-        if isinstance(rec.get(name), str):
-            rec[name] = value
-    if isinstance(rec.get("virtualization"), str):
-        rec["virtualization"] = virt
-    if "schema_version" in rec:
-        try:
-            rec["schema_version"] = json.loads(sv) if sv is not None else None
-        except json.JSONDecodeError:
-            return False
-    if "error" in rec and sig[q.TOP.index("error")] == "s":
-        rec["error"] = "e" if err else ""
-    try:
-        validate_record(rec)
-    except RecordError:
-        return False
-    return True
+def _sql_text(text: str) -> str:
+    return text.replace("'", "''")
 
 
 def _finite(node: Any) -> Any:
@@ -122,16 +111,45 @@ def _write_trusted(path: Path, recs: list[dict[str, Any]]) -> None:
 
 
 def _loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
+    return None if text is None else loads_json(text)
 
 
 def scan(inputs: Iterable[str | os.PathLike[str]]) -> Scanned:
     """Read ``inputs`` (files, directories, summaries) as report.load does; see the module."""
-    tmp = Path(tempfile.mkdtemp(prefix="gpulab-report-"))
+    import duckdb
+
+    inputs = list(inputs)
     try:
-        return _scan(list(inputs), tmp)
+        tmp = Path(tempfile.mkdtemp(prefix="gpulab-report-"))
+    except OSError as exc:
+        where = tempfile.gettempdir()
+        raise InputError(
+            f"cannot make a temporary directory in {where!r} ($TMPDIR): {reason(exc)}"
+        ) from None
+    try:
+        return _scan(inputs, tmp)
+    except JSONDepthError:  # in a field decoded here: report.load names the file and line
+        _locate(plan(inputs))
+        raise InputError(f"a record in {', '.join(map(str, inputs))} nests too deep") from None
+    except duckdb.Error as exc:
+        raise InputError(f"reading the records failed: {_first_line(exc)}") from None
+    except OSError as exc:  # the scan's own temporary files (a full disk)
+        raise InputError(f"cannot write temporary files in {str(tmp)!r}: {reason(exc)}") from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _locate(items: list[Planned]) -> None:
+    """Read each record file of ``items`` with report.load until one raises (naming file and
+    line); one file at a time, so that a large input is not held whole."""
+    for i, it in enumerate(items):
+        if it.path is not None:
+            read_planned([(i, it)], [])
 
 
 def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
@@ -142,17 +160,20 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
     fast: dict[str, int] = {}
     pq: dict[str, int] = {}
     slow: set[int] = set()
+    seen: set[str] = set()
     for i, it in enumerate(items):
         labels[i] = it.label
-        if it.path is not None and str(it.path) not in fast and str(it.path) not in pq:
-            (pq if is_parquet(it.path) else fast)[str(it.path)] = i
+        if it.path is not None and str(it.path) not in seen:
+            seen.add(str(it.path))
+            name = duckdb_name(it.path, i, tmp)
+            (pq if is_parquet(it.path) else fast)[name] = i
         elif it.path is None:
             slow.add(i)
     paths_by_idx = {i: Path(n) for n, i in fast.items()}
     sources: dict[int, str] = {}  # Parquet: the SQL of a file's fingerprints (report.parquet)
     same: dict[tuple[tuple[str, str], ...], list[tuple[str, int]]] = {}  # by columns
     for name, i in pq.items():
-        cols = columns_of(con, Path(name))
+        cols = columns_of(con, Path(name), shown=labels[i])
         if parquet.fast_readable(cols):
             sources[i] = parquet.fingerprint_sql(Path(name), cols)
             same.setdefault(tuple(cols), []).append((name, i))
@@ -202,7 +223,7 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
     combos = con.execute(
         "SELECT DISTINCT sig, sv, status, kind, virt, err_set, unknown FROM rec"
     ).fetchall()
-    bad = [c for c in combos if c[6] or not _standin_ok(*c[:6])]
+    bad = [c for c in combos if c[6] or "x" in c[0] or not standin_ok(*c[:6])]
     if bad:
         con.execute("CREATE TEMP TABLE bad(sig VARCHAR, sv VARCHAR, status VARCHAR, kind VARCHAR, "
                     "virt VARCHAR, err_set BOOLEAN, unknown BOOLEAN)")  # fmt: skip
@@ -215,6 +236,8 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
             )
         ).fetchall()
         slow |= {int(r[0]) for r in rows}
+    slow |= needs_python(con)
+    if slow:
         con.execute("DELETE FROM rec WHERE list_contains(?, fi)", [sorted(slow)])
     problems: list[str] = []
     if slow:
@@ -275,8 +298,8 @@ def key_order(path: str | None) -> tuple[str, ...]:
         return ()
     try:
         with open(path, encoding="utf-8") as fh:
-            rec = json.loads(fh.readline(1 << 20))
-    except (OSError, ValueError):
+            rec = loads_json(fh.readline(1 << 20))
+    except (OSError, ValueError):  # not JSON, too deep, not UTF-8
         return ()
     return tuple(k for k in rec if isinstance(k, str)) if isinstance(rec, dict) else ()
 
@@ -315,10 +338,10 @@ def _throttle(con: Any, tmp: Path, fps: dict[int, dict[str, Any]]) -> None:
         path = tmp / "bits.csv"
         with open(path, "w", encoding="utf-8") as fh:
             for r, src in rows:
-                fh.write(f"{r},{throttle_bits({'params': {'nvml_samples': json.loads(src)}})}\n")
+                fh.write(f"{r},{throttle_bits({'params': {'nvml_samples': loads_json(src)}})}\n")
         con.execute(
-            "UPDATE rec SET thr_bits = b.bits FROM read_csv(?, columns={'r': 'BIGINT', "
-            "'bits': 'BIGINT'}, header=false) b WHERE rec.rowid = b.r",
+            "UPDATE rec SET thr_bits = b.bits | rec.win_bits FROM read_csv(?, columns={'r': "
+            "'BIGINT', 'bits': 'BIGINT'}, header=false) b WHERE rec.rowid = b.r",
             [str(path)],
         )
     for fh_, fp in fps.items():
@@ -362,7 +385,7 @@ def _compact(row: tuple[Any, ...]) -> dict[str, Any]:
             rec[k] = v
     for k, v in (("image_size", isz), ("input_shape", ishape)):
         if v is not None:
-            rec["params"][k] = json.loads(v)
+            rec["params"][k] = loads_json(v)
     return rec
 
 

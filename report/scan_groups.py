@@ -7,11 +7,11 @@ from the same records in the same order.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from report.mapping import SETTING_OF_VIRTUALIZATION, Arm, arm_settings_from, paired_settings
 from report.table import Collected, GroupKey, key_of
+from workloads.json_bounded import loads_json
 
 ARM_SQL = "coalesce(nullif(topology, ''), 'unknown'), coalesce(nullif(arm, ''), 'native')"
 # records whose group or metrics need report.table's Python (metrics, odd variants, sharing)
@@ -30,7 +30,7 @@ ISIZE = (
 
 
 def _loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
+    return None if text is None else loads_json(text)
 
 
 def settings(con: Any, col: Collected) -> None:
@@ -59,7 +59,7 @@ def _params(isz: Any, ishape: Any, extra: dict[str, Any] | None = None) -> dict[
     params: dict[str, Any] = dict(extra or {})
     for key, v in (("image_size", isz), ("input_shape", ishape)):
         if v is not None:
-            params[key] = json.loads(v)
+            params[key] = loads_json(v)
     return params
 
 
@@ -83,17 +83,32 @@ def reps(con: Any, col: Collected, fps: dict[int, dict[str, Any]]) -> None:
             if v is not None:
                 rec[key] = v
         if fl is not None:
-            rec["setting_flags"] = json.loads(fl)
+            rec["setting_flags"] = loads_json(fl)
         rec["params"] = _params(isz, ishape, {"device": {"used": _loads(dev)}})
         col.reps.setdefault(Arm(topo, arm), []).append(rec)
 
 
-PAIR_COLS = "model, batch, isz, ishape, steps, warmup, prec, backend, data, gpu_path, fh, run"
+# the record's top-level numbers that are metrics (report.table.TOP_METRICS), and their columns
+TOP = (
+    ("images_per_sec", "ips"),
+    ("elapsed_s", "ela"),
+    ("startup_s", "startup"),
+    ("first_step_s", "first_step"),
+    ("timed_s", "timed"),
+)
+ANY_TOP = "(" + " OR ".join(f"{c} IS NOT NULL" for _, c in TOP) + ")"
+
+PAIR_COLS = (
+    "model, batch, isz, ishape, steps, warmup, prec, backend, data, gpu_path, fh, run, sync_k, "
+    "sync_mode"
+)
 
 
 def _pairing(row: tuple[Any, ...], fps: dict[int, dict[str, Any]]) -> dict[str, Any]:
-    model, batch, isz, ishape, steps, warm, prec, backend, data, gp, fh, run = row
+    model, batch, isz, ishape, steps, warm, prec, backend, data, gp, fh, run, k, mode = row
     rec: dict[str, Any] = {"model": model, "fingerprint": fps.get(int(fh), {})}
+    if k is not None:
+        rec["sync_every"] = k
     for key, v in (
         ("batch_size", batch),
         ("steps", steps),
@@ -103,7 +118,9 @@ def _pairing(row: tuple[Any, ...], fps: dict[int, dict[str, Any]]) -> dict[str, 
     ):
         if v is not None:
             rec[key] = v
-    extra = {k: json.loads(v) for k, v in (("precision", prec), ("backend", backend)) if v}
+    extra = {k: loads_json(v) for k, v in (("precision", prec), ("backend", backend)) if v}
+    if mode is not None:
+        extra["timing"] = {"sync_mode": loads_json(mode)}
     rec["params"] = _params(isz, ishape, extra)
     return {**paired_settings(rec), "run": run}
 
@@ -127,8 +144,8 @@ def values(
         )
     py = con.execute(
         f"SELECT o, {ARM_SQL}, suite, experiment, model, scenario, data, batch, steps, kind, "
-        f"ips, ela, metrics, variant, jobs, isz, ishape, {PAIR_COLS} FROM k WHERE {PY_ROW} "
-        "ORDER BY o"
+        f"ips, ela, metrics, variant, jobs, isz, ishape, unit, startup, first_step, timed, "
+        f"{PAIR_COLS} FROM k WHERE {PY_ROW} ORDER BY o"
     ).fetchall()
     got: dict[tuple[GroupKey, Arm, str], list[tuple[int, float]]] = {}
     plain: dict[tuple[GroupKey, Arm, str], Any] = {}  # no Python rows: no orders
@@ -136,23 +153,24 @@ def values(
     # one group per (group, arm) holding both metrics' values (half the rows of a group per
     # metric); the order of each value is fetched only where Python rows are merged in (a
     # million ints and pairs less to build otherwise)
-    metrics = (("images_per_sec", "ips"), ("elapsed_s", "ela"))
-    lists = [f"list({c} ORDER BY o) FILTER ({c} IS NOT NULL)" for _, c in metrics]
-    ords = [f"list(o ORDER BY o) FILTER ({c} IS NOT NULL)" if py else "NULL" for _, c in metrics]
-    names = [f"c{i}" for i in range(17)]
+    m = len(TOP)
+    lists = [f"list({c} ORDER BY o) FILTER ({c} IS NOT NULL)" for _, c in TOP]
+    ords = [f"list(o ORDER BY o) FILTER ({c} IS NOT NULL)" if py else "NULL" for _, c in TOP]
+    names = [f"c{i}" for i in range(9 + 2 * m + 4)]
     # fetchnumpy: each group's values come as one float64 array (a Python float per value
     # and a list per group cost about a second at a million records); NULL is None
     res = con.execute(
         f"SELECT * FROM (SELECT {key_sql}, {ARM_SQL}, {', '.join(lists)}, {', '.join(ords)}, "
         f"list(DISTINCT {ISIZE}) FILTER ({ISIZE} IS NOT NULL), "
         "list(DISTINCT steps) FILTER (steps IS NOT NULL), arg_max(kind, o), max(o) "
-        f"{sql_rows} AND (ips IS NOT NULL OR ela IS NOT NULL) GROUP BY ALL) "
+        f"{sql_rows} AND {ANY_TOP} GROUP BY ALL) "
         f"t({', '.join(names)})"
     ).fetchnumpy()
     for row in zip(*(res[n].tolist() for n in names), strict=True):
         key, arm = GroupKey(*row[:7]), Arm(row[7], row[8])
-        isizes, steps, kind, at = row[13:17]
-        for (metric, _), vals, ords_ in zip(metrics, row[9:11], row[11:13], strict=True):
+        isizes, steps, kind, at = row[9 + 2 * m : 13 + 2 * m]
+        vals_ords = zip(TOP, row[9 : 9 + m], row[9 + m : 9 + 2 * m], strict=True)
+        for (metric, _), vals, ords_ in vals_ords:
             if vals is None:
                 continue
             if py:
@@ -163,9 +181,11 @@ def values(
         sizes.update(int(x) for x in ([] if isizes is None else isizes))
         steps_.update(int(x) for x in ([] if steps is None else steps))
         _kind(col, last, key, kind, int(at))
+    _unit_values(con, col, key_sql, sql_rows)
     for row in py:
         o, topo, arm_name, suite, exp, model, scen, data, batch, n_steps, kind = row[:11]
-        ips, ela, metrics, variant, jobs, isz, ishape = row[11:18]
+        ips, ela, metrics, variant, jobs, isz, ishape, unit = row[11:19]
+        windows = dict(zip(("startup_s", "first_step_s", "timed_s"), row[19:22], strict=True))
         rec: dict[str, Any] = {
             "suite": suite,
             "experiment": exp,
@@ -181,19 +201,23 @@ def values(
             ("steps", n_steps),
             ("images_per_sec", ips),
             ("elapsed_s", ela),
+            *windows.items(),
         ):
             if v is not None:
                 rec[k] = v
         for k, v in (("variant", variant), ("jobs", jobs)):
             if v is not None:
-                rec["params"][k] = json.loads(v)
+                rec["params"][k] = loads_json(v)
         arm = Arm(topo, arm_name)
         key = key_of(rec)
-        pairs.append((int(o), key, arm, _pairing(row[18:], fps)))
+        pairs.append((int(o), key, arm, _pairing(row[22:], fps)))
         one = Collected()
-        one.add(key, arm, rec)
+        one.add(key, arm, rec, unit=unit)
         for vk, vs in one.values.items():
             got.setdefault(vk, []).extend((int(o), v) for v in vs)
+        for vk, per_unit in one.units.items():
+            for u, vs in per_unit.items():
+                col.units.setdefault(vk, {}).setdefault(u, []).extend(vs)
         for sk, (sz, st) in one.shapes.items():
             sizes, steps_ = col.shapes.setdefault(sk, (set(), set()))
             sizes |= sz
@@ -204,6 +228,24 @@ def values(
         col.values = plain
         return
     col.values = {k: [float(v) for _, v in sorted(ov, key=lambda t: t[0])] for k, ov in got.items()}
+
+
+def _unit_values(con: Any, col: Collected, key_sql: str, where: str) -> None:
+    """Per (group, arm, unit): the values of each of TOP (records whose metrics report.table's
+    Python reads add theirs in :func:`values`)."""
+    names = [f"u{i}" for i in range(10 + len(TOP))]
+    lists = ", ".join(f"list({c}) FILTER ({c} IS NOT NULL)" for _, c in TOP)
+    res = con.execute(
+        f"SELECT * FROM (SELECT {key_sql}, {ARM_SQL}, unit, {lists} {where} AND {ANY_TOP} "
+        f"GROUP BY ALL) t({', '.join(names)})"
+    ).fetchnumpy()
+    for row in zip(*(res[n].tolist() for n in names), strict=True):
+        key, arm, unit = GroupKey(*row[:7]), Arm(row[7], row[8]), row[9]
+        for (metric, _), vals in zip(TOP, row[10:], strict=True):
+            if vals is not None and len(vals):
+                col.units.setdefault((key, arm, metric), {}).setdefault(unit, []).extend(
+                    vals.astype(float, copy=False).tolist()
+                )
 
 
 def _kind(col: Collected, last: dict[GroupKey, int], key: GroupKey, kind: str, at: int) -> None:

@@ -50,6 +50,7 @@ PATHS = (
     "params.backend",
     "params.device.used",
     "params.nvml_samples",
+    "params.study",
     "fingerprint",
     "global_batch",
     "repeat",
@@ -58,6 +59,13 @@ PATHS = (
     "host",
     "started_at",
     "finished_at",
+    "sync_every",
+    "startup_s",
+    "first_step_s",
+    "timed_s",
+    "block_times_s",
+    "params.nvml_window.throttle_mask",
+    "params.timing.sync_mode",
 )
 IDX = {p: i + 1 for i, p in enumerate(PATHS)}  # DuckDB lists are 1-based
 JSON_PATHS = "[" + ", ".join(f"'$.{p}'" for p in PATHS) + "]"
@@ -77,7 +85,9 @@ TOP = tuple(p for p in PATHS if "." not in p)
 
 def signature(fixed: dict[str, str] | None = None) -> str:
     """SQL: one character per top-level field, its JSON type: s(tring) i(nt) f(loat)
-    o(bject) a(rray) n(ull) b(ool) or - (absent). Few distinct values; report.scan checks each
+    o(bject) a(rray) n(ull) b(ool), x for a word that DuckDB reads as a number and Python
+    may not (NaN, Infinity, nan, inf: the Python reader decides, and notes or skips it),
+    or - (absent). Few distinct values; report.scan checks each
     with validate_record on a stand-in record of those types. ``fixed``: fields whose JSON
     type is known from their source column wherever they are present (a Parquet VARCHAR
     column is always a string: report.parquet.fixed_types), so the text is not looked at."""
@@ -92,8 +102,9 @@ def signature(fixed: dict[str, str] | None = None) -> str:
         parts.append(
             f"CASE WHEN {v} IS NULL THEN '-' WHEN starts_with({v}, '\"') THEN 's' "
             f"WHEN starts_with({v}, '{{') THEN 'o' WHEN starts_with({v}, '[') THEN 'a' "
-            f"WHEN starts_with({v}, 'n') THEN 'n' WHEN starts_with({v}, 't') "
-            f"OR starts_with({v}, 'f') THEN 'b' WHEN contains({v}, '.') OR contains({v}, 'e') "
+            f"WHEN {v} = 'null' THEN 'n' WHEN starts_with({v}, 't') "
+            f"OR starts_with({v}, 'f') THEN 'b' WHEN contains({v}, 'n') OR contains({v}, 'N') "
+            f"THEN 'x' WHEN contains({v}, '.') OR contains({v}, 'e') "
             f"OR contains({v}, 'E') THEN 'f' ELSE 'i' END"
         )
     return "concat(" + ", ".join(parts) + ")"
@@ -151,6 +162,19 @@ def _suspect() -> str:
     return f"({s} IS NOT NULL AND starts_with({s}, '[') AND NOT ({simple}))"
 
 
+def unit_sql() -> str:
+    """SQL: the record's unit key, as report.units.unit_of gives it: ``study:<name>#<repeat>``
+    where ``params.study.repeat`` is an int in 0..2**31-1, else ``run:<run_id>``."""
+    s = j("params.study")
+    rep = f"TRY_CAST({s} ->> '$.repeat' AS BIGINT)"
+    name = f"CASE WHEN json_type({s}, '$.name') = 'VARCHAR' THEN {s} ->> '$.name' ELSE '' END"
+    return (
+        f"CASE WHEN starts_with({s}, '{{') AND json_type({s}, '$.repeat') IN ('BIGINT', "
+        f"'UBIGINT') AND {rep} BETWEEN 0 AND 2147483647 THEN 'study:' || {name} || '#' || "
+        f"CAST({rep} AS VARCHAR) ELSE 'run:' || coalesce({_str('run_id')}, '') END"
+    )
+
+
 def _bits() -> str:
     s = j("params.nvml_samples")
     ints = f"regexp_extract_all({s}, '\"throttle_mask\":(-?[0-9]+)', 1)"
@@ -159,6 +183,16 @@ def _bits() -> str:
         # 0 first: samples without a throttle_mask (or none at all) reduce to no throttle bits
         f"list_reduce(list_prepend(0::BIGINT, list_transform({ints}, x -> x::BIGINT)),"
         " (a, b) -> a | b), 0) ELSE 0 END"
+    )
+
+
+def _window_bits() -> str:
+    """``params.nvml_window.throttle_mask`` (an int: the reasons whose NVML counters grew
+    over the timed window, workloads.fingerprint.throttle.CounterWindow), else 0."""
+    v = j("params.nvml_window.throttle_mask")
+    return (
+        f"coalesce(CASE WHEN NOT (contains({v}, '.') OR contains({v}, 'e') OR contains({v}, 'E'))"
+        f" THEN TRY_CAST({v} AS BIGINT) END, 0)"
     )
 
 
@@ -172,6 +206,7 @@ def columns(fixed: dict[str, str] | None = None, all_keys: bool = True) -> str:
         "err_set": f"coalesce({j('error')} NOT IN ('null', '\"\"'), false)",
         "rid": _str("record_id"),
         "run": _str("run_id"),
+        "unit": unit_sql(),
         "status": _str("status"),
         "kind": _str("kind"),
         "suite": _str("suite"),
@@ -185,6 +220,9 @@ def columns(fixed: dict[str, str] | None = None, all_keys: bool = True) -> str:
         "warmup": _int("warmup"),
         "ips": _num("images_per_sec"),
         "ela": _num("elapsed_s"),
+        "startup": _num("startup_s"),
+        "first_step": _num("first_step_s"),
+        "timed": _num("timed_s"),
         "metrics": j("metrics"),
         "topology": _str("topology"),
         "arm": _str("arm"),
@@ -202,7 +240,10 @@ def columns(fixed: dict[str, str] | None = None, all_keys: bool = True) -> str:
         "backend": j("params.backend"),
         "dev_used": j("params.device.used"),
         "fh": f"hash({j('fingerprint')})",
-        "thr_bits": _bits(),
+        "thr_bits": f"({_bits()}) | ({_window_bits()})",
+        "win_bits": _window_bits(),
+        "sync_k": _int("sync_every"),
+        "sync_mode": j("params.timing.sync_mode"),
         "thr_src": f"CASE WHEN {_suspect()} THEN {j('params.nvml_samples')} END",
         "nvml_list": f"coalesce(starts_with({j('params.nvml_samples')}, '['), false)",
     }

@@ -1,16 +1,21 @@
-"""Statistics over repetitions: median, seeded percentile-bootstrap 95 % CI, CV with a flag.
+"""Statistics over repetitions: median, 95 % CI, CV with a flag.
+
+A table row's CI is the t interval of the mean over its units (report.units: one study
+repeat, or one run, is one unit; the repetitions inside a unit are averaged into one value
+first, report.intervals), so repetitions that ran back to back never count as independent.
+Without units (``summarize(values, key)`` alone, and ``gpulab compare``) the CI is a seeded
+percentile bootstrap of the median.
 
 The bootstrap resamples the repetitions with replacement (N_BOOT times) and takes the 2.5th
 and 97.5th percentiles of the resampled medians. Its generator is seeded from a string key
 (the group and arm), so the same records always give the same interval.
 
-A normalized value (an arm's median over the baseline arm's median) gets its interval from
-:func:`ratio_ci`: both arms' repetitions are resampled independently and the ratio of the two
-resampled medians is taken, so the baseline's own spread widens the interval. With fewer than
-MIN_N repetitions in an arm an interval says little: :attr:`Summary.few` flags it and the
-claim checks call such a row inconclusive (report.claims). Above EXACT_N repetitions the
-resampled medians are drawn from their exact distribution (order statistics of uniforms)
-instead of by resampling every value: the same bootstrap at a cost that does not grow with n.
+:func:`ratio_ci` (``gpulab compare``) resamples both sides' repetitions independently and
+takes the ratio of the two resampled medians. With fewer than MIN_N repetitions in an arm
+:attr:`Summary.few` flags the row; the verdicts count units instead (report.claims).
+Above EXACT_N repetitions the resampled medians are drawn from their exact distribution
+(order statistics of uniforms) instead of by resampling every value: the same bootstrap at a
+cost that does not grow with n.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
+
+from report.intervals import estimate
 
 N_BOOT = 2000
 LEVEL = 0.95
@@ -63,6 +70,7 @@ class Summary:
     ci_hi: float
     cv: float | None  # sample stdev / mean; None with fewer than 2 values
     values: tuple[float, ...]
+    n_units: int | None = None  # units the CI is over (None: a bootstrap over repetitions)
 
     @property
     def cv_flag(self) -> bool:
@@ -132,19 +140,31 @@ def coefficient_of_variation(values: Values) -> float | None:
     return float(a.std(ddof=1)) / abs(mean)
 
 
-def summarize(values: Values, key: str) -> Summary:
-    """n, median, bootstrap CI and CV of ``values`` (a sequence or a float array: report.scan
-    hands over one array per group, and a million values are converted once, not per step)."""
+def summarize(values: Values, key: str, units: Sequence[float] | None = None) -> Summary:
+    """n, median, CI and CV of ``values`` (a sequence or a float array: report.scan hands
+    over one array per group, and a million values are converted once, not per step).
+
+    ``units``: one value per unit (the mean of its repetitions); the CI is then the t
+    interval of their mean (one unit: no interval, the unit's value on both sides), else
+    a bootstrap of the median over ``values``."""
     xs = np.asarray(values, dtype=float)
     if xs.size == 0:
         raise ValueError("summary of no values")
     vals = tuple(xs.tolist())
-    lo, hi = bootstrap_ci(xs, key)
+    median = float(np.median(xs))  # the middle value, or the mean of the two (as statistics)
+    if units is None:
+        lo, hi = bootstrap_ci(xs, key)
+    else:
+        est = estimate(units)
+        if est is None:
+            raise ValueError("summary of no unit values")
+        lo, hi = est.interval() or (est.value, est.value)
     return Summary(
         n=len(vals),
-        median=float(np.median(xs)),  # the middle value, or the mean of the two (as statistics)
+        median=median,
         ci_lo=lo,
         ci_hi=hi,
         cv=coefficient_of_variation(xs),
         values=vals,
+        n_units=None if units is None else len(units),
     )

@@ -6,17 +6,27 @@ A group is (suite, experiment, model, scenario, data, batch_size, variant); ``va
 of one group and arm are repetitions: their values are summarized (stats.summarize) and the
 median is divided by the baseline arm's median of the same group and metric.
 
-Metrics per record: ``images_per_sec``, ``elapsed_s``, every finite number in ``metrics``
+Metrics per record: ``images_per_sec``, ``elapsed_s``, the runner's windows ``startup_s``,
+``first_step_s`` and ``timed_s`` where a record has them, every finite number in ``metrics``
 (the scenarios' names renamed by ALIASES: ``alone_elapsed_s`` -> ``elapsed_alone_s``,
 ``elapsed_increase`` -> ``elapsed_degradation``, ``throughput_ratio`` ->
-``aggregate_throughput_ratio`` ...), and two derived from the shared scenario's metrics
-when both halves are present:
-``elapsed_degradation`` = elapsed_shared_s / elapsed_alone_s - 1 and
+``aggregate_throughput_ratio`` ...), and the degradations of the shared scenario, each named
+for the window it measures:
+``elapsed_degradation`` = elapsed_shared_s / elapsed_alone_s - 1 (each job's launch to
+finish: the papers' elapsed time), ``timed_degradation`` = timed_wall_shared_s /
+timed_wall_alone_s - 1 (the timed windows; the scenario itself writes this one as
+``elapsed_degradation``, read here as ``timed_degradation``) and
 ``images_per_sec_degradation`` = 1 - images_per_sec_shared / images_per_sec_alone.
 A metric named ``<shape>.<name>`` (the kernel scenario's per-shape metrics, e.g.
 ``rnn_gru_h512_b32_t50.time_per_call_s``) becomes metric ``<name>`` of variant ``<shape>``.
 Ratios and degradations (RATIO_METRICS and names ending in ``_ratio``/``_degradation``) are
 already relative, so they are not normalized to the baseline.
+
+Units (report.units): the repetitions of one group and arm in one unit (a study repeat, or a
+run) are averaged into one value per unit. A row's interval is taken over its units
+(report.intervals): a normalized value is the geometric mean of the paired per-unit ratios
+(the arm's unit over the baseline's unit of the same slot) with the t interval of their logs,
+so the baseline's own spread is in it; a ratio or degradation is the mean over its units.
 """
 
 from __future__ import annotations
@@ -28,8 +38,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from report.intervals import LINEAR, LOG, Estimate, estimate
 from report.mapping import Arm, ArmSetting, arm_settings, check_paired
-from report.stats import Summary, ratio_ci, summarize
+from report.stats import Summary, summarize
+from report.units import STUDY, slots, unit_of
 
 RATIO_METRICS = frozenset({"aggregate_throughput_ratio", "completion_time_ratio"})
 # the workload scenarios' metric names (workloads/scenarios/shared.py, sharing.py) -> the
@@ -41,7 +53,12 @@ ALIASES = {
     "shared_images_per_sec": "images_per_sec_shared",
     "elapsed_increase": "elapsed_degradation",
     "throughput_ratio": "aggregate_throughput_ratio",
+    # workloads/scenarios/shared.py: its elapsed_degradation is of the timed windows
+    "elapsed_degradation": "timed_degradation",
 }
+# the record's top-level numbers that are metrics: throughput, the job's elapsed time and the
+# runner's windows (start-up, the first (compiling) steps, the timed window), where recorded
+TOP_METRICS = ("images_per_sec", "elapsed_s", "startup_s", "first_step_s", "timed_s")
 HIGHER_IS_BETTER = ("images_per_sec", "per_sec", "tflops", "gbps", "throughput")
 
 
@@ -79,6 +96,16 @@ class Row:
     baseline_median: float | None = None
     image_sizes: tuple[int, ...] = ()  # params.image_size of the rows' records (px)
     steps: tuple[int, ...] = ()  # timed steps of the rows' records
+    units: dict[str, float] = field(default_factory=dict)  # slot -> the unit's mean value
+    # slot -> the unit's value over the baseline's unit of the same slot (absolute metrics)
+    norm_units: dict[str, float] = field(default_factory=dict)
+    est: Estimate | None = None  # what a verdict judges: the normalized value, or the ratio
+    study: bool = False  # the units are study repeats (else runs)
+
+    def judged_units(self) -> dict[str, float]:
+        """Per slot, the value a claim judges: the ratio itself for a relative metric, the
+        value over the baseline's for an absolute one."""
+        return self.units if is_relative(self.metric) else self.norm_units
 
 
 @dataclass
@@ -161,13 +188,16 @@ def key_of(rec: dict[str, Any]) -> GroupKey:
 def _num(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, int | float):
         return None
-    f = float(v)
+    try:
+        f = float(v)
+    except OverflowError:  # an int beyond a double's range (report.load notes it)
+        return None
     return f if math.isfinite(f) else None
 
 
 def metric_values(rec: dict[str, Any]) -> dict[str, float]:
     out: dict[str, float] = {}
-    for name in ("images_per_sec", "elapsed_s"):
+    for name in TOP_METRICS:
         v = _num(rec.get(name))
         if v is not None:
             out[name] = v
@@ -178,6 +208,9 @@ def metric_values(rec: dict[str, Any]) -> dict[str, float]:
     ea, es = out.get("elapsed_alone_s"), out.get("elapsed_shared_s")
     if ea and es is not None and "elapsed_degradation" not in out:
         out["elapsed_degradation"] = es / ea - 1.0
+    ta, ts = out.get("timed_wall_alone_s"), out.get("timed_wall_shared_s")
+    if ta and ts is not None and "timed_degradation" not in out:
+        out["timed_degradation"] = ts / ta - 1.0
     ia, ish = out.get("images_per_sec_alone"), out.get("images_per_sec_shared")
     if ia and ish is not None and "images_per_sec_degradation" not in out:
         out["images_per_sec_degradation"] = 1.0 - ish / ia
@@ -201,6 +234,8 @@ class Collected:
     """What a table is made of, from the records (report.scan or :func:`collect`)."""
 
     values: dict[tuple[GroupKey, Arm, str], list[float]] = field(default_factory=dict)
+    # per (group, arm, metric): unit key (report.units) -> its values
+    units: dict[tuple[GroupKey, Arm, str], dict[str, list[float]]] = field(default_factory=dict)
     kinds: dict[GroupKey, str] = field(default_factory=dict)
     shapes: dict[tuple[GroupKey, Arm], tuple[set[int], set[int]]] = field(default_factory=dict)
     arm_set: dict[Arm, ArmSetting] = field(default_factory=dict)
@@ -209,14 +244,17 @@ class Collected:
     counts: dict[Arm, int] = field(default_factory=dict)  # ok records per arm
     model_counts: dict[str, int] = field(default_factory=dict)  # ok records per model
 
-    def add(self, key: GroupKey, arm: Arm, rec: dict[str, Any]) -> None:
-        """One record's metrics (the Python path, and unusual records of report.scan)."""
+    def add(self, key: GroupKey, arm: Arm, rec: dict[str, Any], unit: str | None = None) -> None:
+        """One record's metrics (the Python path, and unusual records of report.scan, which
+        give the record's ``unit`` key as report.scan_sql computed it)."""
+        unit = unit_of(rec) if unit is None else unit
         for metric, v in metric_values(rec).items():
             k = key
             if "." in metric:
                 shape, _, metric = metric.rpartition(".")
                 k = replace(key, variant="/".join(p for p in (key.variant, shape) if p))
             self.values.setdefault((k, arm, metric), []).append(v)
+            self.units.setdefault((k, arm, metric), {}).setdefault(unit, []).append(v)
             self.kinds[k] = rec["kind"]
             sizes, steps = self.shapes.setdefault((k, arm), (set(), set()))
             size, n_steps = image_size(rec), rec.get("steps")
@@ -250,17 +288,50 @@ def build_table(records: Iterable[dict[str, Any]], baseline: Arm, pool: bool = T
     return finish(collect(records), baseline)
 
 
+def _slots(col: Collected) -> dict[Arm, dict[str, str]]:
+    """Per arm, each unit key -> its slot (report.units.slots over all the arm's units)."""
+    per_arm: dict[Arm, set[str]] = defaultdict(set)
+    for (_, arm, _), sums in col.units.items():
+        per_arm[arm].update(sums)
+    for _, arm, _ in col.values:
+        per_arm.setdefault(arm, set())
+    return {arm: slots(keys) for arm, keys in per_arm.items()}
+
+
+def _normalize(row: Row, base: Row) -> None:
+    """The row over the baseline row, paired per slot (see the module docstring). Without a
+    slot in common (or a value that is not positive) the ratio of the medians, no interval."""
+    paired = {s: v / base.units[s] for s, v in row.units.items() if base.units.get(s)}
+    row.norm_units = paired
+    row.est = estimate(paired.values(), LOG) if paired else None
+    if row.est is None:
+        row.norm_units = {}
+        assert row.baseline_median is not None
+        row.norm = row.summary.median / row.baseline_median
+        return
+    row.norm = row.est.value
+    row.norm_lo, row.norm_hi = row.est.interval() or (None, None)
+
+
 def finish(col: Collected, baseline: Arm) -> Table:
     """Summaries, normalization and intervals of collected values."""
     settings = {a: s.setting for a, s in col.arm_set.items()}
     rows: list[Row] = []
     index: dict[tuple[GroupKey, Arm, str], Row] = {}
+    slot_of = _slots(col)
     # in the order of their fields: suite, experiment, ..., batch size (as a number), arm, metric
     for (key, arm, metric), vals in sorted(col.values.items()):
         seed_key = f"{key}|{arm.label}|{metric}"
-        row = Row(key, arm, settings[arm], metric, summarize(vals, seed_key))
+        per_unit = col.units.get((key, arm, metric)) or {"": list(vals)}
+        # math.fsum: exactly rounded, so the order the values came in does not show
+        units = {slot_of[arm].get(u, u): math.fsum(v) / len(v) for u, v in sorted(per_unit.items())}
+        row = Row(key, arm, settings[arm], metric, summarize(vals, seed_key, list(units.values())))
+        row.units = units
+        row.study = all(u.startswith(STUDY) for u in per_unit)
         sizes, steps = col.shapes.get((key, arm), (set(), set()))
         row.image_sizes, row.steps = tuple(sorted(sizes)), tuple(sorted(steps))
+        if is_relative(metric):
+            row.est = estimate(units.values(), LINEAR)
         rows.append(row)
         index[(key, arm, metric)] = row
     for row in rows:
@@ -269,16 +340,12 @@ def finish(col: Collected, baseline: Arm) -> Table:
         base = index.get((row.key, baseline, row.metric))
         if base is None or base.summary.median == 0:
             continue
-        b = base.summary.median
-        row.baseline_median = b
-        row.norm = row.summary.median / b
-        row.norm_lo, row.norm_hi = (
-            (1.0, 1.0)
-            if row is base
-            else ratio_ci(
-                row.summary.values, base.summary.values, f"{row.key}|{row.arm.label}|{row.metric}"
-            )
-        )
+        row.baseline_median = base.summary.median
+        if row is base:
+            row.norm, row.norm_lo, row.norm_hi = 1.0, 1.0, 1.0
+            row.norm_units = {s: 1.0 for s in row.units}
+            continue
+        _normalize(row, base)
     return Table(
         rows=rows,
         baseline=baseline,

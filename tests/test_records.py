@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import pytest
 
@@ -37,6 +38,9 @@ def test_make_record_fills_schema_version_and_defaults():
         ({"steps": True}, "'steps'"),
         ({"schema_version": 99}, "schema_version"),
         ({"status": "ok", "error": "boom"}, "error"),
+        ({"claims": [{}]}, r"record field claims\[0\] has type dict, not a string"),
+        ({"claims": ["a", 3]}, r"record field claims\[1\] has type int, not a string"),
+        ({"setting_flags": [None]}, r"record field setting_flags\[0\] has type NoneType"),
     ],
 )
 def test_bad_records_are_rejected_with_the_field_named(change, message):
@@ -161,3 +165,73 @@ def test_part_of_a_setting_is_refused():
     part = {k: v for k, v in SETTING.items() if k != "sharing"}
     with pytest.raises(RecordError, match="part of the setting: sharing missing"):
         make_record(**BASE, **part)
+
+
+def _strict_json(line: str) -> object:
+    """json.loads that refuses NaN and Infinity (not JSON: other readers fail on them)."""
+
+    def refuse(word: str) -> object:
+        raise ValueError(f"{word} is not JSON")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"images_per_sec": float("nan")}, "images_per_sec"),
+        ({"elapsed_s": 1e308 * 10}, "elapsed_s"),  # a float that overflowed
+        ({"step_times_s": [0.1, float("inf"), 0.1]}, "step_times_s[1]"),
+        ({"metrics": {"tflops": float("-inf")}}, "metrics.tflops"),
+    ],
+)
+def test_writer_turns_a_value_that_is_not_a_number_into_a_failed_record(tmp_path, fields, named):
+    """Not written as NaN (invalid JSON), not dropped: a failed record naming the field."""
+    out = tmp_path / "r.jsonl"
+    with RecordWriter(out) as w:
+        w.write(make_record(**BASE, **{"images_per_sec": 5.0, **fields}))
+    line = out.read_text().splitlines()[0]
+    rec = _strict_json(line)
+    assert isinstance(rec, dict)
+    assert rec["status"] == "failed"
+    assert rec["error"] == (
+        f"not a finite number (NaN or infinity) in {named}; the value(s) are written as null"
+    )
+    validate_record(rec)
+    assert list(iter_records(out)) == [rec]
+
+
+def test_writer_keeps_a_failed_status_and_extends_its_error(tmp_path):
+    out = tmp_path / "r.jsonl"
+    with RecordWriter(out) as w:
+        w.write(make_record(**BASE, status="interrupted", error="SIGINT", elapsed_s=float("nan")))
+    rec = _strict_json(out.read_text())
+    assert isinstance(rec, dict)
+    assert rec["status"] == "interrupted" and rec["elapsed_s"] is None
+    assert rec["error"].startswith("SIGINT; not a finite number (NaN or infinity) in elapsed_s")
+
+
+def test_lines_end_at_newline_only(tmp_path):
+    """U+2028, U+2029, U+0085 and a form feed are line ends to str.splitlines, not to JSON
+    Lines: a record whose string holds one is one record."""
+    out = tmp_path / "r.jsonl"
+    recs = [make_record(**BASE, host=f"a{sep}b") for sep in ("\u2028", "\u2029", "\x85", "\x0c")]
+    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in recs))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RecordWarning)  # nothing skipped
+        assert list(iter_records(out)) == recs
+
+
+def test_a_line_nested_too_deep_is_refused_naming_file_and_line(tmp_path):
+    out = tmp_path / "r.jsonl"
+    ok = json.dumps(make_record(**BASE))
+    out.write_text(ok + "\n" + ok[:-1] + ', "params": {"x": ' + "[" * 5000 + "]" * 5000 + "}}\n")
+    with pytest.raises(RecordError, match=f"^{out}:2: JSON nested deeper than 64 levels$"):
+        list(iter_records(out))
+
+
+def test_a_number_too_long_for_python_is_refused_naming_file_and_line(tmp_path):
+    out = tmp_path / "r.jsonl"
+    out.write_text(json.dumps(make_record(**BASE))[:-1] + ', "repeat": ' + "7" * 5000 + "}\n")
+    with pytest.raises(RecordError, match=f"^{out}:1: holds a number too long to read$"):
+        list(iter_records(out))

@@ -9,6 +9,7 @@ Used by Ansible's ``workload_run`` role and by ``gpulab run local``; keep it sta
                               [--image-size PX] --out FILE
                               [--topology T] [--arm LABEL] [--keras-backend tensorflow|jax|torch]
          (both) [--gpu-path P] [--exec-env E] [--sharing S]   (the setting, as the lab states it)
+                [--sync-every auto|N|tf_cnn]                 (timed steps per host sync)
     python -m workloads fingerprint        # this machine's environment fingerprint as JSON
     python -m workloads list               # models (default batch, input size) and suites
 
@@ -26,6 +27,13 @@ against the fingerprint (``setting_flags``). Without a gpu_path the records carr
 The options are defined once, in ``workloads/bench_options.py`` (``gpulab bench`` has the same);
 ``--backend`` is the deprecated name of ``--keras-backend``.
 Each repetition runs in its own process (``python -m workloads _measure``, internal).
+
+``--sync-every`` (default ``GPULAB_SYNC_EVERY``, else ``auto``): the timed loop waits for the
+device every K steps and after the last, never after each step unless asked (``tf_cnn``, or
+1); ``auto`` makes each block last at least a second at the warm-up steps' speed. Every record
+carries ``sync_every``, ``startup_s``, ``first_step_s``, ``timed_s`` and ``block_times_s``.
+``GPULAB_MIN_TIMED_S`` (default 1): a timed window shorter than this is flagged in the
+record (``params.timing.short_window``).
 
 ``GPULAB_RUN_ID`` (set by the workload_run role): the run id every record carries, the same on
 every host of one lab run (default: a new one).
@@ -118,6 +126,7 @@ def _bench(args: argparse.Namespace) -> int:
         backend=opts["keras_backend"],
         progress=progress,
         setting=setting,
+        sync_every=opts["sync_every"],
     )
     print(f"{len(result.records)} record(s) -> {result.out}", file=sys.stderr)
     if setting is None and result.records:

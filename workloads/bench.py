@@ -273,12 +273,15 @@ def run_bench(
     python: str = sys.executable,
     run_id: str | None = None,
     setting: Setting | None = None,
+    sync_every: int | str | None = None,
 ) -> BenchResult:
     """Run every repetition of every entry of ``suite``; append records to ``out``.
 
     ``setting``: where it runs, as the lab states it (workloads.setting); None: the records
-    carry no setting."""
+    carry no setting. ``sync_every``: timed steps per host sync (workloads.timing: ``auto``,
+    ``tf_cnn`` or an int; default ``$GPULAB_SYNC_EVERY``, else auto)."""
     backend = check_backend(backend or default_backend())
+    timing = job_timing(sync_every)
     writer = RecordWriter(out)  # an unwritable path fails here, before anything runs
     result = BenchResult(Path(out), run_id or new_run_id())
     plan = iter_plan(suite)
@@ -288,7 +291,9 @@ def run_bench(
     if in_main:
         signal.signal(signal.SIGTERM, _raise_interrupted)
     try:
-        _run_plan(suite, plan, writer, result, topology, arm, backend, python, emit, setting)
+        _run_plan(
+            suite, plan, writer, result, topology, arm, backend, python, emit, setting, timing
+        )
     except (KeyboardInterrupt, Interrupted):
         result.interrupted = True  # between measurements: nothing was running
     finally:
@@ -296,6 +301,28 @@ def run_bench(
             signal.signal(signal.SIGTERM, old_term)
         writer.close()
     return result
+
+
+MIN_TIMED_ENV = "GPULAB_MIN_TIMED_S"
+
+
+def job_timing(sync_every: int | str | None = None) -> dict[str, Any]:
+    """The timing settings every job of a run gets: ``sync_every`` (the argument, else
+    ``$GPULAB_SYNC_EVERY``, else auto) and ``min_timed_s`` (``$GPULAB_MIN_TIMED_S``, else 1 s:
+    a shorter timed window is flagged in ``params.timing.short_window``). InputError on a bad
+    value, naming it."""
+    from workloads.bench_options import check_sync_every
+    from workloads.errors import InputError
+
+    k = check_sync_every(sync_every or os.environ.get("GPULAB_SYNC_EVERY") or "auto")
+    text = os.environ.get(MIN_TIMED_ENV, "").strip() or "1"
+    try:
+        min_timed = float(text)
+    except ValueError:
+        min_timed = -1.0
+    if not min_timed >= 0 or min_timed == float("inf"):
+        raise InputError(f"{MIN_TIMED_ENV} must be a number of seconds >= 0, got {text[:40]!r}")
+    return {"sync_every": k, "min_timed_s": min_timed}
 
 
 def iter_plan(suite: Suite) -> Iterator[tuple[Entry, int]]:
@@ -316,6 +343,7 @@ def _run_plan(
     python: str,
     emit: ProgressHook,
     setting: Setting | None = None,
+    timing: dict[str, Any] | None = None,
 ) -> None:
     total = suite.measurements
     for index, (entry, repeat) in enumerate(plan):
@@ -334,6 +362,7 @@ def _run_plan(
             options=dict(entry.options),
             backend=backend,
             timeout_s=entry.timeout_s,
+            **(timing or {}),
         )
         emit(Event("start", index, total, entry, repeat))
         done = {"phase": None, "step": 0}

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from workloads.errors import InputError
-from workloads.setting import EXEC_ENV_ALIASES, EXEC_ENVS
+from workloads.execenv import aliases, names
 from workloads.suites import MAX_BATCH, MAX_IMAGE_SIZE, MAX_REPEATS, MAX_STEPS, MAX_WARMUP
 
 KERAS_BACKENDS = ("tensorflow", "jax", "torch")
@@ -70,16 +70,17 @@ class BenchOption:
 OPTIONS: tuple[BenchOption, ...] = (
     BenchOption("--suite", "suite name under workloads/suites/ or a .yaml path", metavar="NAME",
                 group="what"),
-    BenchOption("--model", "one model instead of a suite (python -m workloads list)",
-                metavar="M", group="what"),
+    BenchOption("--model", "one model instead of a suite (gpulab list models)",
+                metavar="MODEL", group="what"),
     BenchOption("--batch", "per-device batch (default: the model's; --model only)", int, "N",
                 1, MAX_BATCH),
-    BenchOption("--steps", "timed steps (default 100)", int, "T", 1, MAX_STEPS),
-    BenchOption("--warmup", "warm-up steps, not timed (default 10)", int, "W", 0, MAX_WARMUP),
+    BenchOption("--steps", "timed steps (default 100)", int, "STEPS", 1, MAX_STEPS),
+    BenchOption("--warmup", "warm-up steps, not timed (default 10)", int, "STEPS", 0,
+                MAX_WARMUP),
     BenchOption("--repeats", "repetitions, each its own process (default: the suite's, else 3; "
-                "10000 measurements in all)", int, "R", 1, MAX_REPEATS),
+                "10000 measurements in all)", int, "N", 1, MAX_REPEATS),
     BenchOption("--image-size", "square input size in px (default: the model's; --model only)",
-                int, "PX", 1, MAX_IMAGE_SIZE),
+                int, "PIXELS", 1, MAX_IMAGE_SIZE),
     BenchOption("--out", "JSON Lines file the records are appended to", metavar="FILE",
                 runner_required=True),
     BenchOption("--topology", "topology label", metavar="NAME", env="GPULAB_TOPOLOGY",
@@ -88,13 +89,16 @@ OPTIONS: tuple[BenchOption, ...] = (
                 default="native"),
     BenchOption("--gpu-path", "the host's gpu_path, as the lab states it (none: records carry "
                 "no setting)", metavar="PATH", env="GPULAB_GPU_PATH"),
-    BenchOption("--exec-env", f"execution environment: {', '.join(EXEC_ENVS)} (or "
-                f"{', '.join(EXEC_ENV_ALIASES)}; else native)", metavar="ENV",
+    BenchOption("--exec-env", f"execution environment: {', '.join(names())} (or "
+                f"{', '.join(aliases())}; else native)", metavar="ENV",
                 env="GPULAB_EXEC_ENV"),
     BenchOption("--sharing", "GPU sharing: exclusive, vgpu, bitfusion, time-slicing, mps, mig "
                 "[:DETAIL] (else from gpu_path)", metavar="KIND", env="GPULAB_SHARING"),
     BenchOption("--keras-backend", "Keras backend (default TensorFlow, or $KERAS_BACKEND)",
                 metavar="NAME", choices=KERAS_BACKENDS, deprecated=("--backend",)),
+    BenchOption("--sync-every", "timed steps per host sync: auto (blocks of at least 1 s at "
+                "the warm-up's speed), N, or tf_cnn (every step, as tf_cnn_benchmarks)",
+                metavar="auto|N|tf_cnn", env="GPULAB_SYNC_EVERY", default="auto"),
 )  # fmt: skip
 BY_DEST = {o.dest: o for o in OPTIONS}
 
@@ -140,12 +144,25 @@ def finish(values: Mapping[str, Any], environ: Mapping[str, str] | None = None) 
         if value is None:
             value = opt.default_value(environ)
         out[opt.dest] = check_choice(opt, value)
+    out["sync_every"] = check_sync_every(out.get("sync_every") or "auto")
     for group in {o.group for o in OPTIONS if o.group}:
         members = [o for o in OPTIONS if o.group == group]
         if sum(out[o.dest] is not None for o in members) != 1:
             names = " or ".join(f"{o.flag} {o.metavar}" for o in members)
             raise InputError(f"give exactly one of {names}")
     return out
+
+
+def check_sync_every(value: str | int) -> int | str:
+    """``auto``, ``tf_cnn`` or an integer >= 1, else one InputError naming --sync-every."""
+    from workloads.timing import parse_sync_every
+
+    try:
+        return parse_sync_every(value)
+    except ValueError:
+        raise InputError(
+            f"--sync-every must be auto, tf_cnn or an integer >= 1, got {str(value)[:40]!r}"
+        ) from None
 
 
 def deprecation(flag: str) -> str | None:

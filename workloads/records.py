@@ -16,12 +16,19 @@ Fields (all records):
                   error says why)
   error           str | None
   images_per_sec  float | None (global batch x timed steps / wall-clock of the timed loop)
-  step_times_s    list[float] (per timed step)
+  step_times_s    list[float] (per block of sync_every timed steps: its time / its steps;
+                  per step when sync_every is 1)
   elapsed_s       float | None (job launch to finish, includes build and data)
+  sync_every      int (K: timed steps per host synchronization; part of the pairing)
+  startup_s       float | None (job launch to the first step's start)
+  first_step_s    float | None (the warm-up: first, compiling, step(s) before the window)
+  timed_s         float | None (the timed window: first reading after the warm-up sync
+                  to the sync after the last step)
+  block_times_s   list[float] (wall time of each block of sync_every timed steps)
   metrics         dict[str, float] (extra measurements: tflops, gbps, time_per_call_s, ...)
   params          dict (what ran beyond the fields above: kernel shape, scenario options ...)
   claims          list[str] (published claim ids this experiment tests)
-  topology        str (ironic-bm, nova-pci, magnum-k8s, vsphere-gpu, local)
+  topology        str (the gpulab:topology of the lab, one of docs/topologies.md)
   arm             str (label of the comparison arm, e.g. "native", "docker")
   gpu_path, exec_env, virtualization, sharing
                   str, schema 2: the setting as the lab states it (workloads.setting); the
@@ -54,6 +61,8 @@ from pathlib import Path
 from typing import Any
 
 from workloads.errors import InputError
+from workloads.finite import refuse_nonfinite
+from workloads.json_bounded import MAX_JSON_DEPTH, JSONDepthError, check_json_depth, loads_json
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
@@ -98,7 +107,15 @@ OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "virtualization": str,
     "sharing": str,
     "setting_flags": list,
+    "sync_every": int,
+    "startup_s": (float, int, type(None)),
+    "first_step_s": (float, int, type(None)),
+    "timed_s": (float, int, type(None)),
+    "block_times_s": list,
 }
+STRING_LISTS = ("claims", "setting_flags")  # lists whose items are strings (claim ids, flags)
+# the timing fields (workloads.timing.record_fields): optional, null where not measured
+TIMING_FIELDS = ("sync_every", "startup_s", "first_step_s", "timed_s", "block_times_s")
 SETTING_FIELDS = ("gpu_path", "exec_env", "virtualization", "sharing")
 VIRTUALIZATIONS = ("none", "container", "vm", "container-in-vm")
 
@@ -179,6 +196,12 @@ def validate_record(rec: dict[str, Any]) -> None:
         typ = OPTIONAL[key]
         if not isinstance(value, typ) or (isinstance(value, bool) and typ is int):
             raise RecordError(f"record field {key!r} has type {type(value).__name__}")
+    for key in STRING_LISTS:
+        for i, item in enumerate(rec.get(key) or ()):
+            if not isinstance(item, str):
+                raise RecordError(
+                    f"record field {key}[{i}] has type {type(item).__name__}, not a string"
+                )
     if rec["schema_version"] not in READABLE_VERSIONS:
         raise RecordError(
             f"record schema_version {rec['schema_version']} is not one of {READABLE_VERSIONS}"
@@ -201,8 +224,8 @@ def validate_record(rec: dict[str, Any]) -> None:
 
 def _is_record_line(data: bytes) -> bool:
     try:
-        rec = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        rec = loads_json(data.decode("utf-8"))
+    except ValueError:  # not UTF-8, not JSON, too deep, a number too long
         return False
     if not isinstance(rec, dict):
         return False
@@ -282,8 +305,16 @@ class RecordWriter:
         self.count = 0
 
     def write(self, rec: dict[str, Any]) -> None:
+        """Append ``rec``. A value that is not a finite number (NaN, infinity, a float that
+        overflowed) is not JSON: the record is written as failed, with an error naming the
+        field (:func:`refuse_nonfinite`), and the value as null."""
         validate_record(rec)
-        line = json.dumps(rec, sort_keys=True, default=str) + "\n"
+        try:
+            line = json.dumps(rec, sort_keys=True, default=str, allow_nan=False) + "\n"
+        except ValueError:
+            rec = refuse_nonfinite(rec)
+            validate_record(rec)
+            line = json.dumps(rec, sort_keys=True, default=str, allow_nan=False) + "\n"
         try:
             moved = repair_tail(self.path)
         except OSError as exc:
@@ -313,7 +344,7 @@ def _glued(line: str) -> tuple[int, dict[str, Any]] | None:
     while i > 0:
         try:
             rec = json.loads(line[i:])
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             rec = None
         if isinstance(rec, dict) and "schema_version" in rec and "record_id" in rec:
             return i, rec
@@ -326,19 +357,32 @@ def parse_lines(
 ) -> Iterator[tuple[int, Any]]:
     """(line number, parsed JSON) of each non-empty line of a record file.
 
-    A line that is not JSON is skipped and reported (``problems`` or a RecordWarning) naming
-    file and line, or raises RecordError when ``strict``. A line holding a torn fragment glued
-    to a whole record yields that record (the fragment is reported).
+    Lines end at ``\n`` only: a JSON string may hold U+2028 or U+0085, which
+    ``str.splitlines`` would take for line ends. A line that is not JSON is skipped and
+    reported (``problems`` or a RecordWarning) naming file and line, or raises RecordError
+    when ``strict``. A line holding a torn fragment glued to a whole record yields that
+    record (the fragment is reported). A line nested deeper than MAX_JSON_DEPTH levels raises
+    RecordError naming file and line.
     """
-    lines = text.splitlines()
+    lines = text.split("\n")
+    if lines and not lines[-1]:
+        lines.pop()  # the newline that ends the last line
     for lineno, line in enumerate(lines, 1):
         if not line.strip():
             continue
+        try:
+            check_json_depth(line)
+        except JSONDepthError:
+            raise RecordError(
+                f"{path}:{lineno}: JSON nested deeper than {MAX_JSON_DEPTH} levels"
+            ) from None
         try:
             yield lineno, json.loads(line)
             continue
         except json.JSONDecodeError:
             pass
+        except ValueError:  # JSON, but an integer of more digits than Python converts
+            raise RecordError(f"{path}:{lineno}: holds a number too long to read") from None
         if strict:
             raise RecordError(f"{path}:{lineno}: not a JSON record")
         glued = _glued(line)

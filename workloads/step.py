@@ -10,8 +10,12 @@ below; everything else (models, data, timing) is backend-neutral Keras.
   .stateless_apply``), state carried between calls and written back by ``finish()``.
 - ``torch``: eager autograd step (what Keras' own torch trainer does by default).
 
-Each step returns the scalar loss; ``float(loss)`` waits for the device, which is how the timed
-loop synchronizes per step (tf_cnn_benchmarks fetches the loss every step too).
+Each step returns the scalar loss and leaves it on the device: dispatching a step does not wait
+for it. ``TrainStep.sync(loss)`` waits until the device has finished the step that gave the
+loss (and every step before it): TensorFlow reads the value (``.numpy()``), JAX blocks on the
+loss and the carried state (``jax.block_until_ready``), PyTorch calls ``torch.cuda
+.synchronize()`` on CUDA (``.item()`` otherwise). The timed loop (workloads.timing) syncs
+every K steps and fetches the losses once, after the timed window (``TrainStep.fetch``).
 """
 
 from __future__ import annotations
@@ -129,15 +133,36 @@ class DecayedLoss:
         return self.base(labels, logits) + l2_penalty(vals, self.mask, self.weight_decay)
 
 
-class TrainStep:
-    """``step(images, labels) -> loss``; ``finish()`` writes carried state back to the model."""
+def _read_value(value: Any) -> Any:
+    """TensorFlow (and anything with ``numpy()``): the value on the host, which waits for it."""
+    return value.numpy() if hasattr(value, "numpy") else float(value)
 
-    def __init__(self, fn: Callable[[Any, Any], Any], finish: Callable[[], None] | None = None):
+
+class TrainStep:
+    """``step(images, labels) -> loss`` (on the device, not waited for); ``sync(loss)`` waits
+    for it; ``fetch(losses)`` brings losses to the host; ``finish()`` writes carried state
+    back to the model."""
+
+    def __init__(
+        self,
+        fn: Callable[[Any, Any], Any],
+        finish: Callable[[], None] | None = None,
+        sync: Callable[[Any], Any] | None = None,
+    ):
         self._fn = fn
         self._finish = finish
+        self._sync = sync or _read_value
 
     def __call__(self, images: Any, labels: Any) -> Any:
         return self._fn(images, labels)
+
+    def sync(self, loss: Any) -> None:
+        """Wait until the device has finished the step that returned ``loss``."""
+        self._sync(loss)
+
+    def fetch(self, losses: list[Any]) -> list[float]:
+        """The losses as host floats (call after the timed window: each one is a transfer)."""
+        return [float(_read_value(v)) for v in losses]
 
     def finish(self) -> None:
         if self._finish is not None:
@@ -221,6 +246,9 @@ def _jax_step(model: Any, optimizer: Any, loss_fn: Any, compile: bool) -> TrainS
         loss, state[0] = jitted(state[0], images, labels)
         return loss
 
+    def sync(loss: Any) -> None:  # the loss and the state the next step reads
+        jax.block_until_ready((loss, state[0]))  # type: ignore[no-untyped-call]
+
     def finish() -> None:
         trainable, non_trainable, opt_vars = state[0]
         for var, val in zip(model.trainable_variables, trainable, strict=True):
@@ -230,7 +258,7 @@ def _jax_step(model: Any, optimizer: Any, loss_fn: Any, compile: bool) -> TrainS
         for var, val in zip(optimizer.variables, opt_vars, strict=True):
             var.assign(val)
 
-    return TrainStep(step, finish)
+    return TrainStep(step, finish, sync)
 
 
 def _torch_step(model: Any, optimizer: Any, loss_fn: Any) -> TrainStep:
@@ -246,7 +274,13 @@ def _torch_step(model: Any, optimizer: Any, loss_fn: Any) -> TrainStep:
             optimizer.apply(grads, model.trainable_variables)
         return loss.detach()
 
-    return TrainStep(step)
+    def sync(loss: Any) -> None:
+        if loss.is_cuda:
+            torch.cuda.synchronize(loss.device)
+        else:
+            loss.item()
+
+    return TrainStep(step, sync=sync)
 
 
 def compute_devices(count: int) -> list[str]:
@@ -306,11 +340,23 @@ def build_central_step(
 
 
 def blocking(step: TrainStep, get_batch: Callable[[], tuple[Any, Any]]) -> Callable[[], float]:
-    """A no-argument step for :func:`workloads.timing.timed_loop` that waits for the device."""
+    """A no-argument step that waits for the device and returns the loss as a float (the
+    per-step fetch of tf_cnn_benchmarks; the timed loop uses :func:`dispatching` instead)."""
 
     def run() -> float:
         images, labels = get_batch()
         return float(step(images, labels))
+
+    return run
+
+
+def dispatching(step: TrainStep, get_batch: Callable[[], tuple[Any, Any]]) -> Callable[[], Any]:
+    """A no-argument step for :func:`workloads.timing.timed_loop`: dispatches one step and
+    returns its loss on the device (``step.sync`` waits for it)."""
+
+    def run() -> Any:
+        images, labels = get_batch()
+        return step(images, labels)
 
     return run
 

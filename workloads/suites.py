@@ -11,11 +11,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from workloads import scenarios
 from workloads.errors import InputError
-from workloads.inputs import read_input_text
+from workloads.inputs import load_yaml
 
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
 TOP_KEYS = ("name", "description", "defaults", "experiments", "deviations")
@@ -272,16 +270,7 @@ def load_suite(name_or_path: str) -> Suite:
         path = SUITES_DIR / f"{name_or_path}.yaml"
         if not path.is_file():
             raise InputError(f"unknown suite {name_or_path!r} (known: {', '.join(list_suites())})")
-    try:
-        doc = yaml.safe_load(read_input_text(path, "suite file"))
-    except InputError:
-        raise
-    except (ValueError, RecursionError):  # an integer too long to convert, nesting too deep
-        raise InputError(f"suite file {str(path)!r} holds a value too large to read") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise InputError(f"suite file {str(path)!r} is not valid YAML{at}") from None
+    doc = load_yaml(path, "suite file")  # bounded: aliases, depth, duplicate keys
     if doc is None:
         raise InputError(f"suite file {str(path)!r} is empty")
     if not isinstance(doc, Mapping):

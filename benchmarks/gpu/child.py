@@ -5,7 +5,8 @@ Modes:
            scenario's build, on-device data, compiled step and timed loop, fingerprint), with
            the Keras dtype policy ``$GPULAB_PRECISION`` (``mixed_bfloat16`` for bf16) set first:
            the runner has no precision option, so this is the one thing added around it.
-  raw      the raw framework loop on the same model's initial weights (raw_torch/raw_jax/raw_tf)
+  raw      the raw framework loop on the same model's initial weights (raw_torch/raw_jax/raw_tf),
+           synchronized with the device every ``sync_every`` steps (default: once, at the end)
   kernels  a list of tasks: bf16 matmul peak, host-device bandwidth (workloads.kernels),
            DeepBench RNN cells (workloads.kernels.compute with TensorFlow, cuDNN through PyTorch
            where TensorFlow is absent)
@@ -68,6 +69,7 @@ def raw(spec: dict[str, Any]) -> dict[str, Any]:
         plan, int(spec["batch"]), spec["precision"], float(spec.get("learning_rate", 0.005))
     )
     warmup, steps, batch = int(spec["warmup"]), int(spec["steps"]), int(spec["batch"])
+    k = int(spec.get("sync_every") or steps)  # default: one sync, after the last step
     t0 = time.perf_counter()
     for _ in range(max(1, warmup)):
         loop.step()
@@ -76,8 +78,10 @@ def raw(spec: dict[str, Any]) -> dict[str, Any]:
     sampler = Sampler()
     with sampler:
         t0 = time.perf_counter()
-        for _ in range(steps):
+        for i in range(1, steps + 1):
             loop.step()
+            if i % k == 0 and i < steps:
+                loop.sync()
         loss = loop.sync()
         wall = time.perf_counter() - t0
     metrics = {"timed_wall_s": wall, "warmup_wall_s": warm, "final_loss": loss}
@@ -92,7 +96,12 @@ def raw(spec: dict[str, Any]) -> dict[str, Any]:
             "forward_macs_per_image": forward_macs(plan),
             "param_count": plan.param_count(),
             "devices": device_summary(),
-            "sync": "once after the timed steps (no per-step host sync)",
+            "sync": (
+                "once after the timed steps (no per-step host sync)"
+                if k >= steps
+                else f"every {k} steps and after the last"
+            ),
+            "sync_every": min(k, steps),
             "nvml_throttle_reasons": sampler.throttle_reasons(),
         },
     }

@@ -14,6 +14,10 @@
   process) is removed when the next run starts (:func:`clean_stale_secrets`).
 - The result is a :class:`PlaybookResult`; on any failed or unreachable host it raises
   :class:`PlaybookError` (unless ``check=False``) whose message names the host and the task.
+- Every value handed to Ansible is data, never a template: the inventory, the extravars and the
+  secrets go out with every string marked unsafe (:mod:`infra.ansible.untrusted`; Ansible 2.19
+  trusts the files it is given). Only a :class:`~infra.ansible.untrusted.Template` that
+  gpulab's own code wrote stays a template.
 """
 
 from __future__ import annotations
@@ -34,9 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from infra.ansible.inventory import build_inventory
+from infra.ansible.untrusted import as_unsafe_json
 from infra.hosts import Host
 
 REPO = Path(__file__).resolve().parents[2]
@@ -231,11 +234,13 @@ class _Cancel:
 
 
 def _write_secrets(secrets: Mapping[str, Any]) -> tuple[Path, Path]:
+    """The secrets as a 0600 JSON vars file (every string unsafe: a token is data, not a
+    template) in a fresh 0700 directory."""
     d = Path(tempfile.mkdtemp(prefix=f"{SECRETS_PREFIX}{os.getpid()}-"))  # mkdtemp: 0700
-    f = d / "secrets.yml"
+    f = d / "secrets.yml"  # JSON, which is YAML: Ansible reads either
     fd = os.open(f, os.O_WRONLY | os.O_CREAT | os.O_EXCL, stat.S_IRUSR | stat.S_IWUSR)
     with os.fdopen(fd, "w") as fh:
-        yaml.safe_dump(dict(secrets), fh)
+        json.dump(as_unsafe_json(dict(secrets)), fh)
     return d, f
 
 
@@ -393,8 +398,8 @@ def run_playbook(
         r = ansible_runner.run(
             private_data_dir=str(data_dir),
             playbook=str(pb),
-            inventory=inventory,
-            extravars=dict(extravars) if extravars else None,
+            inventory=as_unsafe_json(inventory),
+            extravars=as_unsafe_json(dict(extravars)) if extravars else None,
             cmdline=" ".join(cmdline) or None,
             envvars=env,
             limit=limit,

@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 
 from infra.cli.errors import UsageError
-from infra.cli.options import add_examples, bounded
+from infra.cli.options import add_examples, bounded, shown
 
 
 class Split(enum.StrEnum):
@@ -38,10 +38,15 @@ def _check_out(out: str) -> None:
     """--out-dir must be a directory or not exist yet (nothing is made before the checks pass)."""
     from pathlib import Path
 
+    from workloads.files import reason
+
     path = Path(out)
-    if path.exists() and not path.is_dir():
-        raise UsageError(f"--out-dir {out!r} exists and is not a directory")
-    parent = next((p for p in path.absolute().parents if p.exists()), None)
+    try:
+        if path.exists() and not path.is_dir():
+            raise UsageError(f"--out-dir {out!r} exists and is not a directory")
+        parent = next((p for p in path.absolute().parents if p.exists()), None)
+    except OSError as exc:  # a name longer than the file system allows, a loop of links
+        raise UsageError(f"--out-dir {out!r}: {reason(exc)}") from None
     if parent is not None and not parent.is_dir():
         raise UsageError(f"--out-dir {out!r}: {str(parent)!r} is not a directory")
 
@@ -104,8 +109,10 @@ def register(app: typer.Typer) -> None:
             )
         secs = time.perf_counter() - start
         typer.echo(
-            f"wrote {summary.images} images in {len(summary.files)} shards "
-            f"({summary.bytes / 1e6:.1f} MB) to {summary.out_dir} in {secs:.1f} s"
+            shown(
+                f"wrote {summary.images} images in {len(summary.files)} shards "
+                f"({summary.bytes / 1e6:.1f} MB) to {summary.out_dir} in {secs:.1f} s"
+            )
         )
 
     def mnist_like(
@@ -123,7 +130,7 @@ def register(app: typer.Typer) -> None:
         from workloads.data.mnist import write_mnist_like
 
         for p in write_mnist_like(out, train, test, gz=not plain, seed=seed):
-            typer.echo(str(p))
+            typer.echo(shown(str(p)))
 
     data_app.command("imagenet-like")(
         add_examples(

@@ -9,7 +9,15 @@ stack's ``gpulab:site``) under ``all.vars``. So one play can be rerun by hand::
     gpulab inventory local --out inventory.yml
     ansible-playbook -i inventory.yml playbooks/site.yml
 
-Secrets (the vGPU license token) are never written: pass them with ``-e`` yourself.
+Every string in it carries YAML's ``!unsafe`` tag: host fields from the stack outputs and the
+site values are data that Ansible never renders as a template (the only templates are the fixed
+expressions the inventory builder writes itself). The host fields are checked first
+(:func:`infra.ansible.inventory.check_host`: address, login name, port, which ``ansible_*``
+variables): a bad one is refused in one line, exit 2. The file is written whole or not at all
+(:mod:`workloads.files`).
+
+Secrets (the vGPU license token, every secret role input of ``gpulab:site``) are never written:
+pass them with ``-e`` yourself.
 """
 
 from __future__ import annotations
@@ -41,6 +49,8 @@ def _hosts_from_file(path: Path) -> list[dict[str, Any]]:
 
 
 def _hosts_of(outputs: Any, where: str) -> list[dict[str, Any]]:
+    if isinstance(outputs, dict) and {"ok", "command", "data"} <= set(outputs):
+        outputs = outputs["data"]  # the envelope of `gpulab outputs --json`
     hosts = outputs.get("hosts") if isinstance(outputs, dict) else None
     if not isinstance(hosts, list) or not all(isinstance(h, dict) for h in hosts):
         raise UsageError(f"{where} has no 'hosts' list (run `gpulab up` first)")
@@ -92,26 +102,32 @@ def inventory_cmd(
     ] = None,
     state_url: StateUrlOpt = None,
 ) -> None:
-    """Write the Ansible inventory the lab uses (hosts, groups gpu_path_*, site variables).
+    """Write the Ansible inventory the lab uses (no secrets).
 
-    Exit 0 when written, 2 on bad input (no stack, no hosts output)."""
-    import yaml
+    Hosts, groups gpu_path_*, the site run's variables; every value marked !unsafe (data,
+    never a template). Exit 0 when written, 2 on bad input (no stack, no hosts output, a host
+    field that is not what it claims to be, an output file that cannot be written)."""
+    from infra.ansible.untrusted import dump_unsafe_yaml
+    from workloads.files import write_text
 
     ref = resolve(stack, stack_opt)
+    if out is not None and out.is_dir():
+        raise UsageError(f"--out {str(out)!r} is a directory, not a file")
     hosts = _hosts_from_file(outputs) if outputs else _hosts_from_state(ref, state_url)
     inv = inventory_of(ref, hosts)
     source = f"outputs file {outputs}" if outputs else "the Pulumi state"
-    text = HEADER.format(stack=ref.name, source=source, out=out or "FILE") + yaml.safe_dump(
-        inv, sort_keys=False, default_flow_style=False
-    )
+    header = HEADER.format(stack=ref.name, source=_one_line(source), out=_one_line(out or "FILE"))
+    text = header + dump_unsafe_yaml(inv)
     if out is None:
         typer.echo(text, nl=False)
         return
-    if out.is_dir():
-        raise UsageError(f"--out {str(out)!r} is a directory, not a file")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
+    write_text(out, text)  # whole or not at all; one line naming the path when it cannot
     typer.echo(f"wrote {out} ({len(inv['all']['hosts'])} host(s))", err=True)
+
+
+def _one_line(value: object) -> str:
+    """A path for the header comment: no newline can end the comment early."""
+    return str(value).encode("unicode_escape").decode("ascii")
 
 
 def register(app: typer.Typer) -> None:

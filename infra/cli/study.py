@@ -76,13 +76,17 @@ def run_cmd(
 ) -> None:
     """Run a study: every arm and repeat in the study's order, build or reuse each arm's lab,
     measure, rebuild when the study asks, tear down at the end (unless --keep), then the
-    report. Resumable: after Ctrl-C, a crash or a failed arm, run it again and it carries on
-    with the units not finished, keeping every finished record. Exit 0 when every unit is
-    done or skipped, 1 when one failed, 2 on bad input, 130 when interrupted."""
+    report. Resumable: after Ctrl-C, SIGTERM, a crash or a failed arm, run it again and it
+    carries on with the units not finished, keeping every finished record. One run of a study
+    at a time: a second run (or --fresh, or report) meanwhile says who runs it and exits 2.
+    Exit 0 when every unit is done or skipped, 1 when one failed, 2 on bad input, 130 when
+    interrupted by Ctrl-C (SIGINT), 143 by SIGTERM (129 SIGHUP)."""
+    from infra.cli.errors import fail, stopping_on_signals
     from infra.errors import UsageError
     from infra.local_run import PYTHON_MODES
     from infra.paths import results_root
     from infra.study.driver import Driver, RunOptions, StudyInterrupted
+    from infra.study.lock import acquire
     from infra.study.model import load_study, resolve_suite
 
     if docker_python not in PYTHON_MODES:
@@ -107,23 +111,24 @@ def run_cmd(
         python_mode=docker_python,
     )
     err = _err_console()
-    driver = Driver(st, results_root(results_dir), opts, err)
-    try:
-        j = driver.run()
-    except StudyInterrupted as exc:
-        from infra.cli.errors import fail
-
-        fail(str(exc))
-        raise typer.Exit(130) from None
-    counts = j.counts()
-    err.print(
-        f"study {st.name}: {counts['done']} done, {counts['failed']} failed, "
-        f"{counts['skipped']} skipped, {counts['pending'] + counts['running']} not run "
-        f"({j.path})",
-        highlight=False,
-    )
-    if report:
-        _report(j, strict)
+    root = results_root(results_dir)
+    command = "study run" + (" --fresh" if fresh else "")
+    with stopping_on_signals(), acquire(root, st.name, command):  # one run at a time
+        driver = Driver(st, root, opts, err)
+        try:
+            j = driver.run()
+        except StudyInterrupted as exc:
+            fail(str(exc))
+            raise typer.Exit(exc.exit_code) from None
+        counts = j.counts()
+        err.print(
+            f"study {st.name}: {counts['done']} done, {counts['failed']} failed, "
+            f"{counts['skipped']} skipped, {counts['pending'] + counts['running']} not run "
+            f"({j.path})",
+            highlight=False,
+        )
+        if report:
+            _report(j, strict)
     if counts["failed"] or counts["pending"] or counts["running"]:
         raise typer.Exit(1)
 
@@ -185,16 +190,19 @@ def _report(j: Any, strict: bool, embed: bool = True) -> None:
 
 @study_app.command("status")
 def status_cmd(study: StudyArg, results_dir: ResultsOpt = None) -> None:
-    """Where a study stands: each unit's status and reason, the order and seed."""
+    """Where a study stands: each unit's status and reason, the order and seed, and who runs
+    it now (a `study run` in progress holds its lock; status never waits for it)."""
     from rich.console import Console
     from rich.table import Table
 
     from infra.paths import results_root
+    from infra.study.lock import describe, holder_now
     from infra.study.model import load_study
     from infra.study.state import find_journal
 
     st = load_study(study)
-    j = find_journal(results_root(results_dir), st.name)
+    root = results_root(results_dir)
+    j = find_journal(root, st.name)
     table = Table(title=f"study {st.name} ({j.path})")
     for col in ("#", "arm", "repeat", "status", "records", "s", "why"):
         table.add_column(col)
@@ -205,7 +213,7 @@ def status_cmd(study: StudyArg, results_dir: ResultsOpt = None) -> None:
             u.arm,
             str(u.repeat),
             e["status"],
-            str(e.get("records", "")),
+            "" if e.get("records") is None else str(e["records"]),
             str(e.get("elapsed_s") or ""),
             e.get("reason") or "",
         )
@@ -215,24 +223,59 @@ def status_cmd(study: StudyArg, results_dir: ResultsOpt = None) -> None:
     seed = j.data.get("seed")
     out.print(
         f"{c['done']} done, {c['failed']} failed, {c['skipped']} skipped, "
-        f"{c['pending'] + c['running']} not run; order {j.data['order_kind']}"
+        f"{c['pending'] + c['running']} not run; order {j.data.get('order_kind', '?')}"
         + (f", seed {seed}" if seed is not None else ""),
         highlight=False,
     )
+    holder = holder_now(root, st.name)
+    if holder:
+        out.print(f"in use now by {describe(holder)}", highlight=False, markup=False)
 
 
 @study_app.command("report")
 def report_cmd(study: StudyArg, results_dir: ResultsOpt = None, strict: StrictOpt = False) -> None:
     """The study's report from its finished units: the report of `gpulab report` normalized to
     the baseline arm, plus the arms done/failed/missing, the paired-arm warnings and one
-    verdict per claim (CPU-indicative when a GPU claim was measured without a GPU)."""
+    verdict per claim over the study's repeats ("method check" on records without a GPU)."""
+    from infra.cli.errors import fail
     from infra.paths import results_root
+    from infra.study.lock import acquire
     from infra.study.model import load_study
-    from infra.study.state import find_journal
+    from infra.study.state import find_journal, unit_file_problems
 
     st = load_study(study)
-    _report(find_journal(results_root(results_dir), st.name), strict)
+    root = results_root(results_dir)
+    j = find_journal(root, st.name)
+    with acquire(root, st.name, "study report"):  # never beside a run writing the study
+        j = find_journal(root, st.name)
+        problems = unit_file_problems(j)
+        if problems:
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            again = f"`gpulab study run {st.name}` runs it again"
+            fail(f"study {st.name}: {problems[0]}{more}; {again}")
+            raise typer.Exit(1)
+        c = j.counts()
+        if not c["done"]:
+            fail(
+                f"study {st.name}: no unit has finished ({c['failed']} failed, {c['skipped']} "
+                f"skipped, {c['pending'] + c['running']} not run): nothing to report; "
+                f"`gpulab study status {st.name}` says why"
+            )
+            raise typer.Exit(1)
+        _report(j, strict)
+
+
+EXAMPLES: dict[Any, list[str]] = {
+    run_cmd: ["gpulab study run local-first-run",
+              "gpulab study run closer2018 --on-local --suite smoke"],
+    status_cmd: ["gpulab study status local-first-run"],
+    report_cmd: ["gpulab study report local-first-run --strict"],
+}  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:
+    from infra.cli.options import add_examples
+
+    for fn, examples in EXAMPLES.items():
+        add_examples(fn, examples)
     app.add_typer(study_app, name="study")

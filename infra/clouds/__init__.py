@@ -14,7 +14,9 @@ whose message is one line and never holds a credential.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,14 @@ def ok(name: str, detail: str) -> Check:
 
 def fail(name: str, detail: str, fix: str) -> Check:
     return Check(name, False, detail, fix)
+
+
+def connected(name: str, make: Callable[[], Any], fix: str) -> tuple[Any, list[Check]]:
+    """(connection, []) or (None, one failing row ``name`` saying what went wrong and ``fix``)."""
+    try:
+        return make(), []
+    except CloudError as exc:
+        return None, [fail(name, str(exc), fix)]
 
 
 def one_line(text: object, *secrets: str | None, limit: int = 300) -> str:

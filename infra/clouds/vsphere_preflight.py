@@ -8,6 +8,7 @@ import re
 from typing import Any
 
 from infra.clouds import Check, CloudError, fail, ok
+from infra.clouds.vgpu_policy import plan_policy
 from infra.clouds.vsphere import GpuHost, ServiceInstance, _objects, gpu_hosts, guard
 
 _FB = re.compile(r"^(?P<family>grid_[a-z0-9]+)-(?:\d+-)?(?P<fb>\d+)[a-z]$")
@@ -136,8 +137,6 @@ def check_vms_per_gpu(
 
 def check_policy(si: ServiceInstance, *, cluster: str, profile: str, policy: str) -> list[Check]:
     """The hosts the vGPU scheduling policy is for, and the command that sets it."""
-    from infra.clouds.vgpu_policy import plan_policy
-
     row = f"vgpu policy {policy}"
     try:
         plan = plan_policy(si, cluster, policy, profile)

@@ -9,7 +9,7 @@ Two ways in, one validator (:func:`infra.config.model.validate`):
 
 Both raise :class:`ConfigError` (a ``UsageError``: one line, exit 2 in the CLI) naming every
 bad ``gpulab:<key>`` and what it allows, before any resource is made. See :class:`LabConfig`
-for the fields.
+for the fields: the topology's Args (``cfg.args``) and the keys of what every lab measures.
 """
 
 from __future__ import annotations
@@ -17,16 +17,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from infra.config.fields import BY_KEY, FIELDS, TOPOLOGIES, LabConfig, SecretRef
-from infra.config.model import ConfigError, validate
+from infra.config import extras, placeholders
+from infra.config.fields import LabConfig
+from infra.config.model import ConfigError, all_keys, validate
+from infra.config.roles import EngineSecret, secret_role_inputs
 from infra.errors import UsageError
+from infra.keys.types import SecretRef, maybe_json
+from infra.topologies import names
+from workloads.errors import InputError
+from workloads.inputs import load_yaml
 
 NAMESPACE = "gpulab"
 
 __all__ = [
-    "BY_KEY",
-    "FIELDS",
-    "TOPOLOGIES",
     "ConfigError",
     "LabConfig",
     "SecretRef",
@@ -43,24 +46,13 @@ def raw_from_stack_file(path: str | Path) -> dict[str, Any]:
     Keys of other namespaces (``openstack:``, ``vsphere:``...) are provider settings and are
     left out.
     """
-    import yaml
-
-    from workloads.errors import InputError
-    from workloads.inputs import read_input_text
-
     p = Path(path)
     if not p.exists() and not p.is_symlink():
         raise UsageError(f"stack file {str(p)!r} does not exist")
     try:
-        data = yaml.safe_load(read_input_text(p, "stack file"))
+        data = load_yaml(p, "stack file")  # bounded: aliases, depth, duplicate keys
     except InputError as exc:
         raise UsageError(str(exc)) from None
-    except (ValueError, RecursionError):  # an integer too long to convert, nesting too deep
-        raise UsageError(f"stack file {str(p)!r} holds a value too large to read") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise UsageError(f"stack file {str(p)!r} is not valid YAML{where}") from None
     if data is None:
         raise UsageError(f"stack file {str(p)!r} is empty: it needs a 'config:' mapping")
     if not isinstance(data, dict) or not isinstance(data.get("config") or {}, dict):
@@ -79,9 +71,7 @@ def raw_from_stack_file(path: str | Path) -> dict[str, Any]:
 
 
 def _placeholder(ciphertext: Any) -> bool:
-    from infra.config.placeholders import MARKERS
-
-    return isinstance(ciphertext, str) and MARKERS.search(ciphertext) is not None
+    return isinstance(ciphertext, str) and placeholders.MARKERS.search(ciphertext) is not None
 
 
 def load_stack_file(path: str | Path, *, allow_placeholders: bool = False) -> LabConfig:
@@ -91,18 +81,23 @@ def load_stack_file(path: str | Path, *, allow_placeholders: bool = False) -> La
     ``CHANGEME``, ``example.com`` hosts, a placeholder secret) is refused naming its key, after
     the type checks, unless ``allow_placeholders`` (the tests that build the examples).
     """
-    from infra.config import extras, placeholders
-
     raw = raw_from_stack_file(path)
     found = [] if allow_placeholders else placeholders.problems(raw)
+    topology = raw.get("topology")
+    if isinstance(topology, str) and topology in names():  # every problem at once
+        found += extras.problems(topology)
     try:
         cfg = validate(raw)
     except ConfigError as exc:
         raise ConfigError(exc.problems + found) from None
     if found:
         raise ConfigError(found)
-    extras.require(cfg.topology)
     return cfg
+
+
+def _holds_secret_input(text: Any) -> bool:
+    value = maybe_json(text)
+    return isinstance(value, dict) and any(k in secret_role_inputs() for k in value)
 
 
 def from_pulumi_config() -> LabConfig:
@@ -110,32 +105,35 @@ def from_pulumi_config() -> LabConfig:
 
     Call it before creating any resource.
     """
-    import pulumi
+    import pulumi  # lazily: only the program reads its config through Pulumi
     from pulumi.runtime import config as runtime_config
 
     keys = set(runtime_config.get_config_env()) | set(runtime_config.CONFIG.get())
     prefix = f"{NAMESPACE}:"
     cfg = pulumi.Config(NAMESPACE)
     secret_keys = set(runtime_config.get_config_secret_keys_env())
+    secrets = [name for name, used in all_keys().items() if any(k.secret for _, k in used)]
     raw: dict[str, Any] = {}
     for full_key in sorted(k for k in keys if k.startswith(prefix)):
         key = full_key[len(prefix) :]
-        field = BY_KEY.get(key)
         is_secret = runtime_config.is_config_secret(full_key) or full_key in secret_keys
-        if is_secret and (field is None or not field.secret):
+        if is_secret and key == "site" and _holds_secret_input(runtime_config.get_config(full_key)):
+            # A `--secret --path 'gpulab:site.<input>'` value makes the whole key a secret: its
+            # secret role inputs become secret Outputs, the rest stays plain (infra.config.roles).
+            raw[key] = EngineSecret(runtime_config.get_config(full_key))
+            continue
+        if is_secret and key not in secrets:
             # the engine decrypted it; a plain key must not carry a secret (outputs, logs)
             raise ConfigError(
                 [
                     f"{full_key} is stored as a secret but is not a secret key: set it in "
-                    f"plain text (secrets: " + ", ".join(f.key for f in FIELDS if f.secret) + ")"
+                    f"plain text (secrets: " + ", ".join(secrets) + ")"
                 ]
             )
-        if field is not None and field.secret and is_secret:
+        if is_secret:
             raw[key] = cfg.require_secret(key)
         else:
             raw[key] = runtime_config.get_config(full_key)
-    from infra.config import extras
-
     lab = validate(raw)
     extras.require(lab.topology)  # a ConfigError too: the program stops with one line
     return lab

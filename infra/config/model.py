@@ -1,26 +1,33 @@
 """The validator: a stack's raw ``gpulab:*`` values -> :class:`LabConfig`, or every problem.
 
-Each present key is validated by its pydantic type (:class:`infra.config.fields.Key`); a
-pydantic error becomes one line, ``gpulab:<key> must be <what it allows>, got <value>`` (never
-the value of a secret). Keys a topology does not use, unknown keys (with the nearest known one),
-missing required keys and the topology's cross-key rules are checked around it.
+The stack's keys are its topology's (:attr:`infra.topologies.Topology.keys`, from the
+registry) and the keys of what every lab measures (:data:`infra.config.fields.RUN_KEYS`). Each
+present key is validated by its pydantic type (:class:`infra.keys.key.Key`); a pydantic error
+becomes one line, ``gpulab:<key> must be <what it allows>, got <value>`` (never the value of a
+secret). Keys a topology does not use, unknown keys (with the nearest known one), missing
+required keys and the topology's cross-key rules are checked around it. This is the one
+place a stack's values are checked: what comes out is trusted downstream.
 """
 
 from __future__ import annotations
 
+import copy
 import difflib
 from functools import cache
+from types import SimpleNamespace
 from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
-from infra.config.fields import BY_KEY, FIELDS, TOPOLOGIES, Key, LabConfig, default_ssh_user
-from infra.config.roles import BadValue
+from infra.config import vendor_check
+from infra.config.fields import RUN_KEYS, LabConfig
 from infra.errors import UsageError
-from infra.specs.topology import get as topology_spec
+from infra.keys.key import Key
+from infra.keys.types import BadValue
+from infra.topologies import Topology, get, registry
 
-__all__ = ["ConfigError", "LabConfig", "validate"]
+__all__ = ["ConfigError", "LabConfig", "all_keys", "keys", "validate"]
 
 # pydantic error types that mean "a bound was exceeded" (an integer's maximum, a length)
 _ABOVE = frozenset({"less_than_equal", "too_long", "string_too_long"})
@@ -34,14 +41,28 @@ class ConfigError(UsageError):
         super().__init__("; ".join(problems))
 
 
+def keys(spec: Topology) -> tuple[Key, ...]:
+    """Every key of a stack of ``spec``: its topology's, then those every lab has."""
+    return (*spec.keys, *RUN_KEYS)
+
+
+def all_keys() -> dict[str, list[tuple[Topology, Key]]]:
+    """Every known key -> the topologies that take it (in the registry's order), with theirs."""
+    out: dict[str, list[tuple[Topology, Key]]] = {}
+    for spec in registry().values():
+        for key in keys(spec):
+            out.setdefault(key.key, []).append((spec, key))
+    return out
+
+
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
 
 @cache
-def _adapter(key: str) -> TypeAdapter[Any]:
-    return TypeAdapter(BY_KEY[key].value)
+def _adapter(value: Any) -> TypeAdapter[Any]:
+    return TypeAdapter(value)
 
 
 def _allowed(spec: Key, error: ErrorDetails) -> str:
@@ -59,27 +80,35 @@ def _allowed(spec: Key, error: ErrorDetails) -> str:
 def parse(spec: Key, value: Any) -> tuple[Any, str | None]:
     """(the typed value, None) or (None, the problem line) for a present ``value``."""
     try:
-        return _adapter(spec.key).validate_python(value), None
+        return _adapter(spec.value).validate_python(value), None
     except ValidationError as exc:
-        got = "" if spec.secret else f", got {_show(value)}"
-        return None, f"gpulab:{spec.key} must be {_allowed(spec, exc.errors()[0])}{got}"
+        error = exc.errors()[0]
+        hide = getattr((error.get("ctx") or {}).get("error"), "hide_value", False)
+        got = "" if spec.secret or hide else f", got {_show(value)}"
+        return None, f"gpulab:{spec.key} must be {_allowed(spec, error)}{got}"
 
 
-def _unknown(raw: dict[str, Any], topology: str | None, problems: list[str]) -> None:
+def _unknown(raw: dict[str, Any], topology: Topology | None, problems: list[str]) -> None:
+    own = {k.key for k in keys(topology)} if topology else set()
+    if not set(raw) - own:
+        return
+    known = all_keys()
+    own = own or set(known)
     for key in raw:
-        if key in BY_KEY:
-            if topology and topology not in BY_KEY[key].topologies:
-                users = ", ".join(t for t in TOPOLOGIES if t in BY_KEY[key].topologies)
-                problems.append(
-                    f"gpulab:{key} is not used by topology {topology} (only by {users})"
-                )
+        if key in own:
             continue
-        near = difflib.get_close_matches(key, list(BY_KEY), n=1)
+        if key in known:
+            users = ", ".join(spec.name for spec, _ in known[key])
+            assert topology is not None
+            problems.append(
+                f"gpulab:{key} is not used by topology {topology.name} (only by {users})"
+            )
+            continue
+        near = difflib.get_close_matches(key, list(known), n=1)
         hint = f" (did you mean gpulab:{near[0]}?)" if near else ""
-        allowed = sorted(f.key for f in FIELDS if not topology or topology in f.topologies)
-        where = f" for {topology}" if topology else ""
+        where = f" for {topology.name}" if topology else ""
         problems.append(
-            f"gpulab:{key} is not a known key{hint}; allowed{where}: " + ", ".join(allowed)
+            f"gpulab:{key} is not a known key{hint}; allowed{where}: " + ", ".join(sorted(own))
         )
 
 
@@ -95,14 +124,10 @@ def unprepared_envs(prepared: list[str], measured: tuple[str, ...]) -> str | Non
     )
 
 
-def _check_measure_envs(topology: str, values: dict[str, Any], problems: list[str]) -> None:
+def _check_measure_envs(spec: Topology, values: dict[str, Any], problems: list[str]) -> None:
     """``gpulab:measure_envs`` may name only what the site prepares (``execution_envs``, else
     the topology's default; aliases are resolved on both sides by then)."""
-    from types import SimpleNamespace
-
-    prepared = topology_spec(topology).envs(
-        SimpleNamespace(execution_envs=values.get("execution_envs") or (), mode=values.get("mode"))
-    )
+    prepared = spec.envs(values.get("execution_envs") or (), SimpleNamespace(**values))
     problem = unprepared_envs(prepared, values.get("measure_envs") or ())
     if problem:
         problems.append(problem)
@@ -114,52 +139,42 @@ def validate(raw: dict[str, Any]) -> LabConfig:
     Raises :class:`ConfigError` listing every problem; nothing is created before this passes.
     """
     problems: list[str] = []
-    topology = raw.get("topology")
-    if topology is None:
-        problems.append("gpulab:topology is required: one of " + ", ".join(TOPOLOGIES))
-    elif topology not in TOPOLOGIES:
-        problems.append(
-            f"gpulab:topology must be one of {', '.join(TOPOLOGIES)}, got {_show(topology)}"
-        )
-        topology = None
-    _unknown(raw, topology, problems)
-    if topology is None:
+    names = tuple(registry())
+    name = raw.get("topology")
+    if name is None:
+        problems.append("gpulab:topology is required: one of " + ", ".join(names))
+    elif name not in names:
+        problems.append(f"gpulab:topology must be one of {', '.join(names)}, got {_show(name)}")
+    spec = get(name) if name in names else None
+    _unknown(raw, spec, problems)
+    if spec is None:
         raise ConfigError(problems)
 
     values: dict[str, Any] = {}
-    for f in FIELDS:
-        if topology not in f.topologies:
-            continue
+    later: list[Key] = []  # defaults computed from the other values (the login user)
+    for f in keys(spec):
         if raw.get(f.key) is None:
-            if topology in f.required:
-                problems.append(f"gpulab:{f.key} is required for {topology}: {f.help}")
-            default = f.default(topology) if callable(f.default) else f.default
-            if default is not None:
-                values[f.key] = default
+            if f.required:
+                problems.append(f"gpulab:{f.key} is required for {spec.name}: {f.help}")
+            if callable(f.default):
+                later.append(f)
+            elif f.default is not None:
+                values[f.key] = copy.copy(f.default)
             continue
         value, problem = parse(f, raw[f.key])
         if problem is None:
             values[f.key] = value
         else:
             problems.append(problem)
-
-    if raw.get("ssh_user") is None:  # the login user of the image (template) family
-        values["ssh_user"] = default_ssh_user(
-            topology, values.get("image") or values.get("template")
-        )
-    # the topology's own checks across keys (vsphere-gpu modes, magnum-k8s bare metal)
-    topology_spec(topology).check_config(raw, values, problems)
-    _check_measure_envs(topology, values, problems)
+    for f in later:
+        values[f.key] = f.default(values)
+    # the topology's own checks across keys (vsphere-gpu modes, magnum-k8s bare metal...)
+    spec.check_config(raw, values, problems)
+    _check_measure_envs(spec, values, problems)
     if not problems:  # what gpulab:site makes the GPU roles install, against the vendors' lists
-        from infra.config import vendor_check
-
-        problems += vendor_check.problems(topology, values)
-    cidr = values.get("admin_cidr")
-    if isinstance(cidr, str) and cidr.endswith("/0") and not values.get("allow_world"):
-        problems.append(
-            f"gpulab:admin_cidr {cidr} opens SSH to the whole internet: name your network, "
-            "or set gpulab:allow_world: true to mean it"
-        )
+        problems += vendor_check.problems(spec.name, values)
     if problems:
         raise ConfigError(problems)
-    return LabConfig(**values)
+    own = {k.key for k in spec.keys}
+    args = spec.args(**{k: v for k, v in values.items() if k in own})
+    return LabConfig(args=args, **{k: v for k, v in values.items() if k not in own})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from infra.config.fields import SecretRef
+from infra.keys.types import SecretRef
 
 # Marker words of the examples' values, and RFC 2606 example domains (a host name there resolves
 # nowhere useful).

@@ -6,12 +6,14 @@ decide what can be declared: a key of the project's namespace declared without a
 is required in every stack, and a declared ``default`` is injected into every stack that lacks
 the key. So a project file declares only what holds for each of its stacks:
 
-- ``Pulumi.yaml`` (this repository's project, stacks of every topology): the keys every topology
-  uses, required ones without a default, the others with the model's default;
-- ``examples/<topology>/Pulumi.yaml`` (a one-topology project, the template of ``pulumi new``):
-  that topology's keys that are required (no default, ``secret: true`` for secrets) or have a
-  fixed default, outside the vSphere mode-specific ones; ``template.config`` asks for each
-  required key, with the example's value as the default.
+- ``Pulumi.yaml`` (this repository's project, stacks of every topology of the registry): the
+  keys every topology takes alike, required ones without a default, the others with the
+  model's default;
+- ``examples/<topology>/Pulumi.yaml`` (a one-topology project, the template of ``pulumi new``,
+  beside the topology's example stack): that topology's keys that are required (no default,
+  ``secret: true`` for secrets) or have a fixed default, outside the vSphere mode-specific
+  ones; ``template.config`` asks for each required key, with the example's value as the
+  default.
 
 The remaining keys (optional without a fixed default, mode-specific, mappings) are checked by the
 model alone. Usage: ``python -m infra.config.schema [--check]`` rewrites the files (or exits 1
@@ -27,12 +29,18 @@ from typing import Any
 
 import yaml
 
-from infra.config.fields import FIELDS, TOPOLOGIES, Key
+from infra.config import raw_from_stack_file
+from infra.config.model import keys
+from infra.keys.key import Key
+from infra.topologies import Topology, get, registry
+from workloads.files import write_text
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "examples"
 RUNTIME = {"name": "python", "options": {"toolchain": "pip", "virtualenv": ".venv"}}
-HEADER = "# The config: block is written by `python -m infra.config.schema` from infra/config.\n"
+HEADER = (
+    "# The config: block is written by `python -m infra.config.schema` from the key tables\n"
+    "# (infra/config/fields.py, each topology's infra/topologies/<name>/args.py).\n"
+)
 
 
 def pulumi_type(spec: Key) -> dict[str, Any] | None:
@@ -47,21 +55,20 @@ def pulumi_type(spec: Key) -> dict[str, Any] | None:
         return {"type": "integer"}
     if core is str:
         return {"type": "string"}
-    if origin is list:
+    if origin is tuple:
         return {"type": "array", "items": {"type": "string"}}
     return None
 
 
-def _declare(spec: Key, topology: str | None) -> dict[str, Any] | None:
-    """The declaration of ``spec`` in a project of ``topology`` (None: every topology)."""
+def _declare(spec: Key) -> dict[str, Any] | None:
+    """The declaration of ``spec`` in a project whose stacks all take it so."""
     typ = pulumi_type(spec)
     if typ is None or spec.modes:
         return None
-    required = spec.required == spec.topologies if topology is None else topology in spec.required
     entry: dict[str, Any] = {**typ, "description": spec.help}
     if spec.secret:
         entry["secret"] = True
-    if required:
+    if spec.required:
         return entry
     if callable(spec.default) or spec.default is None:
         return None
@@ -70,16 +77,17 @@ def _declare(spec: Key, topology: str | None) -> dict[str, Any] | None:
 
 
 def project_config(topology: str | None = None) -> dict[str, Any]:
-    """The ``config:`` block of the project of ``topology`` (None: the repository's)."""
+    """The ``config:`` block of the project of ``topology`` (None: the repository's, whose
+    stacks are of every topology: only the keys that every topology takes alike)."""
+    specs = [get(topology)] if topology else list(registry().values())
+    tables = [{k.key: k for k in keys(spec)} for spec in specs]
     out: dict[str, Any] = {}
-    for spec in FIELDS:
-        if (topology is None and spec.topologies != frozenset(TOPOLOGIES)) or (
-            topology is not None and topology not in spec.topologies
-        ):
-            continue
-        entry = _declare(spec, topology)
+    for name, key in tables[0].items():
+        if any(table.get(name) != key for table in tables[1:]):
+            continue  # not in every topology, or not alike (another default)
+        entry = _declare(key)
         if entry is not None:
-            out[spec.key] = entry
+            out[name] = entry
     if topology is not None:  # the project's stacks are of its topology
         out["topology"] = {**out["topology"], "default": topology}
     return out
@@ -102,8 +110,18 @@ def template_config(topology: str, example: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def example_stack(topology: str) -> Path:
-    return EXAMPLES / topology / f"Pulumi.{topology}.yaml"
+def example_stack(spec: Topology) -> Path:
+    """The topology's example stack (its spec's ``stack_file``, from the repository root)."""
+    return REPO / spec.stack_file
+
+
+def example_project(spec: Topology) -> Path | None:
+    """The ``pulumi new`` template beside its example stack (None: its example is a stack of
+    this repository's project, as ``Pulumi.local.yaml`` is)."""
+    stack = example_stack(spec)
+    if not spec.stack_file or stack.parent == REPO:
+        return None
+    return stack.parent / "Pulumi.yaml"
 
 
 def _dump(data: dict[str, Any]) -> str:
@@ -113,7 +131,7 @@ def _dump(data: dict[str, Any]) -> str:
 def render_root() -> str:
     data = {
         "name": "gpulab",
-        "description": "GPU deep-learning performance lab (" + ", ".join(TOPOLOGIES) + ")",
+        "description": "GPU deep-learning performance lab (" + ", ".join(registry()) + ")",
         "runtime": RUNTIME,
         "config": project_config(),
     }
@@ -121,18 +139,18 @@ def render_root() -> str:
 
 
 def render_example(topology: str) -> str:
-    from infra.config import raw_from_stack_file
-    from infra.specs.topology import get
-
-    example = raw_from_stack_file(example_stack(topology))
+    spec = get(topology)
+    example = raw_from_stack_file(example_stack(spec))
+    folder = example_stack(spec).parent
+    where = f"./{folder.relative_to(REPO)}" if folder.is_relative_to(REPO) else str(folder)
     data = {
         "name": "gpulab",
-        "description": f"gpulab lab, topology {topology}: {get(topology).summary}",
+        "description": f"gpulab lab, topology {topology}: {spec.summary}",
         # no virtualenv: the python on PATH, i.e. the activated venv that has gpulab installed
         "runtime": {"name": "python", "options": {"toolchain": "pip"}},
         "config": project_config(topology),
         "template": {
-            "description": f"A gpulab {topology} lab (pulumi new ./examples/{topology})",
+            "description": f"A gpulab {topology} lab (pulumi new {where})",
             "config": template_config(topology, example),
         },
     }
@@ -142,9 +160,10 @@ def render_example(topology: str) -> str:
 def targets() -> dict[Path, str]:
     """Every generated file and its text."""
     out = {REPO / "Pulumi.yaml": render_root()}
-    for topology in TOPOLOGIES:
-        if example_stack(topology).is_file():
-            out[EXAMPLES / topology / "Pulumi.yaml"] = render_example(topology)
+    for spec in registry().values():
+        project = example_project(spec)
+        if project is not None and example_stack(spec).is_file():
+            out[project] = render_example(spec.name)
     return out
 
 
@@ -156,11 +175,11 @@ def main(argv: list[str]) -> int:
             continue
         stale.append(path)
         if not check:
-            path.write_text(text, encoding="utf-8")
+            write_text(path, text)
     if check and stale:
         names = ", ".join(str(p.relative_to(REPO)) for p in stale)
-        print(f"gpulab: error: {names} differ from infra/config: run python -m infra.config.schema",
-              file=sys.stderr)  # fmt: skip
+        print(f"gpulab: error: {names} differ from the key tables: run python -m "
+              "infra.config.schema", file=sys.stderr)  # fmt: skip
         return 1
     return 0
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.config.roles import ROLES_DIR
-from infra.specs.topology import get as topology_spec
+from infra.topologies import get as topology_spec
 from infra.vendor_packages import DISTROS, problem
 
 # role -> the variable of its vars/main.yml that lists what it installs from a vendor
@@ -48,9 +48,10 @@ OTHER_RELEASES = re.compile(r"ubuntu|debian|rocky|rhel|alma|centos|redhat|fedora
 def _load(path: Path) -> dict[str, Any]:
     """A role's defaults or vars file, its strings trusted as templates (they are the role's own
     expressions, as Ansible trusts them when it loads the role)."""
+    # Ansible costs about 0.7 s to import: only a stack that sets a GPU role's input pays it
     from ansible.parsing.dataloader import DataLoader
 
-    try:
+    try:  # ansible: only when a stack sets a GPU role's input (start-up time, as above)
         from ansible.template import trust_as_template
     except ImportError:  # ansible-core < 2.19 templates every string
         trust_as_template = str
@@ -72,9 +73,9 @@ def _as_data(values: dict[str, Any]) -> dict[str, Any]:
     """Site values as data that is never templated: ansible-core 2.19 templates only strings
     trusted as templates (these are not); older releases template every string that is not
     wrapped as unsafe."""
-    try:
+    try:  # ansible: only when a stack sets a GPU role's input (start-up time)
         from ansible.template import trust_as_template  # noqa: F401
-    except ImportError:
+    except ImportError:  # ansible-core < 2.19: mark every value unsafe
         from ansible.utils.unsafe_proxy import wrap_var
 
         return {k: wrap_var(v) for k, v in values.items()}

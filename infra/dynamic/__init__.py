@@ -23,10 +23,10 @@ DEFAULT_SUITE = "smoke"
 
 def execution_envs(cfg: LabConfig) -> list[str]:
     """The stack's ``gpulab:execution_envs``, else its topology's default (its spec's
-    ``default_envs``/``mode_envs``); aliases resolved (singularity -> apptainer)."""
-    from infra.specs.topology import get
+    ``default_envs``/``mode_envs``); aliases resolved by the config (singularity -> apptainer)."""
+    from infra.topologies import get
 
-    return get(cfg.topology).envs(cfg)
+    return get(cfg.topology).envs(cfg.execution_envs, cfg.args)
 
 
 def measure_envs(cfg: LabConfig) -> list[str]:
@@ -43,9 +43,12 @@ def measure_envs(cfg: LabConfig) -> list[str]:
 
 
 def site_variables(cfg: LabConfig, envs: list[str]) -> dict[str, Any]:
-    """The site run's extravars: ``gpulab:site`` role inputs under the program's own
-    ``gpulab_*`` variables (the program's win)."""
-    variables = dict(cfg.site)
+    """The site run's extravars: ``gpulab:site``'s plain role inputs under the program's own
+    ``gpulab_*`` variables (the program's win). Its secret role inputs are not here:
+    :func:`site_secrets`."""
+    from infra.config.roles import split_site
+
+    variables, _secrets = split_site(cfg.site)
     variables.update(
         {
             "gpulab_topology": cfg.topology,
@@ -54,6 +57,17 @@ def site_variables(cfg: LabConfig, envs: list[str]) -> dict[str, Any]:
         }
     )
     return variables
+
+
+def site_secrets(cfg: LabConfig) -> dict[str, Any]:
+    """The site run's secret role inputs (its 0600 secrets file only): those of
+    ``gpulab:site`` (secret Outputs) and the topology's own (the vGPU license token)."""
+    from infra.config.roles import split_site
+    from infra.topologies import get
+
+    _plain, secrets = split_site(cfg.site)
+    secrets.update(get(cfg.topology).site_secrets(cfg.args))
+    return secrets
 
 
 def measure(cfg: LabConfig, component: Any, hosts: list[Host]) -> dict[str, Any]:
@@ -72,10 +86,7 @@ def measure(cfg: LabConfig, component: Any, hosts: list[Host]) -> dict[str, Any]
     all_hosts = [h.to_output() for h in hosts]
     gpu_hosts = [h.to_output() for h in hosts if h.gpu_path != "none"]
     envs = execution_envs(cfg)  # what the site prepares
-    secrets: dict[str, Any] = {}
-    token = cfg.vgpu_license_token
-    if token is not None:
-        secrets["nvidia_vgpu_guest_client_token"] = token
+    secrets = site_secrets(cfg)
     # Depending on the (local) component resource means depending on every resource it
     # holds: the hosts, and the vGPU attach, which powers a VM off and must finish first.
     # Not a child of the component: a child cannot depend on its own parent.

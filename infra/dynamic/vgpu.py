@@ -100,7 +100,7 @@ class VgpuProfileProvider(ResourceProvider):
         self.host_wait_s = host_wait_s(req.config)
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        from infra.config.fields import VGPU_PROFILE_RE
+        from infra.keys.types import VGPU_PROFILE_RE
 
         failures = []
         profile = news.get("profile")

@@ -1,7 +1,7 @@
 """WorkloadRun: a benchmark suite run on the lab's hosts as a Pulumi dynamic resource.
 
 Inputs: ``hosts`` (the ``hosts`` output entries), ``suite`` (a name under workloads/suites/),
-``execution_env`` (an entry of infra/specs/execenv.py: native, docker, apptainer, k8s,
+``execution_env`` (an entry of workloads/execenv.py: native, docker, apptainer, k8s,
 bitfusion; ``singularity`` is apptainer), ``arm`` (the records' label,
 default the execution environment), ``topology``, ``lab``, ``variables`` (more extravars for
 ``playbooks/workloads.yml``, e.g. a container image), ``secrets`` (secret role inputs, e.g.
@@ -50,10 +50,10 @@ from pulumi.dynamic import (
 
 from infra.ansible.runner import PlaybookError, PlaybookResult
 from infra.dynamic.ansible_run import PlayRunProvider, host_objects, new_salt, secrets_digest
-from infra.specs.execenv import accepted as accepted_exec_envs
+from workloads.execenv import accepted as accepted_exec_envs
 
 REPO = Path(__file__).resolve().parents[2]
-EXEC_ENVS = accepted_exec_envs()  # infra/specs/execenv.py: names, then aliases
+EXEC_ENVS = accepted_exec_envs()  # workloads/execenv.py: names, then aliases
 RUN_INPUTS = (
     "hosts",
     "suite",

@@ -1,12 +1,10 @@
-"""The two tables that say what an execution environment and a topology are.
+"""Files written from the two tables that say what an execution environment and a topology are.
 
-- :mod:`infra.specs.execenv`: one :class:`~infra.specs.execenv.ExecEnv` entry per execution
-  environment (native, docker, apptainer, k8s, bitfusion): container or not, the site roles
-  that prepare it, its launch command, its image, the label its records carry.
-- :mod:`infra.specs.topology`: the :class:`~infra.specs.topology.Topology` contract and its
-  registry; one module per topology under :mod:`infra.specs.topologies` (config fields,
-  builder, preflight, audit, default execution environments, the setting of each host).
+- the execution environments: :mod:`workloads.execenv` (the runner and ``infra/`` share it);
+- the topologies: the registry of :mod:`infra.topologies` (one package per topology).
 
-Everything else reads these tables instead of branching on a name. Nothing here imports
-Pulumi or a cloud SDK at import time.
+:mod:`infra.specs.ansible_vars` writes the Ansible variables the playbooks read from the first,
+:mod:`infra.specs.docs` the tables of ``docs/topologies.md`` from both; ``python -m
+infra.specs`` prints the tables. Everything else reads the two tables instead of branching on
+a name.
 """

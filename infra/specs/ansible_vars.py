@@ -1,7 +1,7 @@
 """The execution-environment table as Ansible variables, in the files the playbooks read.
 
 - ``playbooks/roles/workload_run/vars/main.yml``: ``workload_run_launchers`` (execution
-  environment -> its launch argv template, :func:`infra.specs.execenv.lab_launch_argv`),
+  environment -> its launch argv template, :func:`workloads.execenv.lab_launch_argv`),
   ``workload_run_job_envs`` (those started as a Kubernetes Job),
   ``workload_run_container_envs``, ``workload_run_root_envs`` (those launched as root, the
   others as the controller's user), ``workload_run_exec_env_aliases`` and
@@ -12,7 +12,7 @@
   in the order site.yml applies them), ``gpulab_exec_env_names`` (name or alias -> the
   name), ``gpulab_exec_env_hosts`` (name or alias -> the inventory pattern its runner starts
   on: ``workloads.yml``'s hosts), ``gpulab_exec_env_become`` (name or alias -> whether
-  ``workloads.yml`` becomes root there, :attr:`~infra.specs.execenv.ExecEnv.launch_needs_root`)
+  ``workloads.yml`` becomes root there, :attr:`~workloads.execenv.ExecEnv.launch_needs_root`)
   and ``gpulab_exec_env_validate`` (name -> ``validate.yml``'s
   check argv), read by ``site.yml``, ``workloads.yml`` and ``validate.yml`` through
   ``vars_files``.
@@ -28,12 +28,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from infra.specs import execenv
+import yaml
+
+from workloads import execenv
+from workloads.files import make_dirs, write_text
 
 REPO = Path(__file__).resolve().parents[2]
 HEADER = (
     "---\n"
-    "# Generated from infra/specs/execenv.py by `python -m infra.specs.ansible_vars`.\n"
+    "# Generated from workloads/execenv.py by `python -m infra.specs.ansible_vars`.\n"
     "# Do not edit: change the table, run that command (tests/specs/test_execenv.py checks).\n"
 )
 
@@ -84,8 +87,6 @@ FILES: dict[str, Callable[[], dict[str, Any]]] = {
 
 
 def render(rel: str) -> str:
-    import yaml
-
     class Dumper(yaml.SafeDumper):
         def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
             super().increase_indent(flow, False)  # lists indented under their key
@@ -100,8 +101,8 @@ def write(root: Path = REPO) -> list[Path]:
     written = []
     for rel in FILES:
         path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render(rel), encoding="utf-8")
+        make_dirs(path.parent)
+        write_text(path, render(rel))
         written.append(path)
     return written
 

@@ -3,29 +3,51 @@
 Units already ``done`` in the journal are never re-run; any other unit (pending, stopped
 part-way, failed, skipped) runs again. A unit that fails is recorded as failed with its reason
 and the study goes on (``fail_fast``: it stops there). The teardown (``down`` of every stack
-the study built) runs at the end whether units failed or not, unless ``keep``; after Ctrl-C the
-labs stay as they are so that ``run`` again carries on. Progress (unit, arm, repeat, elapsed,
-the estimate left) goes to the console given (stderr in the CLI).
+the study built) runs at the end whether units failed or not, unless ``keep``; after a stop
+signal the labs stay as they are so that ``run`` again carries on. Progress (unit, arm, repeat,
+elapsed, the estimate left) goes to the console given (stderr in the CLI).
+
+The command holds the study's lock (:mod:`infra.study.lock`) the whole time; the driver
+assumes it. A unit is ``done`` only with the records it reports: the runner's count is checked
+against its suite, the unit file against that count when it is written, and every ``done``
+unit's file again when a run resumes.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import json
+import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from infra import runners
+from infra.errors import UsageError
+from infra.procs import ProcessRef, stop_process
+from infra.runner_child import Child
+from infra.signals import deferred, signum_of
 from infra.study.lab import LabUnits
 from infra.study.local import LocalUnits, UnitResult
-from infra.study.model import Arm, Study
+from infra.study.model import Arm, Study, check_stack_files
 from infra.study.plan import Unit, new_seed, plan
-from infra.study.state import Journal, now, open_journal
+from infra.study.state import Journal, now, open_journal, unit_file_problem
+from infra.study.unit_files import read_part, set_aside, tag_records
+from workloads.errors import InputError
+from workloads.files import OutputError, make_dirs
 
 
 class StudyInterrupted(Exception):
-    """Ctrl-C (SIGINT) during a unit: the unit goes back to pending, finished ones stay."""
+    """A stop signal during a unit: the unit goes back to pending, finished ones stay."""
+
+    def __init__(self, message: str, signum: int = signal.SIGINT) -> None:
+        super().__init__(message)
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
 
 
 @dataclass
@@ -65,42 +87,10 @@ def _fmt(seconds: float) -> str:
     )
 
 
-def tag_records(part: Path, final: Path, study: str, unit: Unit) -> tuple[int, int]:
-    """Copy a unit's records to its final file with ``params.study`` set; (records, ok)."""
-    from workloads.files import write_text
-
-    lines, ok = [], 0
-    if part.is_file():
-        for line in part.read_text(encoding="utf-8", errors="replace").splitlines():
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue  # a torn last line of a killed writer: not a finished record
-            if not isinstance(rec, dict):
-                continue
-            params: dict[str, Any] = rec["params"] if isinstance(rec.get("params"), dict) else {}
-            params["study"] = {"name": study, "arm": unit.arm, "repeat": unit.repeat}
-            rec["params"] = params
-            ok += rec.get("status") == "ok"
-            lines.append(json.dumps(rec, sort_keys=True))
-    write_text(final, "".join(f"{ln}\n" for ln in lines))
-    part.unlink(missing_ok=True)
-    return len(lines), ok
-
-
-def _aside(path: Path, kind: str) -> None:
-    if not path.is_file():
-        return
-    n = 1
-    stem = path.name.removesuffix(".part").removesuffix(".jsonl")
-    while (path.parent / f"{stem}.{kind}-{n}.jsonl").exists():
-        n += 1
-    path.rename(path.parent / f"{stem}.{kind}-{n}.jsonl")
-
-
 class Driver:
     def __init__(self, study: Study, root: Path, opts: RunOptions, console: Any) -> None:
         self.study = localize(study, opts)
+        check_stack_files(self.study, opts.repo)
         self.root = root
         self.opts = opts
         self.console = console
@@ -110,15 +100,18 @@ class Driver:
         self.journal, self.resumed = open_journal(
             root, self.study, plan(self.study, seed), seed, fresh=opts.fresh
         )
-        if self.resumed:  # a resumed randomized study keeps its recorded order and seed
-            seed = self.journal.data.get("seed")
         self.local = LocalUnits(
             console, opts.docker, opts.docker_host, opts.base_image, opts.python_mode
         )
         self.labs = LabUnits(self.journal, root, self._echo, auto=opts.auto, repo=opts.repo)
+        self._child: Child | None = None
+        self._planned: dict[str, int | None] = {}
 
     def _echo(self, line: str) -> None:
         self.console.print(line.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
+
+    def _say(self, text: str) -> None:
+        self.console.print(f"study {self.study.name}: {text}", markup=False, highlight=False)
 
     # -- the run ------------------------------------------------------------------------
 
@@ -130,12 +123,11 @@ class Driver:
         j.data.setdefault("runs", []).append(run)
         j.save()
         if j.edited:
-            self.console.print(
-                f"study {self.study.name}: the study file changed ({', '.join(j.edited)}); "
-                "continuing with the finished units kept",
-                highlight=False,
-                markup=False,
+            self._say(
+                f"the study file changed ({', '.join(j.edited)}); "
+                "continuing with the finished units kept"
             )
+        self._recover()
         order = j.order()
         todo = [u for u in order if j.unit(u)["status"] != "done"]
         self.console.rule(
@@ -146,7 +138,7 @@ class Driver:
             + (", resuming" if self.resumed else "")
         )
         t0 = time.monotonic()
-        interrupted = False
+        stopped: BaseException | None = None
         try:
             for i, u in enumerate(todo):
                 self._progress(u, order, t0, i, len(todo))
@@ -157,16 +149,57 @@ class Driver:
                         f"(--fail-fast)[/red]"
                     )
                     break
-        except StudyInterrupted:
-            interrupted = True
-            raise
+        except (KeyboardInterrupt, StudyInterrupted, InputError) as exc:
+            stopped = exc
+            raise self._stopped(exc) from None
         finally:
-            if not interrupted:
-                self._teardown()
-            j.data["runs"][-1]["ended"] = now()
-            j.data["runs"][-1]["interrupted"] = interrupted
-            j.save()
+            self._close(stopped)
         return j
+
+    def _stopped(self, exc: BaseException) -> BaseException:
+        """What the run raises after ``exc`` stopped it (every unit left ``running`` is made
+        pending first: the journal never says a unit runs that no one runs)."""
+        if isinstance(exc, InputError):
+            return exc
+        if isinstance(exc, StudyInterrupted):
+            return exc
+        sig = signum_of(exc)
+        for u in self.journal.order():
+            if self.journal.unit(u)["status"] == "running":
+                self._pending(u, f"stopped part-way ({signal.Signals(sig).name})")
+        return StudyInterrupted(
+            f"study {self.study.name} interrupted ({signal.Signals(sig).name}): finished "
+            "units kept; `gpulab study run` again continues",
+            sig,
+        )
+
+    def _close(self, stopped: BaseException | None) -> None:
+        """The teardown (a run that ended, not one stopped), then the run's end in the journal
+        (a signal waits for that write)."""
+        j = self.journal
+        if stopped is None:
+            self._teardown()
+        with deferred():
+            j.data["runs"][-1]["ended"] = now()
+            j.data["runs"][-1]["interrupted"] = isinstance(
+                stopped, (KeyboardInterrupt, StudyInterrupted)
+            )
+            if stopped is not None:
+                j.data["runs"][-1]["stopped_by"] = str(stopped)[:300]
+            try:
+                j.save()
+            except OutputError:
+                if stopped is None:
+                    raise
+                # else the error that stopped the run is the one line to show
+
+    def _pending(self, u: Unit, why: str) -> None:
+        part = self.journal.records_file(u).with_name(self.journal.records_file(u).name + ".part")
+        with contextlib.suppress(OutputError):  # else kept as .part: the next run sets it aside
+            set_aside(part, "stopped")
+        self.journal.set_unit(
+            u, "pending", reason=f"{why}; run again re-runs it", runner=None, measured=None
+        )
 
     def _progress(self, u: Unit, order: list[Unit], t0: float, i: int, n: int) -> None:
         j = self.journal
@@ -182,6 +215,84 @@ class Driver:
             highlight=False,
         )
 
+    # -- what an earlier run left ---------------------------------------------------------
+
+    def _recover(self) -> None:
+        """Before measuring: a runner an earlier run left alive is stopped (or the run refused,
+        one line), a unit it left ``running`` becomes pending, and a ``done`` unit whose file
+        does not hold the records the journal counts runs again."""
+        j = self.journal
+        for u in j.order():
+            entry = j.unit(u)
+            ref = ProcessRef.from_json(entry.get("runner"))
+            if entry["status"] == "running" and ref is not None:
+                self._stop_left(u, ref, entry.get("runner") or {})
+            if entry["status"] == "running":
+                self._say(
+                    f"arm {u.arm}, repeat {u.repeat} was left running by a run that ended "
+                    "without recording it; it runs again"
+                )
+                entry.update(status="pending", runner=None, reason="left running by a run that "
+                             "ended without recording it; run again re-runs it")  # fmt: skip
+                j.save()
+            elif entry["status"] == "done":
+                why = unit_file_problem(j, u)
+                if why:
+                    self._say(f"{why}; it runs again")
+                    set_aside(j.records_file(u), "mismatch")
+                    j.set_unit(u, "pending", reason=f"{why}; run again re-runs it")
+
+    def _stop_left(self, u: Unit, ref: ProcessRef, info: dict[str, Any]) -> None:
+        where = f"arm {u.arm}, repeat {u.repeat}"
+        container = info.get("container")
+        if isinstance(container, str) and container:
+            self.local.remove_container(container)
+        if not ref.here():
+            self._say(
+                f"{where}: its runner (pid {ref.pid}) ran on host {ref.host}, which this host "
+                "cannot check; it dies with the gpulab that started it"
+            )
+            return
+        if not ref.alive():
+            return
+        if not stop_process(ref):
+            raise UsageError(
+                f"study {self.study.name}: the runner of {where} from an earlier run is still "
+                f"measuring (pid {ref.pid}) and cannot be stopped from here; stop it "
+                f"(kill {ref.pid}), then run again"
+            )
+        self._say(
+            f"{where}: the runner an earlier run left (pid {ref.pid}) was still measuring; "
+            "stopped it before measuring again"
+        )
+
+    def _planned_records(self, arm: Arm) -> int | None:
+        """How many records the runner writes for the arm's suite (one per measurement)."""
+        if arm.suite not in self._planned:
+            from workloads.suites import load_suite
+
+            suite = self.study.suites.get(arm.suite)
+            try:
+                self._planned[arm.suite] = (suite or load_suite(arm.suite)).measurements
+            except InputError:
+                self._planned[arm.suite] = None
+        return self._planned[arm.suite]
+
+    def _complete_part(self, u: Unit, arm: Arm, part: Path) -> int | None:
+        """The records of a ``.part`` file that an earlier run measured whole but could not
+        file (a full disk, a kill right after the runner ended); None when it is partial."""
+        recs = read_part(part)
+        if not recs or any(r.get("status") in ("interrupted", "failed") for r in recs):
+            return None
+        measured = self.journal.unit(u).get("measured")
+        if measured is not None:
+            return len(recs) if measured == len(recs) else None
+        if arm.is_local and len(recs) == self._planned_records(arm):
+            return len(recs)
+        return None
+
+    # -- one unit ---------------------------------------------------------------------------
+
     def _needs_rebuild(self, arm: Arm, u: Unit) -> bool:
         last = self.journal.built().get(arm.stack, {}).get("last")
         if not last:
@@ -192,54 +303,120 @@ class Driver:
             return bool(last[1] != u.repeat)
         return False
 
+    def _started(self, u: Unit, child: Child) -> None:
+        self._child = child
+        runner = child.ref.to_json()
+        if child.container:
+            runner["container"] = child.container
+        self.journal.set_unit(u, "running", runner=runner)
+
     def _unit(self, u: Unit) -> UnitResult:
         j, arm = self.journal, self.study.arm(u.arm)
         final = j.records_file(u)
         part = final.with_name(final.name + ".part")
-        j.units_dir.mkdir(parents=True, exist_ok=True)
-        _aside(part, "stopped")
-        _aside(final, "retried")
+        make_dirs(j.units_dir)
+        if part.is_file():
+            n = self._complete_part(u, arm, part)
+            if n is not None:
+                self._say(
+                    f"arm {u.arm}, repeat {u.repeat}: an earlier run measured it whole "
+                    f"({n} record(s) in {part.name}) but could not file them; filed now"
+                )
+                set_aside(final, "retried")
+                return self._finish(u, arm, UnitResult("done"), part, final, None)
+            set_aside(part, "stopped")
+        set_aside(final, "retried")
         entry = j.unit(u)
-        j.set_unit(u, "running", started=now(), attempts=int(entry.get("attempts", 0)) + 1)
+        j.set_unit(
+            u, "running", started=now(), attempts=int(entry.get("attempts") or 0) + 1,
+            runner=None, measured=None, overlapped=None,
+        )  # fmt: skip
+        self._child = None
         t0 = time.monotonic()
         log = j.units_dir / f"{u.arm}.r{u.repeat}.log"
         try:
             if arm.is_local:
-                res = self.local.run(arm, arm.suite, part, log, f"{self.study.name}-r{u.repeat}")
+                res = self.local.run(
+                    arm, arm.suite, part, log, f"{self.study.name}-r{u.repeat}",
+                    on_start=lambda child: self._started(u, child),
+                )  # fmt: skip
             else:
                 res = self.labs.run(arm, self._needs_rebuild(arm, u), part)
                 j.built().setdefault(arm.stack, {})["last"] = [u.arm, u.repeat]
-        except KeyboardInterrupt:
-            _aside(part, "stopped")
-            j.set_unit(u, "pending", reason="stopped part-way (interrupted); run again re-runs it")
+        except KeyboardInterrupt as exc:
+            sig = signum_of(exc)
+            with deferred():
+                self._pending(u, f"stopped part-way ({signal.Signals(sig).name})")
             raise StudyInterrupted(
-                f"study {self.study.name} interrupted in arm {u.arm}, repeat {u.repeat}: "
-                f"finished units kept; `gpulab study run` again continues"
+                f"study {self.study.name} interrupted in arm {u.arm}, repeat {u.repeat} "
+                f"({signal.Signals(sig).name}): finished units kept; `gpulab study run` again "
+                "continues",
+                sig,
             ) from None
+        except OutputError:
+            raise  # the results directory cannot be written: the study stops (one line)
         except Exception as exc:  # a unit's fault is the unit's, never the study's
             res = UnitResult("failed", f"{type(exc).__name__}: {exc}")
-        n, ok = tag_records(part, final, self.study.name, u) if res.status != "skipped" else (0, 0)
+        with deferred():  # a signal now waits until the unit's records and entry are written
+            return self._finish(u, arm, res, part, final, t0)
+
+    def _finish(
+        self, u: Unit, arm: Arm, res: UnitResult, part: Path, final: Path, t0: float | None
+    ) -> UnitResult:
+        j = self.journal
+        elapsed = time.monotonic() - t0 if t0 is not None else None
+        flags: list[str] = []
         if res.status == "skipped":
             part.unlink(missing_ok=True)
             final.unlink(missing_ok=True)
-        elapsed = time.monotonic() - t0
+            n = ok = 0
+        else:
+            got = len(read_part(part))
+            planned = self._planned_records(arm) if arm.is_local else None
+            if res.status == "done" and t0 is not None and planned is not None and got != planned:
+                res = UnitResult(
+                    "failed",
+                    f"the runner ended well but {part.name} holds {got} of the {planned} "
+                    "records its suite plans",
+                )
+            if res.status == "done":
+                j.unit(u)["measured"] = got
+            child = self._child if t0 is not None else None
+            if child is not None:
+                flags = runners.overlapping(child.entry, child.started, time.time())
+            try:
+                n, ok = tag_records(part, final, self.study.name, u, flags)
+            except OutputError as exc:
+                reason = (
+                    f"{exc}; its {got} record(s) stay in {part} and `gpulab study run` again "
+                    "files them"
+                )
+                with contextlib.suppress(OutputError):  # then a resume finds it "running"
+                    j.set_unit(u, "failed", reason=reason, records=None, runner=None)
+                raise OutputError(f"study {self.study.name}, arm {u.arm}, repeat {u.repeat}: "
+                                  f"{reason}") from None  # fmt: skip
         j.set_unit(
             u,
             res.status,
             reason=res.reason,
             records=n,
             ok=ok,
-            elapsed_s=round(elapsed, 1) if res.status != "skipped" else None,
+            elapsed_s=None if elapsed is None or res.status == "skipped" else round(elapsed, 1),
             finished=now(),
+            runner=None,
+            overlapped=flags or None,
         )
         colour = {"done": "green", "failed": "red", "skipped": "yellow"}[res.status]
         why = f": {res.reason}" if res.reason else ""
+        took = f", {elapsed:.1f} s" if elapsed is not None else ""
         self.console.print(
             f"  [{colour}]{res.status}[/{colour}] arm {u.arm}, repeat {u.repeat}: {n} record(s), "
-            f"{ok} ok, {elapsed:.1f} s{why}",
+            f"{ok} ok{took}{why}",
             highlight=False,
             soft_wrap=True,
         )
+        for flag in flags:
+            self._say(f"arm {u.arm}, repeat {u.repeat}: flagged: {flag}")
         return res
 
     def _teardown(self) -> None:
@@ -252,3 +429,6 @@ class Driver:
                 + (f" ({r['reason']})" if r["reason"] else ""),
                 highlight=False,
             )
+
+
+__all__ = ["Driver", "RunOptions", "StudyInterrupted", "localize", "tag_records"]

@@ -16,18 +16,22 @@ the workload run fetched to ``results/<stack>/<run-id>/`` are the unit's. At the
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from infra.automation import REPO, Lab, LabError
+import yaml
+
+from infra.automation import REPO, Lab, LabError, LabInterrupted
+from infra.errors import UsageError
 from infra.lab_faults import runs_since
-from infra.specs.execenv import canonical
+from infra.signals import Stopped
 from infra.study.local import UnitResult
-from infra.study.model import Arm
+from infra.study.model import OWNER_KEY, Arm, stack_owner
 from infra.study.state import Journal, now
+from workloads.execenv import canonical
+from workloads.files import write_text
 
 
 class LabUnits:
@@ -58,11 +62,27 @@ class LabUnits:
             results=self.root,
         )
 
+    def _copy_stack_file(self, arm: Arm) -> None:
+        """The arm's stack file as ``Pulumi.<stack>.yaml`` in the project, marked as this
+        study's arm (OWNER_KEY); one already there is used only when it carries that mark."""
+        assert arm.stack_file is not None
+        target = (self.repo or REPO) / f"Pulumi.{arm.stack}.yaml"
+        mine = f"{self.journal.data['study']}/{arm.name}"
+        if target.exists() or target.is_symlink():
+            owner = stack_owner(target)
+            if owner != mine:
+                raise UsageError(
+                    f"stack {arm.stack} already exists ({target}) and belongs to "
+                    f"{owner or 'no study'}, not to study/arm {mine}"
+                )
+            return
+        doc = yaml.safe_load(arm.stack_file.read_text(encoding="utf-8"))
+        doc["config"] = {**(doc.get("config") or {}), OWNER_KEY: mine}
+        write_text(target, yaml.safe_dump(doc, sort_keys=False))
+
     def _configure(self, lab: Lab, arm: Arm) -> None:
         if arm.stack_file is not None:
-            target = (self.repo or REPO) / f"Pulumi.{arm.stack}.yaml"
-            if not target.is_file():
-                shutil.copyfile(arm.stack_file, target)
+            self._copy_stack_file(arm)
         stack = lab._stack(create=True)
         cv = lab._auto.ConfigValue
         if arm.suite.endswith((".yaml", ".yml")):
@@ -116,6 +136,8 @@ class LabUnits:
             else:
                 built[arm.stack].setdefault("arms", []).append(arm.name)
                 outputs = lab.measure()
+        except LabInterrupted as exc:  # the engine stopped after a signal: so does the study
+            raise Stopped(exc.signum) from None
         except LabError as exc:
             n = self._collect(lab, arm, started, out)
             return UnitResult("failed", f"{exc} ({n} record(s) kept)")

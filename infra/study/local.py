@@ -1,21 +1,25 @@
 """One study unit on the ``local`` topology: the runner as ``gpulab run local`` starts it.
 
 ``native`` runs ``python -m workloads bench`` here; ``docker`` runs it in the container that
-``gpulab run local`` builds (the one docker launcher of ``infra/specs/execenv.py``). Without a
+``gpulab run local`` builds (the one docker launcher of ``workloads/execenv.py``). Without a
 Docker engine a docker unit is ``skipped`` with the reason. Other execution environments need
 a lab (a Kubernetes cluster, Apptainer, Bitfusion): on ``local`` they are skipped, named.
 """
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from infra import local_run
-from infra.specs.execenv import container_name
+from infra.runner_child import Child
+from infra.signals import Stopped
 from infra.study.model import Arm
+from workloads.execenv import container_name
 
 LOCAL_ENVS = ("native", "docker")
 
@@ -56,7 +60,22 @@ class LocalUnits:
                 self._engine, self._why = local_run.find_docker(self.docker_host)
         return self._engine, self._why
 
-    def run(self, arm: Arm, suite: str, out: Path, log: Path, run_id: str) -> UnitResult:
+    def remove_container(self, name: str) -> None:
+        """``docker rm -f`` a container an earlier run left (its gpulab was killed)."""
+        engine, _why = self.engine()
+        if engine is not None:
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
+                engine.run("rm", "-f", name, timeout=60)
+
+    def run(
+        self,
+        arm: Arm,
+        suite: str,
+        out: Path,
+        log: Path,
+        run_id: str,
+        on_start: Callable[[Child], None] | None = None,
+    ) -> UnitResult:
         sharing = arm.sharing or "exclusive"
         if arm.exec_env not in LOCAL_ENVS:
             return UnitResult(
@@ -65,11 +84,20 @@ class LocalUnits:
                 f"{' and '.join(LOCAL_ENVS)}",
             )
         if arm.exec_env == "native":
-            rc = local_run.run_native(suite, out, log, self.console, arm.label, sharing)
+            rc = local_run.run_native(
+                suite, out, log, self.console, arm.label, sharing, on_start=on_start
+            )
             return self._result(rc, log)
         engine, why = self.engine()
         if engine is None:
             return UnitResult("skipped", why)
+        name = container_name(run_id, arm.name)
+
+        def started(child: Child) -> None:
+            child.container = name  # a killed gpulab's container is removed by the resume
+            if on_start is not None:
+                on_start(child)
+
         try:
             if self._tag is None:
                 base = self.base_image or local_run.default_base_image()
@@ -82,9 +110,10 @@ class LocalUnits:
                 log,
                 self.python_mode,
                 self.console,
-                name=container_name(run_id, arm.name),
+                name=name,
                 label=arm.label,
                 sharing=sharing,
+                on_start=started,
             )
         except (RuntimeError, subprocess.TimeoutExpired) as exc:
             return UnitResult("failed", f"docker arm did not run: {exc}")
@@ -92,8 +121,8 @@ class LocalUnits:
 
     @staticmethod
     def _result(rc: int, log: Path) -> UnitResult:
-        if rc == 130:
-            raise KeyboardInterrupt
+        if rc == 130:  # the runner was stopped by a signal sent to it alone (it exits 130)
+            raise Stopped()
         if rc == 0:
             return UnitResult("done")
         line = local_run._fail_line(log) if log.is_file() else "no output"

@@ -16,7 +16,7 @@ the repeats and their order, when to rebuild, and the published claims it checks
       - name: bm                           # plain name; the records' arm label
         stack: ironic-bm                   # Pulumi.<stack>.yaml (or examples/), or
         # stack_file: labs/bm.yaml         # a stack file (copied: Pulumi.study-<study>-<arm>.yaml)
-        exec_env: native                   # infra/specs/execenv.py (aliases accepted)
+        exec_env: native                   # workloads/execenv.py (aliases accepted)
         sharing: exclusive                 # optional, as the runner's --sharing
         label: bm                          # optional: the records' arm label (default: name)
         suite: other-suite                 # optional: this arm runs another suite
@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from infra.errors import UsageError
+from workloads.errors import InputError
+from workloads.inputs import load_yaml, parse_yaml
 
 REPO = Path(__file__).resolve().parents[2]
 STUDIES_DIR = REPO / "studies"
@@ -80,7 +80,7 @@ class Arm:
 
     @property
     def is_local(self) -> bool:
-        from infra.specs.topology import get
+        from infra.topologies import get
 
         return get(self.topology).runs_here
 
@@ -122,6 +122,55 @@ def stack_paths() -> dict[str, Path]:
 def project_of(stack_path: Path) -> Path:
     parent = stack_path.resolve().parent
     return parent if (parent / "Pulumi.yaml").is_file() else REPO
+
+
+OWNER_KEY = "gpulab-study:arm"  # in a copied stack file: the study and arm it belongs to
+
+
+def study_stack_name(study: str, arm: str) -> str:
+    """The stack of an arm given by ``stack_file``: ``study-<study>-<arm>``, or, when that is
+    longer than a stack name may be (63), its first 54 characters and a hash of both names."""
+    import hashlib
+
+    name = f"study-{study}-{arm}"
+    if len(name) <= 63:
+        return name
+    digest = hashlib.sha256(f"{study}\0{arm}".encode()).hexdigest()[:8]
+    return f"{name[:54]}-{digest}"
+
+
+def stack_owner(path: Path) -> str | None:
+    """``<study>/<arm>`` of a stack file a study copied (its OWNER_KEY), else None."""
+    try:
+        doc = load_yaml(path, "stack file")  # bounded: a hostile file is one line elsewhere
+    except InputError:
+        return None
+    config = doc.get("config") if isinstance(doc, dict) else None
+    owner = config.get(OWNER_KEY) if isinstance(config, dict) else None
+    return owner if isinstance(owner, str) else None
+
+
+def check_stack_files(study: Study, project: Path | None = None) -> None:
+    """The stacks the study's ``stack_file`` arms copy into ``project``: each one the study's
+    own. A ``Pulumi.<stack>.yaml`` already there that another study's arm (or a person) made
+    is refused with one line: using it would measure another lab, and ``down`` at the end
+    would destroy it."""
+    project = project or REPO
+    for i, arm in enumerate(study.arms):
+        if arm.stack_file is None:
+            continue
+        target = project / f"Pulumi.{arm.stack}.yaml"
+        if not (target.exists() or target.is_symlink()):
+            continue
+        owner, mine = stack_owner(target), f"{study.name}/{arm.name}"
+        if owner != mine:
+            whose = f"study/arm {owner}" if owner else "no study (not copied by gpulab)"
+            raise _bad(
+                str(study.path),
+                f"arms[{i}].stack_file",
+                f"its stack {arm.stack} already exists ({target}) and belongs to {whose}; "
+                "rename the arm or the study, or remove that stack",
+            )
 
 
 def find_study(ref: str) -> Path:
@@ -220,7 +269,7 @@ def _arm(where: str, i: int, raw: Any, study: str, base: Path, suite: str, cache
         raise _bad(where, at, "must be a mapping with name, stack (or stack_file) and exec_env")
     _unknown(where, f"{at}.", raw, ARM_KEYS)
     name = _name(where, f"{at}.name", raw.get("name"))
-    from infra.specs import execenv
+    from workloads import execenv
 
     env_raw = raw.get("exec_env")
     try:
@@ -248,9 +297,11 @@ def _arm(where: str, i: int, raw: Any, study: str, base: Path, suite: str, cache
         if not isinstance(fraw, str) or not fraw.strip():
             raise _bad(where, f"{at}.stack_file", f"{_short(fraw)} is not a path")
         path = _relative(base, fraw)
+        if path.is_dir():
+            raise _bad(where, f"{at}.stack_file", f"{fraw!r} is a directory, not a stack file")
         if not path.is_file():
             raise _bad(where, f"{at}.stack_file", f"no such file {fraw!r}")
-        stack_file, stack = path, f"study-{study}-{name}"[:63]
+        stack_file, stack = path, study_stack_name(study, name)
     topology = _stack_topology(
         where, f"{at}.stack" if stack_file is None else f"{at}.stack_file", path
     )
@@ -300,16 +351,27 @@ def parse_study(doc: Any, path: Path, digest: str = "") -> Study:
     arms = tuple(_arm(where, i, a, name, base, suite, cache) for i, a in enumerate(arms_raw))
     seen: set[str] = set()
     labels: set[str] = set()
+    copied: dict[str, int] = {}  # stack name -> the arm that copies its stack file there
     for i, a in enumerate(arms):
         if a.name in seen:
             raise _bad(where, f"arms[{i}].name", f"{a.name!r} is named twice")
         if a.label in labels:
             raise _bad(where, f"arms[{i}].label", f"{a.label!r} is another arm's label")
+        if a.stack_file is not None and a.stack in copied:
+            raise _bad(where, f"arms[{i}].stack_file", f"its stack name {a.stack} is also "
+                       f"arms[{copied[a.stack]}]'s; rename one of the arms")  # fmt: skip
         seen.add(a.name)
         labels.add(a.label)
+        if a.stack_file is not None:
+            copied[a.stack] = i
+    for i, a in enumerate(arms):
+        if a.stack_file is None and a.stack in copied:
+            raise _bad(where, f"arms[{copied[a.stack]}].stack_file", f"its stack name {a.stack} "
+                       f"is the stack arms[{i}] names; rename the arm")  # fmt: skip
     baseline = doc.get("baseline", arms[0].name)
-    if baseline not in seen:
-        raise _bad(where, "baseline", f"{_short(baseline)} is not an arm ({', '.join(seen)})")
+    if not isinstance(baseline, str) or baseline not in seen:
+        names = ", ".join(a.name for a in arms)
+        raise _bad(where, "baseline", f"{_short(baseline)} is not an arm ({names})")
     claims = _claims(where, doc.get("claims", []))
     return Study(
         name,
@@ -359,12 +421,8 @@ def load_study(ref: str) -> Study:
         raise UsageError(f"study {path}: cannot be read: {exc.strerror}") from None
     if len(data) > MAX_FILE_BYTES:
         raise UsageError(f"study {path}: larger than {MAX_FILE_BYTES} bytes")
-    try:
-        doc = yaml.safe_load(data.decode("utf-8", errors="replace"))
-    except (ValueError, RecursionError):
-        raise UsageError(f"study {path}: holds a value too large to read") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise UsageError(f"study {path}: not valid YAML{at}") from None
+    try:  # bounded: aliases, depth, duplicate keys (workloads.inputs)
+        doc = parse_yaml(data.decode("utf-8", errors="replace"), f"study {path}:")
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
     return parse_study(doc, path, hashlib.sha256(data).hexdigest()[:16])

@@ -21,11 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from infra.errors import UsageError
+from infra.study.journal_check import MAX_JOURNAL_BYTES, STATUSES, JournalError, check_journal
 from infra.study.plan import Unit
-from workloads.files import write_text
+from workloads.files import OutputError, reason, write_text
 
 JOURNAL = "study.json"
-STATUSES = ("pending", "running", "done", "failed", "skipped")
 FINAL = ("done", "failed", "skipped")
 
 
@@ -237,7 +237,7 @@ def open_journal(
     moves the old directory aside and starts over. ``Journal.edited``: the keys an edit changed.
     """
     path = study_dir(root, study.name) / JOURNAL
-    if path.is_file() and not fresh:
+    if (path.exists() or path.is_symlink()) and not fresh:
         j = load_journal(path)
         if j.data.get("digest") != study.digest:
             j.edited = reconcile(j, study, seed)
@@ -245,9 +245,8 @@ def open_journal(
             finished = [e for e in j.data["units"].values() if e["status"] in ("done", "failed")]
             _check_suites(j, study, finished)
         return j, True
-    if path.is_file() and fresh:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        path.parent.rename(path.parent.with_name(f"{path.parent.name}.{stamp}"))
+    if fresh and (path.parent.exists() or path.parent.is_symlink()):
+        move_aside(path.parent)
     j = Journal(path)
     j.data = {
         "schema": 1,
@@ -273,13 +272,75 @@ def open_journal(
     return j, False
 
 
-def load_journal(path: Path) -> Journal:
+def move_aside(folder: Path) -> Path:
+    """``study-<name>`` -> ``study-<name>.<UTC time>[-n]`` (one rename: an interrupted
+    ``--fresh`` leaves the old directory whole, under one name or the other)."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    target = folder.with_name(f"{folder.name}.{stamp}")
+    n = 1
+    while target.exists() or target.is_symlink():
+        n += 1
+        target = folder.with_name(f"{folder.name}.{stamp}-{n}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"study journal {path} does not read: {exc}") from None
-    if not isinstance(data, dict) or "units" not in data or "order" not in data:
-        raise UsageError(f"study journal {path} is not a study journal")
+        folder.rename(target)
+    except OSError as exc:
+        raise OutputError(f"cannot move {str(folder)!r} aside: {reason(exc)}") from None
+    return target
+
+
+def record_count(path: Path) -> int:
+    """The whole records (JSON objects, one a line) in a unit's file; 0 when there is none."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return 0
+    n = 0
+    for line in text.split("\n"):
+        try:
+            n += isinstance(json.loads(line), dict)
+        except (ValueError, RecursionError):
+            continue
+    return n
+
+
+def unit_file_problem(j: Journal, u: Unit) -> str:
+    """Why a ``done`` unit's file does not hold the records the journal counts ("" if it does)."""
+    entry = j.unit(u)
+    want = entry.get("records")
+    if entry["status"] != "done" or want is None:
+        return ""
+    f = j.records_file(u)
+    got = record_count(f)
+    if got == want:
+        return ""
+    held = f"{f.name} holds {got}" if f.is_file() else f"{f.name} is missing"
+    return f"arm {u.arm}, repeat {u.repeat} is done with {want} record(s) but {held}"
+
+
+def unit_file_problems(j: Journal) -> list[str]:
+    return [p for p in (unit_file_problem(j, u) for u in j.order()) if p]
+
+
+def load_journal(path: Path) -> Journal:
+    """The journal at ``path``, checked key by key (:func:`check_journal`)."""
+    try:
+        raw = path.read_bytes()
+    except IsADirectoryError:
+        raise JournalError(path, "", "is a directory, not a study journal") from None
+    except OSError as exc:
+        raise UsageError(f"study journal {path} does not read: {exc.strerror}") from None
+    if len(raw) > MAX_JOURNAL_BYTES:
+        raise JournalError(path, "", f"is larger than {MAX_JOURNAL_BYTES} bytes")
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise JournalError(path, "", "is not UTF-8 JSON") from None
+    except RecursionError:
+        raise JournalError(path, "", "nests too deep to be a study journal") from None
+    except ValueError as exc:
+        at = f" at line {exc.lineno}" if isinstance(exc, json.JSONDecodeError) else ""
+        raise JournalError(path, "", f"is not valid JSON{at}") from None
+    check_journal(data, path)
     return Journal(path, data)
 
 

@@ -4,8 +4,10 @@ The report itself is ``report.build_report`` on the finished units' records, nor
 study's baseline arm (HTML, Markdown, CSV, figures in ``study-<name>/report/``). The study adds
 ``study.md`` and ``study.json`` beside it: each arm's units (done, failed with the reason,
 skipped, missing), what the teardown left, the paired-arm warnings, and one verdict per claim
-the study checks, labelled ``CPU-indicative`` where the paper's claim is about a GPU and the
-records ran on no GPU (a CPU run shows the tool and the relations, not the paper's numbers).
+the study checks (report.claims: intervals over the study's repeats, each repeat one unit),
+labelled with the device the records ran on. On records that ran on no GPU the verdict is
+``method check``: the measured ratios and their intervals, never a verdict word (a CPU run
+shows the tool and the method, not the papers' GPU claims).
 """
 
 from __future__ import annotations
@@ -19,8 +21,6 @@ from infra.study.fingerprint import Warning_, compare, paired_setting_warning
 from infra.study.state import Journal
 from workloads.files import write_text
 
-GPU_WORDS = ("GPU", "GTX", "Tesla", "P100", "V100", "M60", "A100", "H100")
-
 
 class NotPaired(Exception):
     """``--strict`` and the arms' fingerprints differ: the report is not built."""
@@ -30,7 +30,7 @@ class NotPaired(Exception):
 class VerdictRow:
     claim: str
     verdict: str
-    label: str  # "CPU-indicative", "GPU" or ""
+    label: str  # the device the records ran on: "GPU", "CPU" or "" (not recorded)
     measured: str
     warnings: list[str] = field(default_factory=list)
 
@@ -80,19 +80,20 @@ def arm_rows(j: Journal) -> list[dict[str, Any]]:
     return rows
 
 
-def _has_gpu(records: list[dict[str, Any]]) -> bool:
-    for r in records:
-        gpus = ((r.get("fingerprint") or {}).get("gpu") or {}).get("gpus")
-        if gpus:
-            return True
-    return False
+def _measured(v: Any, limit: int = 600) -> str:
+    """What a claim's checks measured, the measured ones first, cut at ``limit``."""
+    outs = sorted((o for _, o in v.results if o.measured), key=lambda o: o.status == "missing")
+    text = "; ".join(o.measured for o in outs)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def gpu_claim(pub: Any, claim: str) -> bool:
-    paper = claim.split("/", 1)[0]
-    info = pub.papers.get(paper) or {}
-    text = json.dumps(info.get("testbed", "")) + pub.claim_texts.get(claim, "")
-    return any(w in text for w in GPU_WORDS)
+def device_label(records: list[dict[str, Any]]) -> str:
+    """``GPU``, ``CPU`` (report.device.on_cpu: the verdicts are method checks) or ``""``."""
+    from report.device import device_kind, on_cpu
+
+    if on_cpu(records):
+        return "CPU"
+    return "GPU" if any(device_kind(r) == "gpu" for r in records) else ""
 
 
 def _build_report(
@@ -131,7 +132,6 @@ def _build_report(
 
 def build(j: Journal, strict: bool = False, embed: bool = True) -> StudyReport:
     from report.mapping import Arm as ReportArm
-    from report.published import load_published
 
     files = [
         j.records_file(u)
@@ -167,8 +167,7 @@ def build(j: Journal, strict: bool = False, embed: bool = True) -> StudyReport:
         rep, note = _build_report(files, out_dir, base.label, embed, f"study {j.data['study']}")
     else:
         note = "no report: no unit has finished"
-    pub = load_published()
-    on_gpu = _has_gpu(records)
+    label = device_label([r for r in records if r.get("status") == "ok"])
     rows = []
     by_claim = {v.claim: v for v in (rep.verdicts if rep else [])}
     tested = sorted(
@@ -176,14 +175,13 @@ def build(j: Journal, strict: bool = False, embed: bool = True) -> StudyReport:
     )
     for c in claims:
         v = by_claim.get(c)
-        measured = "; ".join(o.measured for _, o in v.results if o.measured)[:300] if v else ""
+        measured = _measured(v) if v else ""
         if v is None and not note:  # the reason a claim has no verdict
             measured = (
                 "no finished record tests this claim (the suite's experiments test "
                 + (", ".join(tested) or "no claim")
                 + ")"
             )
-        label = "GPU" if on_gpu else ("CPU-indicative" if gpu_claim(pub, c) else "")
         rows.append(
             VerdictRow(
                 c,

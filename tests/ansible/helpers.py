@@ -116,3 +116,38 @@ class Events:
             if ev.get("event") in ("runner_on_ok", "runner_on_failed")
             and (ev.get("event_data") or {}).get("task") == task
         ]
+
+
+# A docker double for the workload_run role's docker launch (nothing is pulled, no container
+# runs): `login` keeps its argv and the sha256 of its stdin (the registry password is never
+# stored), `run` keeps its argv and runs what follows `--entrypoint= IMAGE` as itself, in the
+# environment the role gave docker. Files: $GPULAB_DOCKER_DOUBLE_OUT.{login.argv,
+# login.sha256, run.argv} (default /var/tmp/gpulab-docker-double).
+DOCKER_DOUBLE = """#!/bin/sh
+out=${GPULAB_DOCKER_DOUBLE_OUT:-/var/tmp/gpulab-docker-double}
+case "$1" in
+  login) printf '%s\\n' "$@" > "$out.login.argv"
+         sha256sum | cut -d' ' -f1 > "$out.login.sha256" ;;
+  run) printf '%s\\n' "$@" > "$out.run.argv"
+       while [ $# -gt 0 ] && [ "${1#--entrypoint=}" = "$1" ]; do shift; done
+       shift 2
+       exec "$@" ;;
+  *) echo "docker double: unsupported: $1" >&2; exit 2 ;;
+esac
+"""
+
+
+def install_docker_double(path: Path) -> Path:
+    """Write :data:`DOCKER_DOUBLE` as an executable ``path`` (e.g. ``<dir>/docker``)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(DOCKER_DOUBLE)
+    path.chmod(0o755)
+    return path
+
+
+def stdin_sha256(text: str) -> str:
+    """What the double keeps of a `docker login --password-stdin`: the command module ends its
+    stdin with a newline (``stdin_add_newline``)."""
+    import hashlib
+
+    return hashlib.sha256((text + "\n").encode()).hexdigest()

@@ -369,7 +369,7 @@ def test_container_wrappers(first, nspawn_lab, nspawn_host, tmp_path, env) -> No
               "--topology", "t", "--arm", env]  # fmt: skip
     assert argv[-len(runner) :] == runner
     if env == "docker":
-        # The one docker launcher (infra/specs/execenv.py), the same as gpulab run local's.
+        # The one docker launcher (workloads/execenv.py), the same as gpulab run local's.
         assert argv[3:11] == [
             "docker", "run", "--rm", f"--name=gpulab-w-{env}-{env}", "--gpus=all", "--ipc=host",
             "--network=host", "--user=0:0",

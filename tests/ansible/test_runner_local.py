@@ -240,7 +240,7 @@ def test_argument_specs_reject_before_any_role_task(
 
 
 def test_an_unknown_execution_environment_stops_before_the_run(tmp_path: Path) -> None:
-    """The execution environments come from the ExecEnv table (infra/specs/execenv.py, generated
+    """The execution environments come from the ExecEnv table (workloads/execenv.py, generated
     into the role's vars): an unknown name fails the role's first task, naming the allowed ones."""
     art = tmp_path / "art"
     with pytest.raises(PlaybookError) as exc:

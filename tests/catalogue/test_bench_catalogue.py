@@ -68,6 +68,16 @@ def test_catalogue_entries_run_through_python_m_workloads_bench(tmp_path: Path) 
     assert all(r["status"] == "ok" for r in recs)
     real = by_exp["single_real"]
     assert real["data"] == "real" and real["images_per_sec"] > 0
+    # read from the disk: the page cache was dropped first (root here), or the record says why
+    assert real["params"]["page_cache_dropped"] is (os.geteuid() == 0)
+    assert real["params"]["page_cache_reason"]
+    assert by_exp["mnist_epochs"]["params"]["page_cache_dropped"] is (os.geteuid() == 0)
+    # every kind carries its timing parts and its NVML window
+    for rec in recs:
+        assert rec["startup_s"] > 0 and rec["timed_s"] > 0, rec["experiment"]
+        assert len(rec["block_times_s"]) >= 1 and "nvml_window" in rec["params"]
+    assert by_exp["mnist_epochs"]["sync_every"] == 4  # 256 images / batch 64: once per epoch
+    assert "sync_every" not in by_exp["deepbench_gemm"]
     assert real["claims"] == ["closer2018/single_real"]
     assert by_exp["deepbench_gemm"]["kind"] == "kernel"
     assert any(k.endswith(".tflops") for k in by_exp["deepbench_gemm"]["metrics"])

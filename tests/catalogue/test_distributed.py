@@ -50,6 +50,12 @@ def test_parameter_server_one_ps_two_workers() -> None:
     # parameter servers and PS-mode workers never exit by themselves: the scenario kills them
     assert sorted(p["killed_after_done"]) == ["ps:0", "worker:0", "worker:1"]
     assert not any(pid_alive(pid) for pid in p["pids"])
+    # a join per round: the host syncs every step; the rounds are the blocks
+    assert rec["sync_every"] == 1 and rec["block_times_s"] == rec["step_times_s"]
+    assert rec["timed_s"] == m["timed_wall_s"] and rec["first_step_s"] > 0
+    assert rec["startup_s"] is None  # an in-process job has no launch time
+    assert p["network"] == "loopback" and p["launch"] == "local"
+    assert p["nvml_window"]["parts"]["chief:0"]["present"] is False  # no driver here
 
 
 def test_worker_whose_peer_never_comes_is_killed_at_the_deadline() -> None:
@@ -90,6 +96,61 @@ def test_hosts_and_task_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
     assert (opts["launch"], opts["task"]) == ("task", "worker:1")
 
 
+def test_several_hosts_without_a_task_start_the_tasks_of_this_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A lab's hosts all get the same GPULAB_DIST_HOSTS: each starts the tasks placed on its
+    own addresses, so the tasks talk over the network between the hosts."""
+    monkeypatch.setenv("GPULAB_DIST_HOSTS", "127.0.0.1,192.0.2.7")  # 192.0.2.7: not this host
+    monkeypatch.delenv("GPULAB_DIST_TASK", raising=False)
+    opts = distributed.options_for_run({"mode": "allreduce"})
+    assert opts["launch"] == "host" and opts["hosts"] == ["127.0.0.1", "192.0.2.7"]
+    cluster = distributed.cluster_spec("allreduce", opts["hosts"], 3, 2222)
+    assert cluster == {"worker": ["127.0.0.1:2222", "192.0.2.7:2222", "127.0.0.1:2223"]}
+    assert distributed.own_tasks(cluster) == [("worker", 0), ("worker", 2)]
+    assert distributed.network(cluster) == "between hosts"
+    assert distributed.network({"worker": ["127.0.0.1:1", "localhost:2"]}) == "loopback"
+    assert distributed.is_own_address("localhost") and not distributed.is_own_address("192.0.2.7")
+    assert not distributed.is_own_address("no-such-host.invalid")
+    monkeypatch.setenv("GPULAB_DIST_HOSTS", "192.0.2.7,192.0.2.8")
+    with pytest.raises(
+        InputError, match=r"none of the hosts 192\.0\.2\.7, 192\.0\.2\.8 is an address"
+    ):
+        distributed.run(_job(mode="allreduce"))
+    monkeypatch.setenv("GPULAB_DIST_HOSTS", "192.0.2.7")  # one host: still launch: local
+    assert distributed.options_for_run({})["launch"] == "local"
+
+
+def test_a_suite_entry_takes_the_hosts_from_the_environment_at_run_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A suite's entries are checked when the suite loads; the tasks' placement they do not
+    give stays open until the run, where each host's GPULAB_DIST_HOSTS fills it (not the
+    loopback default the check would otherwise have written into the entry)."""
+    from workloads.suites import parse_suite
+
+    doc = {
+        "experiments": [
+            {"experiment": "d", "model": "mnist_cnn", "scenario": "distributed",
+             "options": {"mode": "allreduce", "workers": 2}},
+            {"experiment": "pinned", "model": "mnist_cnn", "scenario": "distributed",
+             "options": {"mode": "allreduce", "hosts": ["127.0.0.1"]}},
+        ]
+    }  # fmt: skip
+    open_entry, pinned = parse_suite(doc, "t").entries
+    assert "hosts" not in open_entry.options and "launch" not in open_entry.options
+    assert open_entry.options["workers"] == 2 and open_entry.options["deadline_s"] == 600.0
+    monkeypatch.setenv("GPULAB_DIST_HOSTS", "127.0.0.1,192.0.2.7")
+    monkeypatch.delenv("GPULAB_DIST_TASK", raising=False)
+    run = distributed.options_for_run(open_entry.options)
+    assert run["hosts"] == ["127.0.0.1", "192.0.2.7"] and run["launch"] == "host"
+    assert run["base_port"] == 2222
+    # an entry that places its tasks itself keeps them
+    assert distributed.options_for_run(pinned.options)["hosts"] == ["127.0.0.1"]
+    monkeypatch.delenv("GPULAB_DIST_HOSTS")
+    assert distributed.options_for_run(open_entry.options)["hosts"] == ["127.0.0.1"]
+
+
 @pytest.mark.parametrize(
     ("options", "match"),
     [
@@ -99,6 +160,7 @@ def test_hosts_and_task_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
         ({"hosts": []}, "'hosts'"),
         ({"hosts": ["10.0.0.9"]}, "'base_port'"),
         ({"launch": "task", "task": "boss:0"}, "'task'"),
+        ({"launch": "everywhere"}, "'launch' must be local, task or host"),
         ({"deadline_s": -1}, "'deadline_s'"),
         ({"gpus": 2}, "'gpus'"),
     ],

@@ -17,7 +17,7 @@ import yaml
 
 from infra.ansible.inventory import build_inventory
 from infra.hosts import Host
-from infra.topologies.magnum_k8s import CONTROLLER_VARS
+from infra.topologies.magnum_k8s.build import CONTROLLER_VARS
 from tests.parts import REPO
 
 PLAYBOOKS = REPO / "playbooks"

@@ -12,6 +12,7 @@ the format than the real one.
 
 from __future__ import annotations
 
+import base64
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,6 +30,9 @@ class Gateway(ThreadingHTTPServer):
     pushed: dict[str, list[Any]]
     requests: list[tuple[str, str, str]]
     answer: int | None = None  # force an answer (e.g. 503) instead of handling the push
+    basic: str | None = None  # "user:password": answer 401 without it, as a gateway run
+    # with --web.config.file basic_auth_users does
+    auth: list[str | None]
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -53,8 +57,13 @@ class Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length).decode("utf-8")
         ctype = self.headers.get("Content-Type", "")
         self.server.requests.append((self.command, self.path, ctype))
+        self.server.auth.append(self.headers.get("Authorization"))
         if self.server.answer is not None:
             return self._reply(self.server.answer, "unavailable")
+        if self.server.basic is not None:
+            want = "Basic " + base64.b64encode(self.server.basic.encode()).decode()
+            if self.headers.get("Authorization") != want:
+                return self._reply(401, "Unauthorized")
         if not self.path.startswith("/metrics/job/"):
             return self._reply(404, "not found")
         if not ctype.startswith("text/plain") or "version=0.0.4" not in ctype:
@@ -70,7 +79,7 @@ class Handler(BaseHTTPRequestHandler):
 @pytest.fixture
 def gateway() -> Iterator[Gateway]:
     srv = Gateway(("127.0.0.1", 0), Handler)
-    srv.pushed, srv.requests = {}, []
+    srv.pushed, srv.requests, srv.auth = {}, [], []
     t = threading.Thread(target=srv.serve_forever, daemon=True)
     t.start()
     try:
@@ -139,3 +148,64 @@ def test_unreachable_gateway_is_one_line_exit_2(
     assert main(["export", str(records), "--pushgateway", f"http://127.0.0.1:{port}"]) == 2
     err = [ln for ln in capsys.readouterr().err.splitlines() if ln.strip()]
     assert len(err) == 1 and "refused" in err[0].lower(), err
+
+
+def test_credentials_from_the_environment_go_as_basic_auth(
+    gateway: Gateway, records: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    gateway.basic = "bob:s3cret pw:x"
+    url = f"http://127.0.0.1:{gateway.server_address[1]}"
+    monkeypatch.setenv("NETRC", "/nonexistent")
+    assert main(["export", str(records), "--pushgateway", url]) == 2  # none given: 401
+    assert "answered 401 Unauthorized" in capsys.readouterr().err
+    monkeypatch.setenv("GPULAB_PUSHGATEWAY_USER", "bob")
+    monkeypatch.setenv("GPULAB_PUSHGATEWAY_PASSWORD", "s3cret pw:x")
+    assert main(["export", str(records), "--pushgateway", url]) == 0
+    assert "gpulab" in gateway.pushed
+    out = capsys.readouterr()
+    assert "s3cret" not in out.err + out.out
+
+
+def test_credentials_from_netrc(
+    gateway: Gateway, records: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gateway.basic = "alice:from-netrc"
+    netrc = tmp_path / "netrc"
+    netrc.write_text("machine 127.0.0.1\n  login alice\n  password from-netrc\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(netrc))
+    url = f"http://127.0.0.1:{gateway.server_address[1]}"
+    assert main(["export", str(records), "--pushgateway", url]) == 0
+    assert gateway.auth == ["Basic " + base64.b64encode(b"alice:from-netrc").decode()]
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"GPULAB_PUSHGATEWAY_USER": "bob"}, "$GPULAB_PUSHGATEWAY_PASSWORD is not set"),
+        ({"GPULAB_PUSHGATEWAY_PASSWORD": "s3cret"}, "$GPULAB_PUSHGATEWAY_USER is not set"),
+    ],
+)
+def test_half_the_credentials_is_one_line_before_anything_is_written(
+    records: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], env: dict[str, str], message: str,
+) -> None:  # fmt: skip
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    out = tmp_path / "m.prom"
+    argv = ["export", str(records), "--format", "openmetrics", "--out", str(out)]
+    assert main([*argv, "--pushgateway", "http://127.0.0.1:9"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"gpulab: error: {message} (the Pushgateway needs both)"]
+    assert not out.exists()  # checked before the export is written
+
+
+def test_credentials_in_the_url_are_refused_and_not_echoed(
+    records: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = "https://bob:s3cret@gateway.example:9091/"
+    assert main(["export", str(records), "--pushgateway", url]) == 2
+    err = capsys.readouterr().err
+    assert "s3cret" not in err and "bob" not in err
+    assert "'https://***@gateway.example:9091/': credentials in the URL are refused" in err

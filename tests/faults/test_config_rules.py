@@ -27,8 +27,8 @@ def problem(**overrides: Any) -> str:
 @pytest.mark.parametrize("cidr", ["0.0.0.0/0", "::/0"])
 def test_world_admin_cidr_needs_allow_world(cidr: str) -> None:
     assert problem(admin_cidr=cidr).startswith(f"gpulab:admin_cidr {cidr} opens SSH to the whole")
-    assert validate({**NOVA, "admin_cidr": cidr, "allow_world": True}).allow_world is True
-    assert validate(NOVA).allow_world is False
+    assert validate({**NOVA, "admin_cidr": cidr, "allow_world": True}).args.allow_world is True
+    assert validate(NOVA).args.allow_world is False
 
 
 @pytest.mark.parametrize(
@@ -71,6 +71,7 @@ PW = "workload_run_registry_password"
 def test_a_secret_input_in_workload_variables_is_refused_naming_the_key() -> None:
     text = problem(workload_variables={PW: "hunter2-plain"})
     assert text.startswith("gpulab:workload_variables must be")
+    assert "hunter2-plain" not in text  # the error never shows the secret's value
     assert f"{PW!r} is a secret: gpulab:workload_secrets" in text
     assert "pulumi config set --secret --path 'gpulab:workload_secrets.<name>'" in text
 
@@ -97,3 +98,35 @@ def test_workload_secrets_accepts_an_encrypted_no_log_input() -> None:
     cfg = validate({**NOVA, "workload_secrets": {PW: {"secure": "v1:abc"}}})
     assert cfg.workload_secrets == {PW: SecretRef(f"workload_secrets.{PW}")}
     assert validate(NOVA).workload_secrets is None
+
+
+@pytest.mark.parametrize(
+    ("key", "overrides", "reason"),
+    [
+        # Ansible puts `environment:` names into the target's shell command line unquoted
+        ("workload_variables",
+         {"workload_run_environment": {"A=1; touch /tmp/PWNED; B": "v"}},
+         "holds 'A=1; touch /tmp/PWNED; B', which is not an environment variable name"),
+        ("workload_variables", {"workload_run_environment": {"GPULAB DATA": "v"}},
+         "is not an environment variable name"),
+        ("site", {"docker_engine_daemon_config": {"{{ lookup('pipe', 'id') }}": 1}},
+         "holds the key \"{{ lookup('pipe', 'id') }}\""),
+        ("site", {"docker_engine_daemon_config": {"log-opts": {"-o": "x"}}},
+         "holds the key '-o'"),
+    ],
+)  # fmt: skip
+def test_keys_inside_a_value_are_plain_words(key: str, overrides: Any, reason: str) -> None:
+    text = problem(**{key: overrides})
+    assert text.startswith(f"gpulab:{key} must be") and reason in text, text
+
+
+def test_mirrors_and_daemon_settings_stay_plain_data() -> None:
+    site = {
+        "workload_env_pip_index_url": "http://pypi.lab:3141/root/pypi/+simple/",
+        "workload_env_pip_extra_args": "--trusted-host pypi.lab",
+        "docker_engine_daemon_config": {"registry-mirrors": ["http://mirror.lab:5000"],
+                                        "log-opts": {"max-size": "10m"}},
+    }  # fmt: skip
+    env = {"workload_run_environment": {"GPULAB_DATA_DIR": "/data/imagenet", "_X1": "{{ x }}"}}
+    cfg = validate({**NOVA, "site": site, "workload_variables": env})
+    assert cfg.site == site and cfg.workload_variables == env

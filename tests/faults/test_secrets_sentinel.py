@@ -39,6 +39,7 @@ from infra.ansible import run_playbook
 from infra.dynamic.ansible_run import AnsibleRunProvider
 from infra.dynamic.workload_run import WorkloadRunProvider, play_vars
 from infra.hosts import Host
+from tests.ansible.helpers import install_docker_double, stdin_sha256
 
 REPO = Path(__file__).resolve().parents[2]
 CTL = Host("ctl", "127.0.0.1")  # gpu_path local on 127.0.0.1 -> ansible_connection=local
@@ -239,13 +240,11 @@ def _reads(cmdline: Path, needle: str) -> bool:
         return False
 
 
-# A stand-in for the runner: writes one record and, as proof that the play resolved the
-# workload secret, its length (never its value) from the environment the role builds.
+# A stand-in for the runner: writes one record.
 SEEN_RUNNER = (
     "import os, sys\n"
     "from workloads.records import RecordWriter, make_record\n"
     "e = os.environ\n"
-    "open(sys.argv[1], 'w').write(e['GPULAB_SEEN_LEN'])\n"
     "with RecordWriter(e['GPULAB_RECORDS_OUT']) as w:\n"
     "    w.write(make_record(run_id=e['GPULAB_RUN_ID'], suite='tiny', experiment='tiny',\n"
     "        model='none', kind='job', elapsed_s=0.01, topology=e['GPULAB_TOPOLOGY'],\n"
@@ -253,16 +252,21 @@ SEEN_RUNNER = (
 )
 
 
-def test_workload_secret_is_nowhere_after_a_workload_run(tmp_path: Path, tmpdir_env: Path) -> None:
+def test_workload_secret_is_nowhere_after_a_workload_run(
+    tmp_path: Path, tmpdir_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The docker execution environment with a docker double on PATH: the role's own login
+    task hands the password to `docker login` on stdin (the double keeps only its sha256:
+    proof that the play had it), then runs the runner stand-in."""
     planted = SENTINEL + "-workload"
-    seen = tmp_path / "seen-len"
+    double = install_docker_double(tmp_path / "bin" / "docker")
+    monkeypatch.setenv("PATH", f"{double.parent}:{os.environ['PATH']}")
+    monkeypatch.setenv("GPULAB_DOCKER_DOUBLE_OUT", str(tmp_path / "docker"))
+    monkeypatch.setenv("GPULAB_RESULTS", str(tmp_path / "results"))  # records: results/sentinel/
     host = Host(
         "ctl", "127.0.0.1", gpu_path="local",
         vars={
-            "workload_run_command": [sys.executable, "-c", SEEN_RUNNER, str(seen)],
-            "workload_run_environment": {
-                "GPULAB_SEEN_LEN": "{{ workload_run_registry_password | length }}"
-            },
+            "workload_run_command": [sys.executable, "-c", SEEN_RUNNER],
             "workload_run_python": sys.executable,
             "workload_run_dir": str(REPO),
             "workload_run_results_dir": str(tmp_path / "host-results"),
@@ -270,14 +274,17 @@ def test_workload_secret_is_nowhere_after_a_workload_run(tmp_path: Path, tmpdir_
     )  # fmt: skip
     props = {
         "hosts": [host.to_output()], "suite": "smoke", "suite_digest": None,
-        "execution_env": "native", "arm": "native", "topology": "local", "lab": "sentinel",
-        "variables": {}, "results_dir": str(tmp_path / "results"), "triggers": [],
+        "execution_env": "docker", "arm": "docker", "topology": "local", "lab": "sentinel",
+        "variables": {"workload_run_registry_user": "robot"},
+        "stack": "sentinel", "triggers": [],
         "secrets": {"workload_run_registry_password": planted},
     }  # fmt: skip
     with CmdlineWatch() as watch:
         outs = WorkloadRunProvider().create(props).outs
     assert outs is not None and outs["status"] == "ok"
-    assert seen.read_text() == str(len(planted))  # the play had the secret
+    # the play had the secret: docker login got it on stdin
+    assert (tmp_path / "docker.login.sha256").read_text().strip() == stdin_sha256(planted)
+    assert SENTINEL not in (tmp_path / "docker.login.argv").read_text()  # never an argument
     assert watch.samples > 10
     assert watch.hits == set()  # process command lines
     assert SENTINEL not in json.dumps(outs, default=str)  # outputs: stack state

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from infra.ansible.inventory import InventoryError
 from infra.ansible.runner import HostSummary, PlaybookResult
 from infra.dynamic import ansible_run
 from infra.dynamic.ansible_run import AnsibleRunProvider, reimaged
@@ -123,17 +124,23 @@ def test_back_off_grows_to_its_cap() -> None:
     assert [next(delays) for _ in range(7)] == [0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 15.0]
 
 
-def test_hosts_not_reached_directly_are_not_probed() -> None:
+def test_hosts_not_reached_over_ssh_are_not_probed() -> None:
     assert ssh_target(host("a", 2222)) == ("127.0.0.1", 2222)
-    assert ssh_target(host("b", 22, ansible_host="10.0.0.9", ansible_port=2200)) == (
-        "10.0.0.9",
-        2200,
-    )
-    assert ssh_target(host("c", 22, ansible_connection="local")) == "connection local"
-    proxied = host("d", 22, ansible_ssh_common_args="-o ProxyJump=bastion.example")
-    assert ssh_target(proxied) == "reached through a proxy"
-    (w,) = wait_for_sshd([proxied], timeout_s=1)
-    assert w.ok and w.tries == 0 and w.skipped == "reached through a proxy"
+    local = Host(name="c", address="127.0.0.1", ssh_user="debian", gpu_path="local")
+    assert ssh_target(local) == "connection local"
+    (w,) = wait_for_sshd([local], timeout_s=1)
+    assert w.ok and w.tries == 0 and w.skipped == "connection local"
+
+
+def test_a_field_the_inventory_refuses_is_refused_before_any_wait() -> None:
+    """The probe goes where Ansible will connect, so a host the inventory refuses (here an
+    ``ansible_ssh_common_args`` that would let data pick a ProxyCommand) fails at once with the
+    inventory's line, not after ``host_wait_s``."""
+    proxied = host("d", 22, ansible_ssh_common_args="-o ProxyCommand=evil")
+    t0 = time.monotonic()
+    with pytest.raises(InventoryError, match=r"host 'd'.*ansible_ssh_common_args"):
+        wait_for_sshd([host("a", 1), proxied], timeout_s=30)
+    assert time.monotonic() - t0 < 5
 
 
 class Config:

@@ -428,12 +428,13 @@ def test_sigterm_to_gpulab_alone_is_forwarded_once_to_the_engine(
 
     mp.setattr(automation, "InterruptGuard", Quick)
     try:
-        with pytest.raises(LabInterrupted):
+        with pytest.raises(LabInterrupted) as err:
             lab.up()
     finally:
         mp.undo()
     assert mark.read_text() == "INT"
     assert len(guards[0].forwarded) == 1 and guards[0].signals == [signal.SIGTERM]
+    assert err.value.signum == signal.SIGTERM  # `gpulab up` exits 128 + 15
 
 
 def test_an_acknowledged_interrupt_is_not_forwarded() -> None:

@@ -138,7 +138,7 @@ def test_execution_envs_by_topology() -> None:
     from types import SimpleNamespace as NS
 
     def cfg(topology: str, mode: str | None = None, envs: tuple[str, ...] = ()) -> NS:
-        return NS(topology=topology, mode=mode, execution_envs=envs)
+        return NS(topology=topology, args=NS(mode=mode), execution_envs=envs)
 
     assert execution_envs(cfg("local")) == ["native"]
     assert execution_envs(cfg("magnum-k8s")) == ["k8s"]

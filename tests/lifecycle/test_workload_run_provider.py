@@ -234,37 +234,34 @@ def test_failed_run_names_host_and_task(tmp_path: Path) -> None:
     assert "no_such_model" in str(err.value)
 
 
-def secret_seen_host(tmp_path: Path) -> Host:
-    """A tiny-run host whose runner environment carries the sha256 of the registry password
-    (the play resolves it; the value itself is written nowhere)."""
-    host = tiny_host("wr-secret", tmp_path)
-    host.vars["workload_run_environment"] = {
-        "GPULAB_SEEN": "{{ workload_run_registry_password | hash('sha256') }}"
-    }
-    seen = tmp_path / "seen"
-    host.vars["workload_run_command"] = [
-        sys.executable,
-        "-c",
-        f"import os; open({str(seen)!r}, 'w').write(os.environ['GPULAB_SEEN'])\n" + TINY,
-        "0",
-    ]
-    return host
-
-
-def test_secrets_reach_the_play_but_not_extravars_outputs_or_state(tmp_path: Path) -> None:
-    import hashlib
+def test_secrets_reach_the_play_but_not_extravars_outputs_or_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The docker execution environment with a docker double on PATH (tests.ansible.helpers):
+    the role's login task hands the registry password to `docker login` on stdin, which the
+    double keeps only as its sha256; then the tiny run goes on."""
     import json
+    import os
 
+    from tests.ansible.helpers import install_docker_double, stdin_sha256
+
+    double = install_docker_double(tmp_path / "bin" / "docker")
+    monkeypatch.setenv("PATH", f"{double.parent}:{os.environ['PATH']}")
+    monkeypatch.setenv("GPULAB_DOCKER_DOUBLE_OUT", str(tmp_path / "docker"))
     secret = f"pw-{tmp_path.name}-s3cr3t"
-    host = secret_seen_host(tmp_path)
-    p = props(tmp_path, "smoke", hosts=[host.to_output()], variables={})
+    host = tiny_host("wr-secret", tmp_path)
+    p = props(tmp_path, "smoke", hosts=[host.to_output()], execution_env="docker", arm="docker",
+              variables={"workload_run_registry_user": "robot"})  # fmt: skip
     p["secrets"] = {"workload_run_registry_password": secret}
     assert secret not in json.dumps(play_vars(p, "r1", tmp_path / "f"))
     provider = WorkloadRunProvider()
     outs = provider.create(p).outs
     assert outs is not None and outs["status"] == "ok"
-    # The play saw the value: the runner got its digest through the role's template.
-    assert (tmp_path / "seen").read_text() == hashlib.sha256(secret.encode()).hexdigest()
+    # The play saw the value: docker login got it on stdin.
+    assert (tmp_path / "docker.login.sha256").read_text().strip() == stdin_sha256(secret)
+    assert (tmp_path / "docker.login.argv").read_text().split() == [
+        "login", "--username", "robot", "--password-stdin"
+    ]  # fmt: skip
     assert "secrets" not in outs
     assert secret not in json.dumps(outs, default=str)  # what goes into stack state
     assert outs["secrets_digest"] and outs["secrets_salt"]

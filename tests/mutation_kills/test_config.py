@@ -45,7 +45,8 @@ def problem(**overrides: Any) -> str:
 
 
 def value(key: str, raw: Any) -> Any:
-    return getattr(validate({**NOVA, key: raw}), key)
+    """The validated value of ``key`` (the topology's Args or the keys every lab has)."""
+    return {k.key: v for k, v in validate({**NOVA, key: raw}).items()}[key]
 
 
 # --- integers and booleans --------------------------------------------------------------------
@@ -124,7 +125,7 @@ def test_pci_addresses_are_lowercased() -> None:
             "gpu_bar_gb": 32,
         }
     )
-    assert cfg.pci_device_ids == ("0000:3b:00.7",)
+    assert cfg.args.pci_device_ids == ("0000:3b:00.7",)
     assert cfg.ssh_user == "ubuntu"
 
 
@@ -218,7 +219,7 @@ def test_missing_unknown_and_misplaced_keys() -> None:
     assert found[0] == ("gpulab:labels is not used by topology nova-pci (only by magnum-k8s)")
     assert found[1].startswith("gpulab:flavor_vcpus is required for nova-pci: ")
     local = validate({"topology": "local", "lab": "lo"})
-    assert local.ssh_user == "root" and local.host_count is None
+    assert local.ssh_user == "root" and not hasattr(local.args, "host_count")
 
 
 def test_ssh_user_follows_the_image_family() -> None:
@@ -249,8 +250,8 @@ def label_problem(labels: Any) -> str:
 
 def test_labels_are_strings_of_bounded_size() -> None:
     cfg = validate({**MAGNUM, "labels": {"a.b-c_d": True, "n": 3, "s": "Xy", "f": False}})
-    assert cfg.labels == {"a.b-c_d": "true", "n": "3", "s": "Xy", "f": "false"}
-    assert validate({**MAGNUM, "labels": '{"k": "v"}'}).labels == {"k": "v"}
+    assert cfg.args.labels == {"a.b-c_d": "true", "n": "3", "s": "Xy", "f": "false"}
+    assert validate({**MAGNUM, "labels": '{"k": "v"}'}).args.labels == {"k": "v"}
     plain = "gpulab:labels must be a mapping of label names to string values, got"
     for bad in ({"-a": "x"}, {"a": 1.5}, {"a": None}, ["a"], {1: "x"}):
         assert label_problem(bad).startswith(plain), bad
@@ -258,8 +259,8 @@ def test_labels_are_strings_of_bounded_size() -> None:
     assert label_problem({f"k{i}": "v" for i in range(65)}).startswith(big)
     assert label_problem({"k" * 256: "v"}).startswith(big)
     assert label_problem({"k": "v" * 1025}).startswith(big)
-    assert len(validate({**MAGNUM, "labels": {f"k{i}": "v" for i in range(64)}}).labels) == 64
-    assert validate({**MAGNUM, "labels": {"k" * 255: "v" * 1024}}).labels
+    assert len(validate({**MAGNUM, "labels": {f"k{i}": "v" for i in range(64)}}).args.labels) == 64
+    assert validate({**MAGNUM, "labels": {"k" * 255: "v" * 1024}}).args.labels
 
 
 def test_workload_variables_edges() -> None:
@@ -419,7 +420,7 @@ def test_stack_file_keys_namespaces_and_secrets(tmp_path: Path) -> None:
         ("- a\n", "must be a mapping with a 'config:' mapping"),
         ("config: [1]\n", "must be a mapping with a 'config:' mapping"),
         ("config:\n  a: [\n", "is not valid YAML at line 3"),
-        ("config:\n  a: " + "[" * 2000 + "]" * 2000 + "\n", "holds a value too large to read"),
+        ("config:\n  a: " + "[" * 2000 + "]" * 2000 + "\n", "line 2: nested deeper than 64 levels"),
     ],
 )
 def test_stack_file_refusals(tmp_path: Path, text: str, message: str) -> None:

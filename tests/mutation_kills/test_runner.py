@@ -71,9 +71,8 @@ def test_secrets_file_holds_exactly_the_secrets_privately(tmp_path: Path) -> Non
     try:
         assert d.name.startswith(f"gpulab-secrets-{os.getpid()}-")
         assert stat.S_IMODE(f.stat().st_mode) == 0o600 and stat.S_IMODE(d.stat().st_mode) == 0o700
-        import yaml
-
-        assert yaml.safe_load(f.read_text()) == {"a_token": "t", "n": 2}
+        # every string unsafe: a secret is data, never a template
+        assert json.loads(f.read_text()) == {"a_token": {"__ansible_unsafe": "t"}, "n": 2}
     finally:
         f.unlink()
         d.rmdir()

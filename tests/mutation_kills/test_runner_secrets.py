@@ -253,9 +253,10 @@ def test_secrets_file_is_created_new_and_private(tmp_path: Path) -> None:
         assert stat.S_IMODE(f.stat().st_mode) == 0o600
         assert f.stat().st_uid == os.getuid()
         assert d.name.startswith("gpulab-secrets-") and d.name.split("-")[2] == str(os.getpid())
-        import yaml
+        import json
 
-        assert yaml.safe_load(f.read_text()) == {"b": "x: y", "a": [1, 2]}
+        # every string unsafe: a secret is data, never a template
+        assert json.loads(f.read_text()) == {"b": {"__ansible_unsafe": "x: y"}, "a": [1, 2]}
     finally:
         f.unlink()
         d.rmdir()

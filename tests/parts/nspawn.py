@@ -9,7 +9,10 @@ Library behind ``tests/parts/fixtures_nspawn.py`` (the pytest fixtures) and
 - HTTP servers bound to the bridge address only: the stub NVIDIA repository and whatever
   :meth:`NspawnLab.serve` is given (a wheelhouse, a pip index);
 - the hosts: each ``systemd-nspawn -b --volatile=overlay`` of the cached rootfs
-  (``scripts/parts/rootfs.sh``), real systemd, real sshd, attached to the bridge.
+  (``scripts/parts/rootfs.sh``), real systemd, real sshd, attached to the bridge (extra bind
+  mounts per boot: ``lab.boot(n, binds=[...])``);
+- link shaping: :meth:`NspawnLab.shape` puts a token bucket (``tc ... tbf``, default 1 Gbit/s)
+  on both ends of chosen hosts' veths, so traffic between them runs at a NIC's rate.
 
 The hosts boot like the Debian cloud image on a cloud: Debian's ``cloud-init`` reads a NoCloud
 seed (``/var/lib/cloud/seed/nocloud/``: ``meta-data`` with the instance id and host name,
@@ -59,7 +62,7 @@ STUB_PORT = 8713
 LOGIN_USER = "debian"  # the Debian cloud image's default user (cloud-init creates it)
 SEED_DIR = "/var/lib/cloud/seed/nocloud"  # where cloud-init's NoCloud source looks
 SSH_DROPIN = "/etc/systemd/system/ssh.service.d/50-gpulab-after-cloud-init.conf"
-COMMANDS = ("systemd-nspawn", "apt-cacher-ng", "ssh-keygen", "ssh", "nsenter", "ip")
+COMMANDS = ("systemd-nspawn", "apt-cacher-ng", "ssh-keygen", "ssh", "nsenter", "ip", "tc")
 
 T = TypeVar("T")
 
@@ -240,17 +243,24 @@ class NspawnLab:
         return f"http://{self.host_side}:{port}"
 
     def boot(
-        self, count: int = 1, gpu_path: str = "pci-passthrough", groups: Sequence[str] = ()
+        self,
+        count: int = 1,
+        gpu_path: str = "pci-passthrough",
+        groups: Sequence[str] = (),
+        binds: Sequence[str] = (),
     ) -> list[NspawnHost]:
         """Boot ``count`` more hosts at once (all reachable over SSH as ``debian`` and running
         systemd on return); they join :attr:`hosts` and are named ``nspawn-<a|b|...>`` in the
-        inventory."""
-        return self.boot_specs([(gpu_path, list(groups))] * count)
+        inventory. ``binds``: extra ``systemd-nspawn`` bind options for each, e.g.
+        ``--bind-ro=/srv/x`` (the same path inside) or ``--bind=/tmp/out``."""
+        return self.boot_specs([(gpu_path, list(groups))] * count, binds)
 
-    def boot_specs(self, specs: Sequence[tuple[str, list[str]]]) -> list[NspawnHost]:
+    def boot_specs(
+        self, specs: Sequence[tuple[str, list[str]]], binds: Sequence[str] = ()
+    ) -> list[NspawnHost]:
         """Boot one host per ``(gpu_path, groups)`` at once; see :meth:`boot`."""
         t0 = time.monotonic()
-        new = [self._start_one(path, list(groups)) for path, groups in specs]
+        new = [self._start_one(path, list(groups), list(binds)) for path, groups in specs]
         self.hosts.extend(new)
         for nh in new:
             self._configure_net(nh)
@@ -303,6 +313,47 @@ class NspawnLab:
             raise
         return nh
 
+    def veth(self, nh: NspawnHost) -> str:
+        """The host side of ``nh``'s veth (its port on the bridge)."""
+        return f"vb-{nh.name}"[:15]
+
+    def shape(
+        self,
+        hosts: Sequence[NspawnHost],
+        rate: str = "1gbit",
+        burst: str = "256kb",
+        latency: str = "50ms",
+    ) -> None:
+        """Shape each host's link to ``rate`` in both directions, as a ``rate`` NIC on a switch
+        port would: a token bucket (``tc qdisc replace ... root tbf``) on the host side of its
+        veth (what the bridge sends to the host) and on its ``host0`` (what the host sends).
+        Traffic between two hosts crosses both. :meth:`unshape` removes it."""
+        for nh in hosts:
+            tbf = ["root", "tbf", "rate", rate, "burst", burst, "latency", latency]
+            _run("tc", "qdisc", "replace", "dev", self.veth(nh), *tbf)
+            _run(*self._netns(nh), "tc", "qdisc", "replace", "dev", "host0", *tbf)
+
+    def unshape(self, hosts: Sequence[NspawnHost]) -> None:
+        for nh in hosts:
+            for argv in (
+                ["tc", "qdisc", "del", "dev", self.veth(nh), "root"],
+                [*self._netns(nh), "tc", "qdisc", "del", "dev", "host0", "root"],
+            ):
+                subprocess.run(argv, capture_output=True, check=False)
+
+    def qdisc_sent_bytes(self, nh: NspawnHost) -> int:
+        """Bytes the root qdisc on the host side of ``nh``'s veth has sent (``tc -s``)."""
+        out = subprocess.run(
+            ["tc", "-s", "qdisc", "show", "dev", self.veth(nh)],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        m = re.search(r"Sent (\d+) bytes", out)
+        return int(m.group(1)) if m else 0
+
+    def _netns(self, nh: NspawnHost) -> list[str]:
+        child = wait_for(lambda: _child_pid(nh.proc.pid), 10, f"the init of {nh.name}")
+        return ["nsenter", "-t", str(child), "-n"]
+
     def close(self) -> None:
         self.stop(list(self.hosts))
         for p in reversed(self._procs):
@@ -316,6 +367,7 @@ class NspawnLab:
         self,
         gpu_path: str,
         groups: list[str],
+        extra_binds: Sequence[str] = (),
         *,
         address: str | None = None,
         sshd_delay_s: float | Literal["lab"] | None = "lab",
@@ -328,6 +380,7 @@ class NspawnLab:
         binds = [
             *self._cloud_init_binds(name, delay, hostname or name),
             f"--bind-ro={self.workdir / '01proxy'}:/etc/apt/apt.conf.d/01gpulab-proxy",
+            *extra_binds,
         ]
         log = self.workdir / f"{name}.log"
         proc = subprocess.Popen(

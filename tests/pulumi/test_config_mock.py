@@ -302,7 +302,7 @@ def test_example_stack_files_validate_without_pulumi(topology: str) -> None:
     cfg = load_stack_file(STACKS[topology], allow_placeholders=True)
     assert cfg.topology == topology
     for key in ("vsphere_password", "os_password", "vgpu_license_token"):
-        value = getattr(cfg, key)
+        value = getattr(cfg.args, key, None)  # a key of the topology's, if it takes it
         assert value is None or repr(value) == f"<secret gpulab:{key}>"
 
 
@@ -367,8 +367,9 @@ def test_config_from_engine_environment_with_secret_keys_mock(
     monkeypatch.setenv("PULUMI_CONFIG", json.dumps(config))
     monkeypatch.setenv("PULUMI_CONFIG_SECRET_KEYS", json.dumps(secret_keys))
     cfg = from_pulumi_config()
-    assert cfg.mode == "passthrough" and cfg.pci_device_ids == ("0000:3b:00.0", "0000:d8:00.0")
-    assert isinstance(cfg.vsphere_password, pulumi.Output)
+    args = cfg.args
+    assert args.mode == "passthrough" and args.pci_device_ids == ("0000:3b:00.0", "0000:d8:00.0")
+    assert isinstance(args.vsphere_password, pulumi.Output)
     assert SECRET_VALUES["vsphere_password"] not in repr(cfg)
 
 

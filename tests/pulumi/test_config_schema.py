@@ -1,7 +1,8 @@
-"""The Pulumi project files' ``config:`` blocks come from the key table (infra/config): the
-repository's ``Pulumi.yaml`` and each ``examples/<topology>/Pulumi.yaml`` template; a test fails
-while they drift. The declarations follow the engine's rules (a declared key without a default
-is required in every stack, a declared default is injected into every stack)."""
+"""The Pulumi project files' ``config:`` blocks come from the key tables (the keys every lab
+has, each topology's Args): the repository's ``Pulumi.yaml`` and each
+``examples/<topology>/Pulumi.yaml`` template; a test fails while they drift. The declarations
+follow the engine's rules (a declared key without a default is required in every stack, a
+declared default is injected into every stack)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from infra.config import FIELDS, TOPOLOGIES, schema, validate
+from infra.config import schema, validate
 from infra.config.extras import missing
-from infra.config.fields import MAX_GPUS
+from infra.config.model import all_keys, keys
+from infra.keys.types import MAX_GPUS
+from infra.topologies import get, registry
 from tests.pulumi.mocks import REPO, STACKS
 
 EXAMPLES = sorted(t for t in STACKS if t != "local")
@@ -27,8 +30,7 @@ def test_project_files_match_the_key_table() -> None:
 
 def test_drift_is_detected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The check can fail: a Pulumi.yaml edited by hand differs, --check exits 1 naming it."""
-    monkeypatch.setattr(schema, "REPO", tmp_path)
-    monkeypatch.setattr(schema, "EXAMPLES", tmp_path / "examples")
+    monkeypatch.setattr(schema, "REPO", tmp_path)  # and so no example stacks
     (tmp_path / "Pulumi.yaml").write_text(
         schema.render_root().replace("default: smoke", "default: x")
     )
@@ -38,12 +40,12 @@ def test_drift_is_detected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_root_declares_only_what_holds_for_every_topology() -> None:
     config = yaml.safe_load((REPO / "Pulumi.yaml").read_text())["config"]
-    by_key = {f.key: f for f in FIELDS}
+    taken = all_keys()
     assert {"topology", "lab"} <= set(config)
     for key, entry in config.items():
-        assert by_key[key].topologies == frozenset(TOPOLOGIES), key
+        assert [spec.name for spec, _ in taken[key]] == list(registry()), key
         if "default" not in entry:  # the engine requires it in every stack: so does the model
-            assert by_key[key].required == frozenset(TOPOLOGIES), key
+            assert all(k.required for _, k in taken[key]), key
     # the injected defaults are what the model gives when the key is absent
     cfg = validate({"topology": "local", "lab": "ab", **{k: e["default"] for k, e in config.items()
                                                          if "default" in e}})  # fmt: skip
@@ -58,9 +60,9 @@ def test_example_template_asks_for_every_required_key(topology: str) -> None:
     assert (REPO / "examples" / topology / "__main__.py").is_file()
     required = {k for k, e in config.items() if "default" not in e}
     assert {k.removeprefix("gpulab:") for k in template} == required
-    by_key = {f.key: f for f in FIELDS}
+    by_key = {k.key: k for k in keys(get(topology))}
     for key in required:
-        assert topology in by_key[key].required, key
+        assert by_key[key].required, key
         assert template[f"gpulab:{key}"].get("secret", False) == by_key[key].secret
     assert config["topology"]["default"] == topology
     # the engine's types hold for the example stack's values
@@ -104,13 +106,14 @@ def test_docs_limits_table_matches_the_model_bounds() -> None:
 
     text = (REPO / "docs" / "limits.md").read_text().split("## Stack config")[1].split("\n## ")[0]
     documented: dict[str, tuple[int, int]] = {}
-    for keys, lo, hi in re.findall(r"(?m)^\| ([^|]+) \| (\d+)\.\.(\d+)", text):
-        for key in re.findall(r"`(\w+)`", keys):
+    for named, lo, hi in re.findall(r"(?m)^\| ([^|]+) \| (\d+)\.\.(\d+)", text):
+        for key in re.findall(r"`(\w+)`", named):
             documented[key] = (int(lo), int(hi))
     ints = {}
-    for f in FIELDS:
-        bounds = [m for m in typing.get_args(f.value)[1:] if isinstance(m, at.Interval)]
-        if bounds:
-            ints[f.key] = (bounds[0].ge, bounds[0].le)
+    for name, taken in all_keys().items():
+        for _, f in taken:  # a key takes the same type in every topology that takes it
+            bounds = [m for m in typing.get_args(f.value)[1:] if isinstance(m, at.Interval)]
+            if bounds:
+                assert ints.setdefault(name, (bounds[0].ge, bounds[0].le)) == ints[name]
     assert documented.pop("pci_alias") == (1, MAX_GPUS)  # its count, a string key
     assert documented == ints

@@ -76,7 +76,7 @@ def test_measure_envs_outside_execution_envs_refused_by_the_program_too() -> Non
     environment the site did not prepare."""
     from types import SimpleNamespace as NS
 
-    cfg = NS(topology="nova-pci", mode=None, execution_envs=("native",), measure_envs=("docker",))
+    cfg = NS(topology="nova-pci", args=NS(), execution_envs=("native",), measure_envs=("docker",))
     with pytest.raises(ValueError, match="gpulab:measure_envs names docker"):
         measure_envs(cfg)  # type: ignore[arg-type]
 

@@ -89,9 +89,9 @@ def test_ironic_bm_mock_flavor_extra_specs_exact(pulumi_mocks: LabMocks) -> Any:
 )
 def test_resource_class_normalized_like_nova(resource_class: str, spec: str) -> None:
     cfg = validate(stack_raw("ironic-bm", resource_class=resource_class, required_traits=None))
-    from infra.topologies.ironic_bm import baremetal_extra_specs
+    from infra.topologies.ironic_bm.build import baremetal_extra_specs
 
-    assert baremetal_extra_specs(cfg) == {
+    assert baremetal_extra_specs(cfg.args) == {
         f"resources:{spec}": "1",
         "resources:VCPU": "0",
         "resources:MEMORY_MB": "0",
@@ -164,7 +164,7 @@ def test_security_group_rules_exact_mock(topology: str, pulumi_mocks: LabMocks) 
                     "protocol": None,
                     "portRangeMin": None,
                     "portRangeMax": None,
-                    "remoteIpPrefix": cfg.lab_cidr,
+                    "remoteIpPrefix": cfg.args.lab_cidr,
                     "securityGroupId": gid,
                 },
                 {

@@ -129,7 +129,7 @@ def test_no_output_or_input_holds_a_secret_in_plain_text_mock(
                 assert not [n for n in NEEDLES if n in text], name
             # every secret read from config is an Output secret
             for key in ("os_password", "vsphere_password", "vgpu_license_token"):
-                value = getattr(cfg, key)
+                value = getattr(cfg.args, key, None)
                 if value is not None:
                     assert isinstance(value, pulumi.Output) and await value.is_secret()
             # resources get secrets only inside Pulumi's secret envelope

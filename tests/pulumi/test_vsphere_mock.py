@@ -11,7 +11,7 @@ import pulumi
 import pytest
 import yaml
 
-from infra.topologies.vsphere_gpu import mmio_size_gb
+from infra.topologies.vsphere_gpu.build import mmio_size_gb
 from tests.pulumi.helpers import check, run_stack, settle
 from tests.pulumi.mocks import SECRET_VALUES, LabMocks, SecretRef
 
@@ -213,7 +213,7 @@ def test_vsphere_vgpu_mock_study_factors_policy_profile_and_knowledge_workers(
         pol = dynamic["vs-lab-vgpu-policy"]
         assert (pol["policy"], pol["cluster"], pol["profile"], pol["apply"]) == (
             "equal-share",
-            cfg.cluster,
+            cfg.args.cluster,
             "grid_p100-4q",
             False,
         )
@@ -237,11 +237,11 @@ def test_vgpu_sharing_detail_is_a_valid_records_sharing() -> None:
     """The records' sharing the builder hands the runner passes workloads/setting.py."""
     from dataclasses import replace
 
-    from infra.config import LabConfig
-    from infra.topologies.vsphere_gpu import sharing_detail
+    from infra.topologies.vsphere_gpu.args import VsphereGpuArgs
+    from infra.topologies.vsphere_gpu.build import sharing_detail
     from workloads.setting import _SHARING
 
-    cfg = LabConfig(topology="vsphere-gpu", lab="x1", vgpu_profile="grid_p40-24q")
+    cfg = VsphereGpuArgs(topology="vsphere-gpu", lab="x1", vgpu_profile="grid_p40-24q")
     for c, want in (
         (cfg, "vgpu:grid_p40-24q"),
         (replace(cfg, vgpu_policy="fixed-share"), "vgpu:grid_p40-24q.fixed-share"),
@@ -290,8 +290,12 @@ def test_study_keys_validate_and_kw_load_inputs_pass_through_site() -> None:
         site={"kw_load_cpu_load": 50, "kw_load_vm_bytes": "25%"},
         **base,
     )
-    assert (cfg.vgpu_policy, cfg.vgpu_vms_per_gpu, cfg.kw_vm_count) == ("fixed-share", 4, 96)
-    assert cfg.vgpu_policy_apply is False and cfg.site["kw_load_cpu_load"] == 50
+    assert (cfg.args.vgpu_policy, cfg.args.vgpu_vms_per_gpu, cfg.args.kw_vm_count) == (
+        "fixed-share",
+        4,
+        96,
+    )
+    assert cfg.args.vgpu_policy_apply is False and cfg.site["kw_load_cpu_load"] == 50
     for key, value in (
         ("vgpu_policy", "round-robin"),
         ("kw_vm_count", 10_000),

@@ -4,20 +4,49 @@
 the other papers' stated ratios, for four arms (ironic-bm/native = BM, magnum-k8s/container-bm,
 nova-pci/native = VM, magnum-k8s/container-vm) plus vSphere and kernel arms. Repetition noise
 is deterministic: value x (1 + noise x k) for k in a fixed symmetric pattern, so the median of
-the repetitions is exactly the value given.
+the repetitions is exactly the value given. Each repetition is its own study unit (a study
+repeat, ``params.study``, as infra.study writes it), and each arm starts the pattern at its
+own place (OFFSET), so the per-unit ratios between two arms vary as they would.
+
+``truth()`` and ``noisy()`` simulate studies with random run-to-run and within-run noise
+around the same numbers (benchmarks/calibration.py).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import zlib
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from workloads.records import make_record
 from workloads.setting import make_setting
 
 PATTERN = (0.0, -1.0, 1.0, -0.5, 0.5)  # symmetric: the median is the centre value
+# where each arm starts in PATTERN (so two arms' per-unit ratios vary); others: a CRC
+OFFSET = {
+    "ironic-bm/native": 0,
+    "magnum-k8s/container-bm": 1,
+    "nova-pci/native": 2,
+    "magnum-k8s/container-vm": 3,
+    "ironic-bm/docker": 1,
+    "vsphere-gpu/vgpu": 2,
+    "vsphere-gpu/docker": 3,
+    "vsphere-gpu/bitfusion": 4,
+    "nova-pci/singularity": 4,
+    "local/native": 0,
+    "local/docker": 1,
+}
+
+
+def offset(topology: str, arm: str) -> int:
+    label = f"{topology}/{arm}"
+    return OFFSET.get(label, zlib.crc32(label.encode()) % len(PATTERN))
+
+
 ARMS = {
     "bm": ("ironic-bm", "native"),
     "cbm": ("magnum-k8s", "container-bm"),
@@ -104,8 +133,10 @@ def reps(
     claims: list[str] | None = None,
 ) -> list[dict[str, Any]]:
     out = []
+    off = offset(topology, arm)
     for i in range(repeats):
-        f = 1.0 + noise * PATTERN[i % len(PATTERN)] * (1 + i // len(PATTERN))
+        f = 1.0 + noise * PATTERN[(i + off) % len(PATTERN)] * (1 + i // len(PATTERN))
+        study = {"name": "synthetic", "arm": f"{topology}/{arm}", "repeat": i + 1}
         rec: dict[str, Any] = {
             "run_id": "synthetic",
             "kind": kind,
@@ -121,7 +152,7 @@ def reps(
             "host": "h",
             "fingerprint": fp if fp is not None else {},
             "metrics": {k: v * f for k, v in (metrics or {}).items()},
-            "params": params or {},
+            "params": {**(params or {}), "study": study},
             "claims": claims or [],
             **setting_fields(topology, arm),
         }
@@ -181,8 +212,9 @@ SHARED = {
 }
 
 
-def closer(scale: dict[str, float] | None = None) -> list[dict[str, Any]]:
-    """The CLOSER 2018 matrix; ``scale`` multiplies a setting's distributed throughput."""
+def closer(scale: dict[str, float] | None = None, repeats: int = 5) -> list[dict[str, Any]]:
+    """The CLOSER 2018 matrix; ``scale`` multiplies a setting's distributed throughput;
+    ``repeats`` repetitions (units) per arm and group."""
     scale = scale or {}
     recs: list[dict[str, Any]] = []
     for s, (topo, arm) in ARMS.items():
@@ -200,6 +232,7 @@ def closer(scale: dict[str, float] | None = None) -> list[dict[str, Any]]:
                 elapsed=ela * fe,
                 fp=fp,
                 claims=["single_synthetic"],
+                repeats=repeats,
             )
             recs += reps(
                 topo,
@@ -211,6 +244,7 @@ def closer(scale: dict[str, float] | None = None) -> list[dict[str, Any]]:
                 ips=ips * SINGLE_REAL_IPS[s],
                 elapsed=FIG5[s][model],
                 fp=fp,
+                repeats=repeats,
             )
             for exp, data, ips_t, ela_t in (
                 ("distributed_synthetic", "synthetic", FIG6, FIG7),
@@ -227,6 +261,7 @@ def closer(scale: dict[str, float] | None = None) -> list[dict[str, Any]]:
                     ips=ips_t[s][model] * scale.get(s, 1.0),
                     elapsed=ela_t[s][model],
                     fp=fp,
+                    repeats=repeats,
                 )
         if s == "cvm":
             continue
@@ -247,11 +282,12 @@ def closer(scale: dict[str, float] | None = None) -> list[dict[str, Any]]:
                     "alone_images_per_sec": 50.0,
                     "shared_images_per_sec": 50.0 / (1 + degs[s]),
                 },
+                repeats=repeats,
             )
     return recs
 
 
-def others() -> list[dict[str, Any]]:
+def others(repeats: int = 5) -> list[dict[str, Any]]:
     """vSphere MNIST, Bitfusion sharing, IBM kernels and Fathom-style models."""
     recs: list[dict[str, Any]] = []
     for topo, arm, wall, fp in (
@@ -274,6 +310,7 @@ def others() -> list[dict[str, Any]]:
             elapsed=wall + 20.0,
             metrics={"train_wall_s": wall},
             fp=fp,
+            repeats=repeats,
         )
     recs += reps(
         "vsphere-gpu",
@@ -285,6 +322,7 @@ def others() -> list[dict[str, Any]]:
         fp=fingerprint("vm", "passthrough"),
         metrics={"throughput_ratio": 3.05, "completion_time_ratio": 1.19},
         params={"jobs": 4},
+        repeats=repeats,
     )  # as workloads/scenarios/sharing.py writes them
     kernels = {
         "gemm": {"gemm_1760x16x1760": (1.0, 1.0)},
@@ -314,6 +352,7 @@ def others() -> list[dict[str, Any]]:
                 scenario="kernel",
                 metrics=m,
                 fp=fingerprint(s),
+                repeats=repeats,
             )
         for model in ("alexnet", "vgg", "residual"):
             recs += reps(
@@ -324,6 +363,7 @@ def others() -> list[dict[str, Any]]:
                 model=model,
                 ips=200.0 * (1.0 if s == "bm" else 0.99),
                 fp=fingerprint(s),
+                repeats=repeats,
             )
     return recs
 
@@ -368,8 +408,69 @@ def bad_runs() -> list[dict[str, Any]]:
     return [failed, throttled, capped]
 
 
-def paper_like() -> list[dict[str, Any]]:
-    return closer() + others() + bad_runs()
+# repetitions (units) enough for a verdict on every claim (report.claim_table.UNITS_NEEDED),
+# a multiple of len(PATTERN) so that each arm's median is still the value given
+VERDICT_REPEATS = 10
+
+
+def paper_like(repeats: int = 5) -> list[dict[str, Any]]:
+    return closer(repeats=repeats) + others(repeats=repeats) + bad_runs()
+
+
+def truth() -> list[dict[str, Any]]:
+    """One noise-free record per (arm, group) of :func:`paper_like`: its repetition 0, whose
+    noise factor is exactly 1 (PATTERN[0]); the failed and throttled runs left out."""
+    return [r for r in closer() + others() if r.get("repeat") == 0 and r.get("status") == "ok"]
+
+
+def noisy(
+    truth_records: list[dict[str, Any]],
+    rng: Any,
+    *,
+    units: int,
+    within: int = 5,
+    run_noise: float = 0.01,
+    within_noise: float = 0.005,
+    study: str = "synthetic",
+) -> list[dict[str, Any]]:
+    """Records of a study of ``units`` repeats around ``truth_records`` (e.g. :func:`truth`).
+
+    Each study repeat (a unit: an independent build-or-start and run of every arm, as
+    infra.study writes it, ``params.study.repeat``) runs each truth record's measurement
+    ``within`` times back to back (the suite's repeats, ``repeat`` 0..within-1). Every number
+    (images/sec, elapsed, each metric) is the truth x exp(N(0, run_noise)) drawn once per
+    unit, arm and measurement, x exp(N(0, within_noise)) drawn per record: the median of
+    either factor is 1, so the truth is the median of the records' values. ``rng`` is a
+    numpy Generator (the draws are reproducible from its seed).
+    """
+    out: list[dict[str, Any]] = []
+    for u in range(1, units + 1):
+        for t in truth_records:
+            label = f"{t.get('topology')}/{t.get('arm')}"
+            run = {k: float(rng.normal(0.0, run_noise)) for k in _noisy_fields(t)}
+            for w in range(within):
+                rec = {**t, "metrics": dict(t.get("metrics") or {})}  # the rest is shared
+                rec["record_id"] = f"{study}-u{u}-w{w}-{len(out)}"
+                rec["run_id"] = f"{study}-{label.replace('/', '-')}-r{u}"
+                rec["repeat"] = w
+                rec["params"] = {
+                    **rec.get("params", {}),
+                    "study": {"name": study, "arm": label, "repeat": u},
+                }
+                for k, shift in run.items():
+                    f = float(np.exp(shift + rng.normal(0.0, within_noise)))
+                    if k.startswith("metrics."):
+                        rec["metrics"][k[8:]] *= f
+                    else:
+                        rec[k] *= f
+                out.append(rec)
+    return out
+
+
+def _noisy_fields(rec: dict[str, Any]) -> list[str]:
+    """The numbers of a record that a measurement varies."""
+    fields = [k for k in ("images_per_sec", "elapsed_s") if rec.get(k) is not None]
+    return fields + [f"metrics.{k}" for k in rec.get("metrics") or {}]
 
 
 def write(path: Path, records: list[dict[str, Any]]) -> Path:

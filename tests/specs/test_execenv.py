@@ -11,8 +11,11 @@ from typing import Any, cast
 
 import pytest
 
-from infra.specs import ansible_vars, execenv
-from infra.specs.execenv import ENVS, ExecEnv, Flags, Mount, render_launch
+from infra.specs import ansible_vars
+from workloads import execenv
+from workloads.errors import InputError
+from workloads.execenv import ENVS, ExecEnv, Flags, Mount, render_launch
+from workloads.setting import make_setting, setting_record_fields
 
 REPO = Path(__file__).resolve().parents[2]
 ROLES = REPO / "playbooks" / "roles"
@@ -123,7 +126,7 @@ def test_local_run_uses_the_one_launcher(monkeypatch: pytest.MonkeyPatch, tmp_pa
     seen: dict[str, Any] = {}
 
     def fake_stream(cmd: list[str], log: Path, out: Path, label: str, console: Any,
-                    env: dict[str, str] | None = None) -> int:  # fmt: skip
+                    env: dict[str, str] | None = None, on_start: Any = None) -> int:  # fmt: skip
         seen["cmd"], seen["env"] = cmd, env
         return 0
 
@@ -171,6 +174,22 @@ def test_a_new_execution_environment_is_one_entry(monkeypatch: pytest.MonkeyPatc
                     "--volume=/a:/b:ro", "i", "true"]  # fmt: skip
     assert "podman" in ansible_vars.workload_run_vars()["workload_run_launchers"]
     assert ansible_vars.site_vars()["gpulab_exec_env_roles"]["pm"] == list(podman.roles)
+    # the runner reads the same table: its records state the new name, as a container
+    assert make_setting("pci-passthrough", "pm").fields() == {
+        "gpu_path": "pci-passthrough",
+        "exec_env": "podman",
+        "virtualization": "container-in-vm",
+        "sharing": "exclusive",
+    }
+    with pytest.raises(InputError, match=r"exec_env 'lxc' is not one of native, .*podman \(or"):
+        make_setting("local", "lxc")
+    # and its fingerprint cross-check expects the entry's runtimes
+    found = {"vm": {"is_vm": True}, "container": {"in_container": True, "runtime": "docker"}}
+    fields = setting_record_fields(make_setting("pci-passthrough", "pm"), found)
+    assert fields["setting_flags"] == []
+    monkeypatch.setitem(ENVS, "podman", dataclasses.replace(podman, runtimes=("podman",)))
+    (flag,) = setting_record_fields(make_setting("pci-passthrough", "pm"), found)["setting_flags"]
+    assert flag.startswith("lab says container (exec_env podman), fingerprint finds runtime docker")
 
 
 def test_k8s_has_no_argv_and_says_so() -> None:

@@ -15,7 +15,8 @@ import yaml
 
 from infra.ansible.inventory import build_inventory
 from infra.hosts import Host
-from infra.specs import ansible_vars, execenv
+from infra.specs import ansible_vars
+from workloads import execenv
 
 REPO = Path(__file__).resolve().parents[2]
 PLAYBOOKS = REPO / "playbooks"

@@ -12,6 +12,7 @@ import yaml
 from infra.study.local import UnitResult
 from infra.study.model import Arm
 from workloads.records import make_record
+from workloads.suites import load_suite
 
 
 def write_study(tmp_path: Path, **doc: Any) -> Path:
@@ -30,20 +31,39 @@ def write_study(tmp_path: Path, **doc: Any) -> Path:
     return path
 
 
+def skipped_study(tmp_path: Path, name: str = "t") -> Path:
+    """A study whose every unit is skipped on this machine (k8s and apptainer need a lab): the
+    study commands run for real, in a second, with no runner."""
+    arms = [
+        {"name": "a", "stack": "local", "exec_env": "k8s"},
+        {"name": "b", "stack": "local", "exec_env": "apptainer"},
+    ]
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump({"name": name, "suite": "smoke", "arms": arms}))
+    return path
+
+
 class UnitsDouble:
-    """Stands in for LocalUnits: each unit appends ``per_unit`` records; ``script`` maps a
+    """Stands in for LocalUnits: each unit appends ``per_unit`` records (default: one per
+    measurement of the arm's suite, as the runner writes them); ``script`` maps a
     call number (1-based) to what happens there: "fail" (one record, then a failed unit) or
     "interrupt" (one record, then Ctrl-C, as the runner's SIGINT would)."""
 
-    def __init__(self, per_unit: int = 3, script: dict[int, str] | None = None) -> None:
+    def __init__(self, per_unit: int | None = None, script: dict[int, str] | None = None) -> None:
         self.per_unit = per_unit
         self.script = script or {}
         self.calls: list[str] = []
+        self.removed: list[str] = []  # containers it was asked to remove
 
-    def run(self, arm: Arm, suite: str, out: Path, log: Path, run_id: str) -> UnitResult:
+    def remove_container(self, name: str) -> None:
+        self.removed.append(name)
+
+    def run(
+        self, arm: Arm, suite: str, out: Path, log: Path, run_id: str, on_start: Any = None
+    ) -> UnitResult:
         self.calls.append(arm.name)
         what = self.script.get(len(self.calls), "")
-        n = 1 if what else self.per_unit
+        n = 1 if what else self.per_unit or load_suite(suite).measurements
         with out.open("a") as fh:
             for i in range(n):
                 rec = make_record(

@@ -47,7 +47,7 @@ def test_failed_arm_is_recorded_and_the_study_goes_on_double(tmp_path: Path) -> 
     assert units2.calls == ["b"]
     assert j2.counts()["done"] == 4
     after = ids(j2.record_files())
-    assert set(before) <= set(after) and len(after) == len(set(after)) == 12
+    assert set(before) <= set(after) and len(after) == len(set(after)) == 16  # 4 units x 4
     assert (j2.units_dir / "b.r1.retried-1.jsonl").is_file()  # the failed try kept aside
 
 
@@ -64,20 +64,20 @@ def test_interrupt_mid_unit_then_resume_keeps_every_finished_record_double(
     tmp_path: Path,
 ) -> None:
     write_study(tmp_path)
-    units = UnitsDouble(per_unit=3, script={3: "interrupt"})
+    units = UnitsDouble(script={3: "interrupt"})
     with pytest.raises(StudyInterrupted, match="interrupted in arm b, repeat 2"):
         driver(tmp_path, units).run()
     j = find_journal(tmp_path / "results", "t")
     assert [j.unit(u)["status"] for u in j.order()] == ["done", "done", "pending", "pending"]
     done_before = ids(j.record_files())
-    assert len(done_before) == 6  # 2 finished units x 3 records
+    assert len(done_before) == 8  # 2 finished units x the smoke suite's 4 measurements
     assert len(ids([j.units_dir / "b.r2.stopped-1.jsonl"])) == 1  # the partial unit, aside
-    units2 = UnitsDouble(per_unit=3)
+    units2 = UnitsDouble()
     j2 = driver(tmp_path, units2).run()
     assert units2.calls == ["b", "a"]  # the stopped unit again, then the rest
     after = ids(j2.record_files())
-    assert len(after) == 12 and len(set(after)) == 12
-    assert after[:6] == done_before  # the finished units' records, unchanged and in order
+    assert len(after) == 16 and len(set(after)) == 16
+    assert after[:8] == done_before  # the finished units' records, unchanged and in order
     assert [r["resumed"] for r in j2.data["runs"]] == [False, True]
     assert j2.data["runs"][0]["interrupted"] is True
 
@@ -101,7 +101,7 @@ def test_edit_that_keeps_finished_units_continues_the_study_double(tmp_path: Pat
     assert j.counts()["done"] == 9
     assert sorted(units.calls) == ["a", "b", "c", "c", "c"]  # 4 finished units not re-run
     after = ids(j.record_files())
-    assert len(after) == 27 and set(before) <= set(after)
+    assert len(after) == 36 and set(before) <= set(after)
     assert j.data["claims"] == ["closer2018/single_synthetic"]
     assert j.data["runs"][-1]["edited"] == d.journal.edited
     assert j.data["edits"][-1]["to"] == load_study(str(tmp_path / "t.yaml")).digest

@@ -10,10 +10,10 @@ import pytest
 import yaml
 
 from infra.cli import main
-from infra.specs import execenv
 from infra.study.model import STUDIES_DIR, load_study, parse_study
 from infra.study.plan import Unit, plan
 from report.published import load_published
+from workloads import execenv
 from workloads.suites import load_suite
 
 GOOD = {
@@ -54,6 +54,9 @@ BAD = [
     (with_({"suite": "nosuch"}), "suite: unknown suite 'nosuch'"),
     (with_({"claims": ["closer2018/nosuch"]}), "claims[0]: unknown claim 'closer2018/nosuch'"),
     (with_({"baseline": "z"}), "baseline: 'z' is not an arm"),
+    (with_({"baseline": ["a"]}), "baseline: ['a'] is not an arm (a, b)"),
+    (with_({"baseline": {"a": 1}}), "baseline: {'a': 1} is not an arm (a, b)"),
+    (with_({"repeats": 10**9}), "repeats: 1000000000 is out of range 1..1000"),
     (with_({"colour": "red"}), "colour: unknown key"),
     (with_({"arms": []}), "arms: a non-empty list of arms"),
     (with_({}, {"exec_env": "podman"}), "arms[1].exec_env: 'podman' is not one of native"),

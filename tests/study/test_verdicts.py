@@ -1,6 +1,7 @@
 """The study report from a journal and records made by a DOUBLE of the runner (no framework):
-the verdict table per claim (CPU-indicative without a GPU, GPU with one), the arms that are
-missing or failed, the paired-arm warnings on the claims they affect, and --strict."""
+the verdict table per claim (a method check without a GPU, verdicts with one, each study
+repeat one unit), the arms that are missing or failed, the paired-arm warnings on the claims
+they affect, and --strict."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from infra.cli import main
 from infra.study.driver import Driver, RunOptions
 from infra.study.model import load_study
 from infra.study.state import find_journal
+from report.claims import units_needed
 from tests.study.helpers import write_study
 from workloads.records import make_record
 
@@ -28,19 +30,23 @@ def fingerprint(tf: str, gpu: bool) -> dict:
 
 class Runner:
     """Records as the runner writes them: the native arm at 100 images/sec (10 s), the other
-    arm at ``rate`` (its elapsed time in proportion); ``tf`` per arm (a different framework
-    version breaks the pairing)."""
+    arm at ``rate`` (its elapsed time in proportion), each study repeat (read from the run id
+    the driver gives a local unit, ``<study>-r<repeat>``) 1 % faster or slower than the last;
+    ``tf`` per arm (a different framework version breaks the pairing)."""
 
     def __init__(self, rate: float, tf: dict[str, str], gpu: bool = False) -> None:
         self.rate, self.tf, self.gpu = rate, tf, gpu
 
-    def run(self, arm, suite, out, log, run_id):  # type: ignore[no-untyped-def]
+    def run(self, arm, suite, out, log, run_id, on_start=None):  # type: ignore[no-untyped-def]
         from infra.study.local import UnitResult
+        from workloads.suites import load_suite
 
         if arm.name == "gone":
             return UnitResult("failed", "runner exited 1: out of memory")
+        repeat = int(run_id.rsplit("-r", 1)[1])
+        f = 1.0 + 0.01 * ((repeat + (arm.name != "native")) % 3 - 1)
         with out.open("a") as fh:
-            for i in range(3):
+            for i in range(load_suite(suite).measurements):  # one per measurement, as the runner
                 rec = make_record(
                     run_id=run_id,
                     suite="s",
@@ -57,7 +63,7 @@ class Runner:
                     virtualization="none" if arm.name == "native" else "container",
                     sharing="exclusive",
                     claims=[SINGLE],
-                    images_per_sec=(100.0 if arm.name == "native" else self.rate) + 0.1 * i,
+                    images_per_sec=(100.0 if arm.name == "native" else self.rate) * f + 0.1 * i,
                     elapsed_s=10.0 if arm.name == "native" else 1000.0 / self.rate,
                     fingerprint=fingerprint(self.tf[arm.name], self.gpu),
                 )
@@ -65,10 +71,10 @@ class Runner:
         return UnitResult("done")
 
 
-def run_study(tmp_path: Path, runner: Runner) -> None:
+def run_study(tmp_path: Path, runner: Runner, repeats: int = units_needed(SINGLE)) -> None:
     write_study(
         tmp_path,
-        repeats=1,
+        repeats=repeats,
         claims=[SINGLE, SHARED],
         arms=[
             {"name": "native", "stack": "local", "exec_env": "native"},
@@ -102,20 +108,24 @@ def verdicts(tmp_path: Path) -> dict[str, dict]:
     return {v["claim"]: v for v in data["verdicts"]} | {"_": data}
 
 
-def test_verdict_table_cpu_indicative_and_missing_arms_double(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_verdict_table_method_check_on_cpu_and_missing_arms_double(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
     run_study(tmp_path, Runner(95.0, {"native": "2.21.0", "box": "2.21.0", "gone": "2.21.0"}))
     rc, out = report(tmp_path, capsys)
     assert rc in (0, None)
     v = verdicts(tmp_path)
-    assert v[SINGLE]["label"] == "CPU-indicative"
-    assert v[SINGLE]["verdict"] == "reproduced"  # 0.95x is within the paper's 15 %
-    assert "0.95" in v[SINGLE]["measured"]
+    assert v[SINGLE]["label"] == "CPU"
+    assert v[SINGLE]["verdict"] == "method check"  # no verdict word on a CPU
+    assert "local/box mnist_cnn 0.9" in v[SINGLE]["measured"]  # 0.95x, over the units
+    assert "[" in v[SINGLE]["measured"]  # and its interval
+    assert f"n={units_needed(SINGLE)} units" in v[SINGLE]["measured"]
     assert v[SHARED]["verdict"] == "not measured"
     assert v["_"]["missing_arms"] == ["gone"]
     assert v["_"]["warnings"] == []
     assert "arms without a finished unit: gone" in out
+    assert "reproduced" not in out
     md = (tmp_path / "results/study-t/report/study.md").read_text()
-    assert "| gone | local | native | 0 | 1 | 0 | 0 | 0 | runner exited 1: out of memory |" in md
+    n = units_needed(SINGLE)
+    assert f"| gone | local | native | 0 | {n} | 0 | 0 | 0 | runner exited 1: out of memory |" in md
     assert (tmp_path / "results/study-t/report/report.html").is_file()
 
 
@@ -128,10 +138,23 @@ def test_a_slow_arm_is_not_reproduced_and_a_gpu_run_is_labelled_gpu_double(
     assert (v[SINGLE]["verdict"], v[SINGLE]["label"]) == ("not reproduced", "GPU")
 
 
+def test_fewer_repeats_than_a_verdict_needs_are_inconclusive_double(tmp_path: Path, capsys) -> None:  # type: ignore[no-untyped-def]
+    """Each study repeat is one unit, whatever the suite's repeats inside it: two repeats of
+    three records each are 2 units, and the verdict says how many it needs."""
+    gpu = dict.fromkeys(("native", "box", "gone"), "2.21.0")
+    run_study(tmp_path, Runner(50.0, gpu, gpu=True), repeats=2)
+    report(tmp_path, capsys)
+    v = verdicts(tmp_path)
+    assert v[SINGLE]["verdict"] == "inconclusive"
+    assert f"n=2 units (a verdict needs {units_needed(SINGLE)} units)" in v[SINGLE]["measured"]
+
+
 def test_fingerprint_difference_warns_on_the_claim_and_strict_stops_double(
     tmp_path: Path, capsys
 ) -> None:  # type: ignore[no-untyped-def]
-    run_study(tmp_path, Runner(95.0, {"native": "2.21.0", "box": "2.20.0", "gone": "2.21.0"}))
+    run_study(
+        tmp_path, Runner(95.0, {"native": "2.21.0", "box": "2.20.0", "gone": "2.21.0"}), repeats=1
+    )
     rc, out = report(tmp_path, capsys)
     v = verdicts(tmp_path)
     assert v[SINGLE]["warnings"] == [
@@ -153,7 +176,7 @@ def test_status_lists_every_unit_with_its_reason_double(
     tmp_path: Path, capsys, monkeypatch
 ) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("COLUMNS", "250")  # a wide terminal: one table row per unit
-    run_study(tmp_path, Runner(95.0, dict.fromkeys(("native", "box", "gone"), "2.21.0")))
+    run_study(tmp_path, Runner(95.0, dict.fromkeys(("native", "box", "gone"), "2.21.0")), 1)
     rc = main(
         ["study", "status", str(tmp_path / "t.yaml"), "--results-dir", str(tmp_path / "results")]
     )

@@ -3,6 +3,7 @@ stderr naming the key or value, exit code 2, no traceback, nothing run."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -40,9 +41,11 @@ CASES = [
     (["--model", "alexnet", "--image-size", "64"], "--image-size 64 is too small"),
     (["--suite", "smoke", "--steps", "0"], "--steps must be an integer >= 1, got 0"),
     (["--suite", "smoke", "--batch", "4"], "--batch and --image-size apply to --model only"),
-    (["--suite", "smoke", "--model", "alexnet"], "exactly one of --suite NAME or --model M"),
-    ([], "exactly one of --suite NAME or --model M"),
+    (["--suite", "smoke", "--model", "alexnet"], "exactly one of --suite NAME or --model MODEL"),
+    ([], "exactly one of --suite NAME or --model MODEL"),
     (["--model", "mnist_cnn", "--keras-backend", "mxnet"], "'mxnet' is not one of 'tensorflow'"),
+    (["--model", "mnist_cnn", "--sync-every", "0"], "--sync-every must be auto, tf_cnn or an"),
+    (["--model", "mnist_cnn", "--sync-every", "often"], "integer >= 1, got 'often'"),
 ]
 
 
@@ -77,16 +80,25 @@ def test_gpulab_bench_unwritable_output(unwritable, capsys):
         (["--suite", "nope", "--out", "{tmp}/r.jsonl"], "unknown suite 'nope'"),
         (["--model", "mnist_cnn", "--out", "{unwritable}"], "cannot be written"),
         (["--model", "mnist_cnn"], "required: --out"),
+        (["--model", "mnist_cnn", "--sync-every", "-3", "--out", "{tmp}/r.jsonl"],
+         "--sync-every must be auto, tf_cnn or an integer >= 1, got '-3'"),
+        (["--model", "mnist_cnn", "--out", "{tmp}/r.jsonl", "ENV GPULAB_SYNC_EVERY=1.5"],
+         "--sync-every must be auto, tf_cnn or an integer >= 1, got '1.5'"),
+        (["--model", "mnist_cnn", "--out", "{tmp}/r.jsonl", "ENV GPULAB_MIN_TIMED_S=soon"],
+         "GPULAB_MIN_TIMED_S must be a number of seconds >= 0, got 'soon'"),
     ],
-)
+)  # fmt: skip
 def test_python_m_workloads_bad_input(args, needle, tmp_path, unwritable):
-    argv = [a.format(tmp=tmp_path, unwritable=unwritable) for a in args]
+    argv = [a.format(tmp=tmp_path, unwritable=unwritable) for a in args if not a.startswith("ENV ")]
+    env = dict(os.environ)
+    env.update(a[4:].split("=", 1) for a in args if a.startswith("ENV "))  # type: ignore[misc]
     proc = subprocess.run(
         [sys.executable, "-m", "workloads", "bench", *argv],
         cwd=REPO,
         capture_output=True,
         text=True,
         timeout=60,
+        env=env,
     )
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.count("\n") == 1 and needle in proc.stderr, proc.stderr

@@ -85,6 +85,7 @@ def test_record_schema_and_tf_cnn_arithmetic(smoke_run):
         )
         assert (rec["steps"], rec["warmup"], rec["repeat"]) == (STEPS, WARMUP, 0)
         assert (rec["topology"], rec["arm"]) == ("local", "test")
+        fp = rec["fingerprint"]
         wall = rec["metrics"]["timed_wall_s"]
         assert len(rec["step_times_s"]) == STEPS
         assert sum(rec["step_times_s"]) == pytest.approx(wall, rel=1e-6)
@@ -93,14 +94,53 @@ def test_record_schema_and_tf_cnn_arithmetic(smoke_run):
         # tf_cnn's L2 weight decay on its models; the Keras MNIST example has none
         assert rec["params"]["weight_decay"] == (0.0 if rec["model"] == "mnist_cnn" else 4e-5)
         assert rec["params"]["variable_placement"]["variables"] == "device"
-        # elapsed runs from launch (imports, build, data, warm-up) to finish
+        # elapsed runs from launch (imports, build, data, warm-up) to finish; start-up,
+        # warm-up and the timed window are its parts, in order
         assert rec["elapsed_s"] > wall + sum(rec["params"]["warmup_times_s"])
+        assert rec["timed_s"] == wall and rec["first_step_s"] == pytest.approx(
+            sum(rec["params"]["warmup_times_s"])
+        )
+        assert 0 < rec["startup_s"] < rec["elapsed_s"] - rec["first_step_s"] - rec["timed_s"]
+        # one warm-up step: nothing for auto to go by, so a sync per step
+        assert rec["sync_every"] == 1 and rec["params"]["timing"]["sync_mode"] == "auto"
+        assert rec["block_times_s"] == rec["step_times_s"]
+        assert rec["params"]["losses"]["fetched"] == STEPS
+        assert rec["params"]["nvml_window"]["present"] is (fp["gpu"]["present"] is True)
         assert rec["started_at"] < rec["finished_at"]
-        fp = rec["fingerprint"]
         assert fp["host"] == rec["host"] and fp["kernel"] and fp["cpu"]["logical_cpus"]
         assert fp["software"]["backend"]["keras_backend"] == "tensorflow"
         if not Path("/proc/driver/nvidia").exists():
             assert fp["gpu"]["present"] is False
+
+
+def test_sync_every_blocks_and_per_block_step_times(tmp_path):
+    """``--sync-every 3`` over 7 steps: blocks of 3, 3 and 1 steps, one sync each; the
+    per-step times are each block's time over its steps; ``tf_cnn`` syncs every step."""
+    out = tmp_path / "r.jsonl"
+    for k in ("3", "tf_cnn"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "workloads", "bench", "--model", "mnist_cnn", "--batch", "8",
+             "--steps", "7", "--warmup", "2", "--repeats", "1", "--sync-every", k,
+             "--out", str(out)],
+            cwd=REPO, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    blocked, per_step = iter_records(out, strict=True)
+    assert blocked["sync_every"] == 3 and blocked["params"]["timing"]["block_steps"] == [3, 3, 1]
+    assert blocked["params"]["timing"]["sync_mode"] == "fixed"
+    assert blocked["step_times_s"] == pytest.approx(
+        [b / n for b, n in zip(blocked["block_times_s"], [3, 3, 1], strict=True)]
+    )
+    assert sum(blocked["block_times_s"]) == pytest.approx(blocked["timed_s"], rel=1e-6)
+    assert blocked["images_per_sec"] == pytest.approx(8 * 7 / blocked["timed_s"])
+    assert per_step["sync_every"] == 1 and len(per_step["block_times_s"]) == 7
+    assert per_step["params"]["timing"]["sync_mode"] == "tf_cnn"
+    # the window is short on a CPU: flagged in the record, which is kept
+    assert blocked["status"] == "ok" and blocked["params"]["timing"]["short_window"] in (
+        True,
+        False,
+    )
+    assert blocked["params"]["timing"]["short_window"] is (blocked["timed_s"] < 1.0)
 
 
 def test_timeout_is_a_failed_record_and_exit_1(tmp_path):

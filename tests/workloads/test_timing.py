@@ -89,3 +89,145 @@ def test_bad_counts_raise(warmup, steps):
 def test_zero_wall_clock_is_an_error():
     with pytest.raises(ValueError, match="not positive"):
         images_per_sec(32, 10, 0.0)
+
+
+class AsyncDevice:
+    """A device that runs dispatched steps back to back while the host goes on (as CUDA
+    streams and JAX's asynchronous dispatch do), on a ManualClock: dispatching costs the host
+    ``host_s``, each step keeps the device busy ``step_s``; ``sync`` waits for the device."""
+
+    def __init__(self, clock: ManualClock, step_s: float, host_s: float) -> None:
+        self.clock, self.step_s, self.host_s = clock, step_s, host_s
+        self.free_at = clock()
+        self.dispatched = 0
+        self.syncs: list[int] = []  # the step index each sync waited for
+
+    def step(self) -> int:
+        self.clock.advance(self.host_s)
+        self.free_at = max(self.free_at, self.clock()) + self.step_s
+        self.dispatched += 1
+        return self.dispatched
+
+    def sync(self, handle: int) -> None:
+        self.syncs.append(handle)
+        self.clock.now = max(self.clock.now, self.free_at)
+
+
+def test_blocks_of_k_steps_sync_once_each_and_report_per_block():
+    clock = ManualClock()
+    dev = AsyncDevice(clock, step_s=0.010, host_s=0.001)
+    t = timed_loop(dev.step, warmup=2, steps=25, clock=clock, sync=dev.sync, sync_every=10)
+    assert t.sync_every == 10 and t.sync_mode == "fixed"
+    assert t.block_steps == [10, 10, 5]
+    # warm-up: each step waited for; timed: one sync per block, the last after step 25
+    assert dev.syncs == [1, 2, 12, 22, 27]
+    assert len(t.block_times_s) == 3 and sum(t.block_times_s) == pytest.approx(t.wall_s)
+    per_step = [b / n for b, n in zip(t.block_times_s, [10, 10, 5], strict=True)]
+    assert t.step_times_s == pytest.approx(per_step)
+    # the device waits for the host only at the start of each block (one 1 ms dispatch after
+    # each sync): 25 steps of 10 ms and 3 dispatches
+    assert t.wall_s == pytest.approx(25 * 0.010 + 3 * 0.001)
+    assert t.handles == list(range(3, 28))  # every timed step's output, for one fetch later
+    assert t.first_step_s == pytest.approx(sum(t.warmup_times_s)) == pytest.approx(2 * 0.011)
+
+
+def test_a_sync_per_step_leaves_the_device_idle_for_the_host_turnaround():
+    clock = ManualClock()
+    dev = AsyncDevice(clock, step_s=0.010, host_s=0.0012)
+    per_step = timed_loop(dev.step, 0, 100, clock=clock, sync=dev.sync, sync_every="tf_cnn")
+    blocked = timed_loop(dev.step, 0, 100, clock=clock, sync=dev.sync, sync_every=100)
+    assert per_step.sync_every == 1 and per_step.sync_mode == "tf_cnn"
+    assert per_step.wall_s == pytest.approx(100 * 0.0112)  # the 11 % a per-step fetch costs
+    assert blocked.wall_s == pytest.approx(100 * 0.010 + 0.0012)
+    assert blocked.images_per_sec(32) / per_step.images_per_sec(32) == pytest.approx(
+        1.12 / 1.0012, rel=1e-6
+    )
+
+
+def test_auto_makes_blocks_of_at_least_a_second_at_the_warm_up_speed():
+    clock = ManualClock()
+    dev = AsyncDevice(clock, step_s=0.07, host_s=0.0)
+    t = timed_loop(dev.step, warmup=3, steps=40, clock=clock, sync=dev.sync, sync_every="auto")
+    # the first warm-up step is the compile (here 70 ms like the rest); K = ceil(1 / 0.07)
+    assert t.sync_mode == "auto" and t.warm_step_s == pytest.approx(0.07)
+    assert t.sync_every == 15 and t.block_steps == [15, 15, 10]
+    assert all(b >= 1.0 for b in t.block_times_s[:-1])
+    assert t.params()["block_target_s"] == 1.0
+
+
+def test_auto_without_a_warm_step_to_go_by_syncs_every_step_and_k_stays_within_steps():
+    clock = ManualClock()
+    dev = AsyncDevice(clock, step_s=0.001, host_s=0.0)
+    one = timed_loop(dev.step, warmup=1, steps=4, clock=clock, sync=dev.sync, sync_every="auto")
+    assert one.sync_every == 1 and one.block_steps == [1, 1, 1, 1] and one.warm_step_s is None
+    fast = timed_loop(dev.step, warmup=3, steps=5, clock=clock, sync=dev.sync, sync_every="auto")
+    assert fast.sync_every == 5 and fast.block_steps == [5]
+    forced = timed_loop(dev.step, warmup=0, steps=3, clock=clock, sync=dev.sync, sync_every=50)
+    assert forced.sync_every == 3 and forced.block_steps == [3]
+
+
+def test_barrier_and_window_come_after_the_warm_up_sync():
+    clock = ManualClock()
+    dev = AsyncDevice(clock, step_s=1.0, host_s=0.0)
+    events: list[tuple[str, float]] = []
+
+    def on_step(phase: str, i: int, n: int) -> None:
+        if phase == "warmup" and i == n:
+            events.append(("barrier", clock()))  # the device is idle here: step 2 is done
+
+    class Window:
+        def __enter__(self):
+            events.append(("enter", clock()))
+
+        def __exit__(self, *exc):
+            events.append(("exit", clock()))
+
+    t = timed_loop(
+        dev.step, 2, 3, clock=clock, on_step=on_step, window=Window(), sync=dev.sync, sync_every=3
+    )
+    assert events == [("barrier", 2.0), ("enter", 2.0), ("exit", 5.0)]
+    assert t.wall_s == pytest.approx(3.0)
+
+
+def test_short_window_is_flagged_and_record_fields_say_what_each_part_took():
+    from workloads.timing import record_fields
+
+    clock = ManualClock(100.0)
+    dev = AsyncDevice(clock, step_s=0.1, host_s=0.0)
+    t = timed_loop(
+        dev.step, 2, 5, clock=clock, sync=dev.sync, sync_every=2, unix_clock=lambda: 1000.0
+    )
+    assert t.params(min_timed_s=1.0)["short_window"] is True
+    assert t.params(min_timed_s=0.4)["short_window"] is False
+    fields = record_fields(t, launched_at=990.0)
+    assert fields == {
+        "sync_every": 2,
+        "startup_s": 10.0,
+        "first_step_s": pytest.approx(0.2),
+        "timed_s": pytest.approx(0.5),
+        "block_times_s": pytest.approx([0.2, 0.2, 0.1]),
+    }
+    assert record_fields(t, launched_at=0.0)["startup_s"] is None
+
+
+@pytest.mark.parametrize("bad", [0, -1, "often", "1.5", True, None, "1" * 30])
+def test_bad_sync_every_is_refused_naming_the_value(bad):
+    from workloads.timing import parse_sync_every
+
+    with pytest.raises(ValueError, match="sync_every must be auto, tf_cnn or an integer"):
+        parse_sync_every(bad)
+
+
+def test_sync_every_text_forms():
+    from workloads.timing import parse_sync_every
+
+    assert parse_sync_every("AUTO") == "auto" and parse_sync_every("tf-cnn") == "tf_cnn"
+    assert parse_sync_every(" 25 ") == 25 and parse_sync_every(7) == 7
+
+
+def test_first_nonfinite_loss_is_named():
+    from workloads.timing import finite_losses
+
+    assert finite_losses([2.3, 2.2, 2.1]) is None
+    assert finite_losses([2.3, float("nan"), float("inf")]) == 2
+    assert finite_losses([]) is None

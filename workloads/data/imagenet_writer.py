@@ -12,11 +12,14 @@ exercises file reads, JPEG decode and the distorted-crop pipeline of
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from workloads.errors import InputError
+from workloads.files import OutputError, make_dirs, replacing
 
 
 @dataclass
@@ -76,6 +79,18 @@ def _example(jpeg: bytes, height: int, width: int, label: int, box: list[float],
     return tf.train.Example(features=tf.train.Features(feature=feature))
 
 
+@contextmanager
+def _tf_io(path: Path) -> Iterator[None]:
+    """TensorFlow's I/O errors (``tf.errors.OpError``: a full disk) as one line naming ``path``."""
+    import tensorflow as tf
+
+    try:
+        yield
+    except tf.errors.OpError as exc:  # "<temporary file>; No space left on device"
+        why = exc.message.rsplit("; ", 1)[-1]
+        raise OutputError(f"cannot write {str(path)!r}: {why}") from None
+
+
 def write_imagenet_like(
     out_dir: str | os.PathLike[str],
     images: int,
@@ -99,11 +114,7 @@ def write_imagenet_like(
     shards = shards or max(1, min(1024, images // 256))
     if shards < 1 or shards > images:
         raise InputError(f"shards must be between 1 and images ({images}), got {shards}")
-    out = Path(out_dir)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise InputError(f"out {str(out)!r} cannot be created: {exc.strerror}") from None
+    out = make_dirs(out_dir)
     rng = np.random.default_rng(seed)
     files: list[str] = []
     total = 0
@@ -111,7 +122,9 @@ def write_imagenet_like(
     n = 0
     for s, count in enumerate(per_shard):
         path = out / f"{split}-{s:05d}-of-{shards:05d}"
-        with tf.io.TFRecordWriter(str(path)) as writer:
+        # each shard whole or not at all (workloads.files); TensorFlow's own I/O errors
+        # (a full disk) become the same one line naming the shard
+        with replacing(path) as tmp, _tf_io(path), tf.io.TFRecordWriter(str(tmp)) as writer:
             for _ in range(count):
                 h = int(image_size * rng.uniform(0.75, 1.0))
                 w = int(image_size * rng.uniform(0.8, 1.25))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from workloads.errors import InputError
+from workloads.files import replacing
 
 FILES = {
     "train": ("train-images-idx3-ubyte", "train-labels-idx1-ubyte"),
@@ -60,11 +61,15 @@ def write_idx(path: str | os.PathLike[str], array: Any) -> Path:
 
     arr = np.ascontiguousarray(array, dtype=np.uint8)
     p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
     head = bytes([0, 0, _UBYTE, arr.ndim]) + struct.pack(f">{arr.ndim}I", *arr.shape)
-    opener = gzip.open if p.suffix == ".gz" else open
-    with opener(p, "wb") as fh:
-        fh.write(head + arr.tobytes())
+    # whole or not at all (workloads.files: a full disk leaves no truncated file); gzip's
+    # header names the file as gzip.open(p) would, not the temporary file
+    with replacing(p) as tmp, open(tmp, "wb") as raw:
+        if p.suffix == ".gz":
+            with gzip.GzipFile(filename=str(p), mode="wb", fileobj=raw) as fh:
+                fh.write(head + arr.tobytes())
+        else:
+            raw.write(head + arr.tobytes())
     return p
 
 

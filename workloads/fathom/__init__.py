@@ -24,23 +24,11 @@ Throughput is in samples/sec (``images_per_sec`` in the record, ``params.unit`` 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from workloads.errors import InputError
+from workloads.fathom.workload import FathomWorkload
 from workloads.options import with_defaults
-
-
-@dataclass
-class FathomWorkload:
-    """A built model with its synthetic batch and loss."""
-
-    name: str
-    model: Any
-    inputs: Any  # a tensor or a list of tensors
-    targets: Any
-    loss: Callable[[Any, Any], Any]
-    unit: str = "samples"
 
 
 def _builders() -> dict[str, Callable[[int, str], FathomWorkload]]:
@@ -126,9 +114,10 @@ def build(name: str, batch: int, size: str = "full") -> FathomWorkload:
 
 
 def run(job: Any) -> dict[str, Any]:
-    """The ``fathom`` scenario: train one Fathom model on synthetic data, tf_cnn timing."""
-    from workloads.step import blocking, build_train_step, make_optimizer, select_backend
-    from workloads.timing import timed_loop
+    """The ``fathom`` scenario: train one Fathom model on synthetic data, timed like the CNNs
+    (workloads.measure: a host sync every K steps, NVML throttle counters over the window)."""
+    from workloads.measure import timed_training
+    from workloads.step import build_train_step, make_optimizer, select_backend
 
     select_backend(job.backend)
     opts = check_options(job.options)
@@ -136,15 +125,14 @@ def run(job: Any) -> dict[str, Any]:
     lr = float(opts.get("learning_rate", 0.001))
     step = build_train_step(work.model, make_optimizer(lr), work.loss)
     pair = (work.inputs, work.targets)
-    run_step = blocking(step, lambda: pair)
-    timing = timed_loop(run_step, job.warmup, job.steps, on_step=job.on_step)
-    step.finish()
-    return {
-        "images_per_sec": timing.images_per_sec(job.batch),
-        "step_times_s": timing.step_times_s,
+    done = timed_training(job, step, lambda: pair)
+    out: dict[str, Any] = {
+        "images_per_sec": done.timing.images_per_sec(job.batch),
+        "step_times_s": done.timing.step_times_s,
         "batch_size": job.batch,
         "global_batch": job.batch,
-        "metrics": dict(timing.summary()),
+        "metrics": done.metrics,
+        **done.fields,
         "params": {
             "suite_model": "fathom",
             "fathom_port": PORT,
@@ -155,6 +143,9 @@ def run(job: Any) -> dict[str, Any]:
             "optimizer": "sgd",
             "learning_rate": lr,
             "backend": job.backend,
-            "warmup_times_s": timing.warmup_times_s,
+            **done.params,
         },
     }
+    if done.error:
+        out.update(status="failed", error=done.error)
+    return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workloads.fathom import FathomWorkload
+from workloads.fathom.workload import FathomWorkload
 
 
 def _images(batch: int, shape: tuple[int, ...], classes: int, seed: int) -> tuple[Any, Any]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workloads.fathom import FathomWorkload
+from workloads.fathom.workload import FathomWorkload
 
 
 def _tokens(batch: int, length: int, vocab: int, seed: int, low: int = 0) -> Any:

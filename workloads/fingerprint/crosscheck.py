@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-# the fingerprint's runtime names for the lab's container execution environments
-RUNTIMES = {"docker": ("docker",), "apptainer": ("apptainer",), "k8s": ("kubernetes",)}
+from workloads.execenv import ENVS
+
 VM_VIRT = ("vm", "container-in-vm")
 
 
@@ -79,17 +79,19 @@ def setting_flags(setting: Mapping[str, Any], fingerprint: Mapping[str, Any] | N
     c = fingerprint.get("container")
     if isinstance(c, Mapping) and isinstance(c.get("in_container"), bool):
         runtime = c.get("runtime")
-        if env in RUNTIMES and not c["in_container"]:
+        # the fingerprint's runtime names for the lab's container execution environments
+        runtimes = ENVS[env].runtimes if env in ENVS else ()
+        if runtimes and not c["in_container"]:
             flags.append(
                 f"lab says container (exec_env {env}), fingerprint finds no container marker: "
                 f"{_container_evidence(c)}"
             )
-        elif env in RUNTIMES and runtime not in RUNTIMES[env]:
+        elif runtimes and runtime not in runtimes:
             flags.append(
                 f"lab says container (exec_env {env}), fingerprint finds runtime {runtime}: "
                 f"{_container_evidence(c)}"
             )
-        elif env not in RUNTIMES and c["in_container"]:
+        elif not runtimes and c["in_container"]:
             flags.append(
                 f"lab says {env} (no container), fingerprint finds a {runtime} container: "
                 f"{_container_evidence(c)}"

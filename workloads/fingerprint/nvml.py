@@ -4,6 +4,8 @@ vGPU guests answer NotSupported to many queries and machines without a driver ra
 ``nvmlInit``: each call here returns ``None`` on any error, and a machine without a driver or
 without the binding is recorded as ``{"present": False, "reason": ...}`` ("no GPU"). The
 ``nvml`` argument takes a stand-in module (tests pass a double).
+
+Throttle counters around a timed window: workloads.fingerprint.throttle.
 """
 
 from __future__ import annotations

@@ -24,13 +24,17 @@ A suite entry names the kernel as its ``model`` (``gemm``, ``conv``, ``rnn``, ``
 One record (kind ``kernel``) per entry: ``metrics`` has ``<shape id>.time_per_call_s`` and
 ``<shape id>.tflops`` (or ``.gbps``) for every shape (and phase) plus totals; ``params.results``
 lists the shapes with their numbers, ``params.shape_set`` says full or subset (with counts),
-``params.iterations`` how the call counts were chosen. Backends: GEMM and conv run on
-TensorFlow and JAX; RNN and all-reduce need TensorFlow; bandwidth copies with PyTorch (CUDA),
-TensorFlow or the host. A kernel the backend cannot run is a ``skipped`` record with the reason.
+``params.iterations`` how the call counts were chosen, ``params.nvml_window`` NVML's throttle
+counters around the whole set. ``block_times_s`` holds each shape's timed calls (one host
+sync after them), ``timed_s`` their sum, ``startup_s`` the launch to the first call.
+Backends: GEMM and conv run on TensorFlow and JAX; RNN and all-reduce need TensorFlow;
+bandwidth copies with PyTorch (CUDA), TensorFlow or the host. A kernel the backend cannot run
+is a ``skipped`` record with the reason.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -221,7 +225,12 @@ def run(job: Any) -> dict[str, Any]:
         also = " and JAX" if job.model in BACKEND_KERNELS["jax"] else ""
         why = NEEDS_TF.format(kernel=job.model, backend=backend, also=also)
         return {"kind": "kernel", "status": "skipped", "error": why, "params": params}
-    results, plan = measure(job.model, opts, job.warmup, job.steps, backend)
+    from workloads.fingerprint.throttle import CounterWindow
+
+    window = CounterWindow()
+    started = time.time()
+    with window:
+        results, plan = measure(job.model, opts, job.warmup, job.steps, backend)
     metrics: dict[str, float] = {}
     for res in results:
         for key, value in res.metrics().items():
@@ -237,5 +246,17 @@ def run(job: Any) -> dict[str, Any]:
         device=results[0].device if results else None,
         iterations=plan.describe(),
         not_comparable=sorted({shape_id(r) for r in results if not r.comparable}),
+        nvml_window=window.result(),
     )
-    return {"kind": "kernel", "metrics": metrics, "params": params}
+    # each shape's timed calls are one block, synchronized once at its end (no sync_every:
+    # the calls per block differ by shape, params.iterations says how they were chosen)
+    blocks = [r.time_per_call_s * r.iters for r in results]
+    return {
+        "kind": "kernel",
+        "metrics": metrics,
+        "params": params,
+        "startup_s": max(0.0, started - job.launched_at) if job.launched_at else None,
+        "first_step_s": None,
+        "timed_s": float(sum(blocks)),
+        "block_times_s": blocks,
+    }

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from workloads.errors import InputError
-from workloads.synthetic import synthetic_source
+from workloads.scenarios.sources import DATA_SOURCES as DATA_SOURCES  # re-exported
 
 ProgressFn = Callable[[str, int, int], None]  # (phase, step, total)
 
@@ -38,6 +38,9 @@ class Job:
     backend: str = "tensorflow"
     launched_at: float = 0.0  # time.time() when the job's process was launched
     timeout_s: float = 1800.0
+    # steps per host synchronization in the timed loop: "auto", "tf_cnn" (1) or an int
+    sync_every: int | str = "auto"
+    min_timed_s: float = 1.0  # a shorter timed window is flagged (params.timing.short_window)
     progress: ProgressFn | None = field(default=None, repr=False, compare=False)
     # time.time() at the end of the last timed step (set by on_step; not serialized)
     timed_end_unix: float | None = field(default=None, repr=False, compare=False)
@@ -72,12 +75,10 @@ class Job:
 
 ScenarioFn = Callable[[Job], dict[str, Any]]
 OptionCheck = Callable[[Mapping[str, Any]], dict[str, Any]]
-DataSource = Callable[[Any, int, "int | None", Mapping[str, Any]], Callable[[], tuple[Any, Any]]]
 
 SCENARIOS: dict[str, ScenarioFn] = {}
 OPTION_CHECKS: dict[str, OptionCheck] = {}
 MODEL_NAMES: dict[str, Callable[[], Iterable[str]]] = {}
-DATA_SOURCES: dict[str, DataSource] = {"synthetic": synthetic_source}
 
 
 def register(

@@ -9,8 +9,11 @@ Options::
     hosts: [127.0.0.1]       addresses; tasks are placed round-robin (ps mode: chief and ps on
                              hosts[0], workers on the others when there are others)
     base_port: 0             first port per host (0: free ports, 127.0.0.1 only)
-    launch: local | task     local: start every task here; task: start only ``task`` (one
-                             process per host, started on each host by the playbook)
+    launch: local | task | host
+                             local: start every task here; task: start only ``task``; host:
+                             start the tasks placed on this machine (the addresses of
+                             ``hosts`` that are this machine's own); task and host: one
+                             launcher per host, started on each host by the playbook
     task: "worker:0"         this host's task when launch is task
     deadline_s: 600          every process is SIGKILLed after this; the run is then failed
     data_dir: DIR            ImageNet-format shards for data: real (default $GPULAB_DATA_DIR)
@@ -23,6 +26,13 @@ Options::
 Without ``hosts`` in the options, ``$GPULAB_DIST_HOSTS`` (comma-separated addresses, ports from
 ``$GPULAB_DIST_BASE_PORT``, default 2222) and ``$GPULAB_DIST_TASK`` (this host's task, which
 sets launch: task) are used: the playbook sets them per host and the suite stays unchanged.
+With ``$GPULAB_DIST_HOSTS`` naming more than one host and no ``$GPULAB_DIST_TASK``, every host
+runs launch: host, so the tasks talk over the network between the hosts (the lab's NIC), not
+over loopback; ``params.network`` says which it was (``loopback`` or ``between hosts``).
+Each reporting task syncs with the device every K steps (the job's ``sync_every``; ps mode:
+a join per round with ``sync``, else one join after all steps) and reads NVML's throttle
+counters around its timed window (``params.nvml_window``). With ``data: real`` the page
+cache is dropped before the tasks start, where allowed (``params.page_cache_dropped``).
 TF_CONFIG for each task is rendered from ``templates/tf_config.json.j2``. The record carries
 the total throughput (``images_per_sec``: images of all workers / timed wall-clock) and the
 job's elapsed time (``metrics.job_elapsed_s``: first task launched to reporting task done).
@@ -61,6 +71,7 @@ DEFAULTS: dict[str, Any] = {
     "sync": False,
 }
 KNOWN = {*DEFAULTS, "task", "data_dir"}
+LAUNCHES = ("local", "task", "host")
 
 
 def _int_opt(out: dict[str, Any], key: str, low: int) -> None:
@@ -79,10 +90,31 @@ def _env_options(options: Mapping[str, Any]) -> dict[str, Any]:
         if task:
             out.setdefault("launch", "task")
             out.setdefault("task", task)
+        elif len(out["hosts"]) > 1:
+            out.setdefault("launch", "host")
     return out
 
 
+# Where the tasks run: left out of a suite entry's checked options unless the entry gives them,
+# so that $GPULAB_DIST_HOSTS / $GPULAB_DIST_TASK on each host still apply at run time
+# (options_for_run); filled with their defaults only then.
+PLACEMENT = ("hosts", "base_port", "launch")
+
+
 def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
+    """An entry's options, checked, with defaults filled in except the placement ones it does
+    not give (see PLACEMENT)."""
+    out = _checked(options)
+    return {k: v for k, v in out.items() if k in options or k not in PLACEMENT}
+
+
+def options_for_run(options: Mapping[str, Any]) -> dict[str, Any]:
+    """The options a run uses: the entry's, the lab's environment where the entry does not
+    place the tasks itself, then every default."""
+    return _checked(_env_options(options))
+
+
+def _checked(options: Mapping[str, Any]) -> dict[str, Any]:
     out = with_defaults(options, DEFAULTS, "distributed", also=KNOWN)
     if out["mode"] not in ("ps", "allreduce"):
         raise InputError(f"option 'mode' must be ps or allreduce, got {out['mode']!r}")
@@ -93,8 +125,8 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
         raise InputError(f"option 'hosts' must be a non-empty list of addresses, got {hosts!r}")
     if out["base_port"] == 0 and any(not _is_local(h) for h in hosts):
         raise InputError("option 'base_port' must be set when 'hosts' names other machines")
-    if out["launch"] not in ("local", "task"):
-        raise InputError(f"option 'launch' must be local or task, got {out['launch']!r}")
+    if out["launch"] not in LAUNCHES:
+        raise InputError(f"option 'launch' must be local, task or host, got {out['launch']!r}")
     if out["launch"] == "task":
         _parse_task(out.get("task"))
     positive_number(out, "deadline_s")
@@ -106,6 +138,37 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
 
 def _is_local(host: str) -> bool:
     return host == "localhost" or host.startswith("127.")
+
+
+def is_own_address(host: str) -> bool:
+    """Whether ``host`` (an address or a name) is one of this machine's own addresses: a
+    socket can be bound to it."""
+    try:
+        infos = socket.getaddrinfo(host, None, socket.AF_INET, socket.SOCK_STREAM)
+    except OSError:
+        return False
+    for *_, addr in infos:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((addr[0], 0))
+            except OSError:
+                continue
+            return True
+    return False
+
+
+def own_tasks(cluster: Mapping[str, list[str]]) -> list[tuple[str, int]]:
+    """The tasks of ``cluster`` placed on one of this machine's addresses."""
+    own: dict[str, bool] = {}
+    out = []
+    for role, addrs in cluster.items():
+        for i, address in enumerate(addrs):
+            host = address.rpartition(":")[0]
+            if host not in own:
+                own[host] = is_own_address(host)
+            if own[host]:
+                out.append((role, i))
+    return out
 
 
 def _parse_task(task: Any) -> tuple[str, int]:
@@ -229,17 +292,29 @@ def run(job: Any) -> dict[str, Any]:
     if backend != "tensorflow":
         why = NEEDS_TF.format(backend=backend)
         return {"status": "skipped", "error": why, "params": {"backend": backend}}
-    opts = check_options(_env_options(job.options))
+    opts = options_for_run(job.options)
     cluster = cluster_spec(opts["mode"], opts["hosts"], opts["workers"], opts["base_port"])
     tasks = [(role, i) for role, addrs in cluster.items() for i in range(len(addrs))]
     if opts["launch"] == "task":
         tasks = [_parse_task(opts["task"])]
+    elif opts["launch"] == "host":
+        tasks = own_tasks(cluster)
+        if not tasks:
+            raise InputError(
+                f"launch: host: none of the hosts {', '.join(opts['hosts'])} is an address of "
+                "this machine"
+            )
     deadline_s = min(float(opts["deadline_s"]), max(1.0, float(job.timeout_s) - 15.0))
     data_dir = opts.get("data_dir") or os.environ.get("GPULAB_DATA_DIR", "")
     if job.data == "real" and not data_dir:
         raise InputError("data 'real' needs option 'data_dir' or $GPULAB_DATA_DIR")
     reporters = [t for t in _reporters(opts["mode"], cluster) if t in tasks]
     placement = _gpu_placement(tasks) if opts["launch"] == "local" else {}
+    cache: dict[str, Any] = {}
+    if job.data == "real":  # the shards come from the disk in the timed run
+        from workloads.data.page_cache import drop_page_cache
+
+        cache = drop_page_cache()
     with tempfile.TemporaryDirectory(prefix="gpulab-dist-") as tmp:
         group = ProcGroup(Path(tmp) / "logs")
         launched = time.time()
@@ -261,6 +336,7 @@ def run(job: Any) -> dict[str, Any]:
                     "result": str(result),
                     "learning_rate": float(opts["learning_rate"]),
                     "sync": bool(opts["sync"]),
+                    "sync_every": getattr(job, "sync_every", "auto"),
                 }
                 env = {
                     "TF_CONFIG": render_tf_config(cluster, role, idx),
@@ -301,6 +377,9 @@ def run(job: Any) -> dict[str, Any]:
             if opts["sync"]
             else "asynchronous"
         ),
+        "network": network(cluster),
+        "launch": opts["launch"],
+        **cache,
     }
     if not done or len(outputs) < len(reporters):
         missing = [f"{r}:{i}" for r, i in reporters if (r, i) not in outputs] or [
@@ -332,13 +411,44 @@ def run(job: Any) -> dict[str, Any]:
     }
     for (role, idx), out in outputs.items():
         metrics[f"{role}{idx}_images_per_sec"] = float(out["images_per_sec"])
+    from workloads.fingerprint.throttle import merge_windows
+
     params["image_size"] = main["size"]
     params["killed_after_done"] = killed
-    return {
+    params["nvml_window"] = merge_windows(
+        {f"{r}:{i}": o.get("nvml_window") for (r, i), o in outputs.items()}
+    )
+    params["timing"] = main.get("timing") or {
+        "sync_every": main.get("sync_every"),
+        "sync_mode": main.get("sync_mode"),
+    }
+    if main.get("losses") is not None:
+        params["losses"] = main["losses"]
+    started = main.get("started_unix")
+    fields: dict[str, Any] = {
         "images_per_sec": float(main["images_per_sec"]),
         "step_times_s": main["step_times_s"],
         "batch_size": job.batch,
         "global_batch": job.batch * workers,
         "metrics": metrics,
         "params": params,
+        "startup_s": max(0.0, started - job.launched_at) if started and job.launched_at else None,
+        "first_step_s": main.get("warmup_s"),
+        "timed_s": float(main["wall_s"]),
+        "block_times_s": main.get("block_times_s") or [],
     }
+    if isinstance(main.get("sync_every"), int):
+        fields["sync_every"] = main["sync_every"]
+    errors = [f"{r}:{i}: {o['loss_error']}" for (r, i), o in outputs.items() if o.get("loss_error")]
+    if errors:
+        fields.update(status="failed", error="; ".join(errors))
+    return fields
+
+
+def network(cluster: Mapping[str, list[str]]) -> str:
+    """``loopback`` when every task is on 127.x/localhost, else ``between hosts`` (the tasks'
+    traffic crosses the network between the hosts' addresses)."""
+    hosts = {a.rpartition(":")[0] for addrs in cluster.values() for a in addrs}
+    if all(_is_local(h) for h in hosts):
+        return "loopback"
+    return "between hosts" if len(hosts) > 1 else f"one host ({next(iter(hosts))})"

@@ -2,7 +2,11 @@
 
 ``TF_CONFIG`` says which task this process is; ``GPULAB_DIST_SPEC`` (JSON) says what to train:
 mode (``ps`` or ``allreduce``), model, batch, image_size, warmup, steps, data, data_dir,
-learning_rate, result (path the reporting task writes its JSON result to).
+learning_rate, sync_every, result (path the reporting task writes its JSON result to).
+
+The reporting task reads NVML's throttle counters around its timed window (``nvml_window``)
+and reports when its first step started (``started_unix``), its warm-up (``warmup_s``), its
+blocks and the losses' finiteness.
 
 - mode ``ps`` (ParameterServerStrategy, as the CLOSER 2018 distributed runs): ``ps`` and
   ``worker`` tasks serve until killed; the ``chief`` coordinates: per-worker datasets,
@@ -86,25 +90,42 @@ def run_chief(spec: dict[str, Any], resolver: Any) -> dict[str, Any]:
             times.append(time.perf_counter() - t0)
         return times
 
-    rounds(spec["warmup"])
-    start = time.perf_counter()
-    step_times = rounds(spec["steps"])
-    wall = time.perf_counter() - start
+    from workloads.fingerprint.throttle import CounterWindow
+
+    started = time.time()
+    t0 = time.perf_counter()
+    rounds(spec["warmup"])  # ends with a join: the warm-up is over on every worker
+    warmup_s = time.perf_counter() - t0
+    window = CounterWindow()
+    with window:
+        start = time.perf_counter()
+        step_times = rounds(spec["steps"])
+        wall = time.perf_counter() - start
     images = spec["batch"] * spec["steps"] * workers
     return {
         "images_per_sec": images / wall,
         "wall_s": wall,
         "images": images,
         "workers": workers,
-        "step_times_s": step_times,
+        # synchronous rounds: a join per round of one step per worker; asynchronous: one join
+        # after all the scheduled steps
+        "step_times_s": step_times or [wall / spec["steps"]],
+        "block_times_s": step_times or [wall],
+        "sync_every": 1 if sync else int(spec["steps"]),
+        "sync_mode": "round" if sync else "join at the end",
+        "started_unix": started,
+        "warmup_s": warmup_s,
         "size": size,
         "sync": sync,
+        "nvml_window": window.result(),
     }
 
 
 def run_allreduce_worker(spec: dict[str, Any]) -> dict[str, Any]:
     import tensorflow as tf
 
+    from workloads.fingerprint.throttle import TimedWindow
+    from workloads.measure import loss_check
     from workloads.timing import timed_loop
 
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
@@ -117,18 +138,37 @@ def run_allreduce_worker(spec: dict[str, Any]) -> dict[str, Any]:
         per = strategy.run(body, args=(images, labels))
         return strategy.reduce(tf.distribute.ReduceOp.SUM, per, axis=None)
 
-    def one_step() -> float:
+    def one_step() -> Any:  # the loss stays on the device; the loop syncs every K steps
         images, labels = next(batches)
-        return float(train(images, labels))
+        return train(images, labels)
 
-    timing = timed_loop(one_step, spec["warmup"], spec["steps"])
+    window = TimedWindow()
+    timing = timed_loop(
+        one_step,
+        spec["warmup"],
+        spec["steps"],
+        window=window,
+        sync=lambda loss: loss.numpy(),
+        sync_every=spec.get("sync_every", "auto"),
+    )
+    losses, error = loss_check([float(v.numpy()) for v in timing.handles])
+    timing.handles.clear()
     return {
         "images_per_sec": timing.images_per_sec(spec["batch"] * workers),
         "wall_s": timing.wall_s,
         "images": spec["batch"] * workers * spec["steps"],
         "workers": workers,
         "step_times_s": timing.step_times_s,
+        "block_times_s": timing.block_times_s,
+        "sync_every": timing.sync_every,
+        "sync_mode": timing.sync_mode,
+        "timing": timing.params(),
+        "started_unix": timing.started_unix,
+        "warmup_s": timing.first_step_s,
+        "losses": losses,
+        "loss_error": error,
         "size": size,
+        "nvml_window": window.counters.result(),
     }
 
 

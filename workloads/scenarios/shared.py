@@ -22,9 +22,16 @@ model's full size), foreground_env / background_env (e.g. {CUDA_VISIBLE_DEVICES:
 each instance its own GPU, CLOSER's setting), deadline_s (600: every job is killed at it),
 min_overlap (0.8), order (``alone-first``; ``alternate``: alone first on even repeats, after
 the shared run on odd ones; ``random``: seeded by order_seed and the repeat), order_seed (0),
+input (``host``, the default: each instance is its own process with its own input pipeline
+feeding synthetic batches from host memory, one copied to the device per step, so host-to-
+device traffic happens; ``device``: tf_cnn's batch made once on the device, no copies),
 plus the ``single`` options seed, learning_rate. The record carries ``params.run_order``
-(``alone-first`` or ``shared-first``), the order option and seed, and each instance's
-CUDA_VISIBLE_DEVICES.
+(``alone-first`` or ``shared-first``), the order option and seed, each instance's
+CUDA_VISIBLE_DEVICES, input and process (``params.instances``). The foreground's second run
+syncs with the device as often as its first (the same K); the record's timing fields
+(``sync_every``, ``startup_s``, ``first_step_s``, ``timed_s``, ``block_times_s``) are the
+shared run's, the alone run's are in ``params.alone_timing``; ``params.nvml_window`` holds
+NVML's throttle counters over both foreground windows.
 """
 
 from __future__ import annotations
@@ -32,13 +39,16 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from workloads.errors import InputError
+from workloads.fingerprint.throttle import merge_windows
 from workloads.options import fraction, positive_number
 from workloads.scenarios import jobs
 
+TIMING_KEYS = ("sync_every", "startup_s", "first_step_s", "timed_s", "block_times_s")
 DEFAULTS: dict[str, Any] = {
     "background_model": "alexnet",
     "background_batch": 512,
@@ -49,7 +59,9 @@ DEFAULTS: dict[str, Any] = {
     "min_overlap": 0.8,
     "order": "alone-first",
     "order_seed": 0,
+    "input": "host",
 }
+INPUTS = ("host", "device")
 ORDERS = ("alone-first", "alternate", "random")
 
 
@@ -90,6 +102,8 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
     seed = out["order_seed"]
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InputError(f"option 'order_seed' must be an integer, got {seed!r}")
+    if out["input"] not in INPUTS:
+        raise InputError(f"option 'input' must be one of {', '.join(INPUTS)}, got {out['input']!r}")
     return out
 
 
@@ -117,10 +131,13 @@ def _overlap(shared: dict[str, Any], bg_last: float) -> float:
 
 def run(job: Any) -> dict[str, Any]:
     from workloads.scenarios.procs import ProcGroup
+    from workloads.timing import sync_mode_of
 
     opts = check_options(job.options)
     deadline_s = min(float(opts["deadline_s"]), max(1.0, float(job.timeout_s) - 15.0))
+    own_input = {"input": opts["input"]} if job.data == "synthetic" else {}
     fg_job = jobs.single_job(job)
+    fg_job.options.update(own_input)
     bg_job = jobs.single_job(
         job,
         model=opts["background_model"],
@@ -129,16 +146,24 @@ def run(job: Any) -> dict[str, Any]:
         steps=100_000,
         warmup=max(1, min(job.warmup, 10)),
     )
+    bg_job.options.update(own_input)
     with tempfile.TemporaryDirectory(prefix="gpulab-shared-") as tmp, ProcGroup(Path(tmp)) as group:
         end = time.monotonic() + deadline_s
         first = alone_first(opts["order"], job.repeat, opts["order_seed"])
 
+        fg = [fg_job]  # the foreground after its first run: the second syncs as often
+
+        def same_k(result: dict[str, Any]) -> None:
+            if isinstance(result.get("sync_every"), int):
+                fg[0] = replace(fg[0], sync_every=result["sync_every"])
+
         def run_alone() -> dict[str, Any]:
             job.on_step("alone", 0, 2)
-            alone_p = jobs.start_job(group, "alone", fg_job, env=opts["foreground_env"])
+            alone_p = jobs.start_job(group, "alone", fg[0], env=opts["foreground_env"])
             return jobs.finish(group, [alone_p], end)[0]
 
         alone: dict[str, Any] = run_alone() if first else {}
+        same_k(alone)
         job.on_step("background", 1, 2)
         bg = jobs.start_job(group, "background", bg_job, env=opts["background_env"])
         if not jobs.wait_timed(bg, end):
@@ -150,8 +175,9 @@ def run(job: Any) -> dict[str, Any]:
                 "params": {"alone": alone},
             }
         bg_before = len(jobs.protocol(bg)[0])
-        shared_p = jobs.start_job(group, "shared", fg_job, env=opts["foreground_env"])
+        shared_p = jobs.start_job(group, "shared", fg[0], env=opts["foreground_env"])
         shared = jobs.finish(group, [shared_p], end)[0]
+        same_k(shared)
         bg_during = len(jobs.protocol(bg)[0]) - bg_before
         bg_alive = bg.popen.poll() is None
         bg_last = time.time() if bg_alive else _last_write(bg.log)
@@ -172,6 +198,18 @@ def run(job: Any) -> dict[str, Any]:
         "background_cuda_visible_devices": opts["background_env"].get("CUDA_VISIBLE_DEVICES"),
         "alone_params": alone.get("params", {}),
         "alone_step_times_s": alone.get("step_times_s", []),
+        "alone_timing": {k: alone.get(k) for k in TIMING_KEYS},
+        # separate instances: own processes, own input pipelines (host memory by default)
+        "instances": {
+            "foreground": {
+                "input": fg_job.options.get("input", "device"),
+                "pids": [
+                    (alone.get("params") or {}).get("pid"),
+                    (shared.get("params") or {}).get("pid"),
+                ],
+            },
+            "background": {"input": bg_job.options.get("input", "device"), "pid": bg.pid},
+        },
     }
     if failed:
         errs = "; ".join(
@@ -199,6 +237,19 @@ def run(job: Any) -> dict[str, Any]:
         metrics["elapsed_degradation"] = r - 1.0
     params.update(shared.get("params", {}))
     params["min_overlap"] = opts["min_overlap"]
+    params["nvml_window"] = merge_windows(
+        {
+            n: (r.get("params") or {}).get("nvml_window")
+            for n, r in (("alone", alone), ("shared", shared))
+        }
+    )
+    timing = {k: shared[k] for k in TIMING_KEYS if k in shared}
+    # how the run was asked to sync (the foreground's second run used its first run's K)
+    params["timing"] = {
+        **(params.get("timing") or {}),
+        "sync_every": shared.get("sync_every"),
+        "sync_mode": sync_mode_of(job.sync_every),
+    }
     if overlap < opts["min_overlap"]:
         return {
             "status": "failed",
@@ -208,6 +259,7 @@ def run(job: Any) -> dict[str, Any]:
             ),
             "metrics": metrics,
             "params": params,
+            **timing,
         }
     return {
         "images_per_sec": s_ips,
@@ -216,4 +268,5 @@ def run(job: Any) -> dict[str, Any]:
         "global_batch": job.batch,
         "metrics": metrics,
         "params": params,
+        **timing,
     }

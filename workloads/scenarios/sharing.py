@@ -19,6 +19,13 @@ windows start together; each records its window in wall-clock time. The record h
                                   imports, compile, warm-up included), kept apart from the
                                   ratios above
     metrics.job<i>_images_per_sec, job<i>_timed_wall_s
+    sync_every                    the baseline's K (auto or forced); the concurrent jobs use it
+    startup_s, first_step_s       the slowest concurrent job's start-up and warm-up
+    timed_s                       the union of the concurrent timed windows
+    block_times_s                 job0's blocks (params.job_timings: every job's, and
+                                  params.single_timing the baseline's)
+    params.nvml_window            NVML's throttle counters over every job's timed window
+                                  (the baseline's too): a throttle in any part throttles it
 
 A result whose window_overlap is below ``min_overlap`` (default 0.8: at least 80 % of the
 union had all N jobs running) is refused: status failed, the error says the overlap, and the
@@ -46,6 +53,7 @@ import shlex
 import tempfile
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +129,8 @@ def run(job: Any) -> dict[str, Any]:
         base = jobs.finish(group, [base_p], end)[0]
         if base.get("status") != "ok":
             return _failed(params, f"single (baseline) job: {base.get('error')}")
+        # the concurrent jobs sync as often as the baseline did (its K, auto or not)
+        each = replace(each, sync_every=base.get("sync_every") or each.sync_every)
         job.on_step("concurrent", 1, n + 1)
         gate = Barrier()
         try:
@@ -144,6 +154,14 @@ def run(job: Any) -> dict[str, Any]:
     if bad:
         return _failed(params, "; ".join(f"{name}: {r.get('error')}" for name, r in bad))
     return _measured(job, each, opts, params, base, results)
+
+
+TIMING_KEYS = ("sync_every", "startup_s", "first_step_s", "timed_s", "block_times_s")
+
+
+def _max(values: Any) -> float | None:
+    nums = [float(v) for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+    return max(nums) if nums else None
 
 
 def _failed(params: dict[str, Any], error: str) -> dict[str, Any]:
@@ -194,10 +212,25 @@ def _measured(
         metrics[f"job{i}_images_per_sec"] = r["images_per_sec"]
         metrics[f"job{i}_timed_wall_s"] = r["metrics"]["timed_wall_s"]
         metrics[f"job{i}_elapsed_s"] = r["elapsed_s"]
+    from workloads.fingerprint.throttle import merge_windows
+    from workloads.timing import sync_mode_of
+
     params["min_overlap"] = opts["min_overlap"]
     params["concurrent_warmup"] = each.warmup
     params["timed_windows_unix"] = windows
     params["step_times_s_job0"] = results[0].get("step_times_s", [])
+    params["single_timing"] = {k: base.get(k) for k in TIMING_KEYS}
+    # how the run was asked to sync (the concurrent jobs ran at the baseline's K)
+    params["timing"] = {
+        "sync_every": results[0].get("sync_every"),
+        "sync_mode": sync_mode_of(job.sync_every),
+    }
+    params["job_timings"] = [{k: r.get(k) for k in TIMING_KEYS} for r in results]
+    parts = {"single": (base.get("params") or {}).get("nvml_window")}
+    parts.update(
+        {f"job{i}": (r.get("params") or {}).get("nvml_window") for i, r in enumerate(results)}
+    )
+    params["nvml_window"] = merge_windows(parts)
     out: dict[str, Any] = {
         "images_per_sec": aggregate,
         "step_times_s": base.get("step_times_s", []),
@@ -205,7 +238,15 @@ def _measured(
         "global_batch": job.batch * n,
         "metrics": metrics,
         "params": params,
+        # the concurrent run: the slowest job's start-up and warm-up, the union of the
+        # windows (the aggregate's denominator), job0's blocks, the K they all used
+        "startup_s": _max(r.get("startup_s") for r in results),
+        "first_step_s": _max(r.get("first_step_s") for r in results),
+        "timed_s": ws.union_s,
+        "block_times_s": results[0].get("block_times_s") or [],
     }
+    if isinstance(results[0].get("sync_every"), int):
+        out["sync_every"] = results[0]["sync_every"]
     if ws.overlap < opts["min_overlap"]:
         out["status"] = "failed"
         out["error"] = (

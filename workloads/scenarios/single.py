@@ -1,8 +1,10 @@
 """Scenario ``single``: one model trained on one device of one instance (tf_cnn method).
 
-Builds the model at the entry's image size, makes the data on the device, compiles the
-runner's training step, runs W warm-up + T timed steps with an NVML sampler over the timed
-window, and returns the record fields.
+Builds the model at the entry's image size, makes the data on the device (or in host memory,
+option ``input: host``), compiles the runner's training step, runs W warm-up + T timed steps
+with a host sync every K (workloads.timing) and NVML's throttle counters and sampler over the
+timed window (workloads.measure), and returns the record fields. With ``data: real`` the page
+cache is dropped first where this process may (workloads.data.page_cache).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ OPTIONS = {
     "variables": str,
     "devices": int,
     "weight_decay": float,
+    "input": str,
 }
+INPUTS = ("device", "host")
 # tf_cnn_benchmarks' models get its default L2 weight decay; the Keras MNIST example has none
 WEIGHT_DECAY_MODELS = ("alexnet", "inception_v3", "resnet50")
 PLACEMENTS = ("device", "cpu")
@@ -28,7 +32,9 @@ PLACEMENTS = ("device", "cpu")
 def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
     """``variables``: ``device`` (default: one device holds and computes) or ``cpu`` (central
     storage: variables on the CPU, the batch split over ``devices`` compute devices; TensorFlow
-    only; the entry's batch is per device, so the global batch is batch x devices)."""
+    only; the entry's batch is per device, so the global batch is batch x devices).
+    ``input``: ``device`` (default: tf_cnn's synthetic batch made once on the device) or
+    ``host`` (synthetic batches held in host memory, copied to the device every step)."""
     out = with_defaults(options, {}, "single", also=OPTIONS)
     for key, value in out.items():
         typ = OPTIONS[key]
@@ -37,6 +43,8 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
             raise InputError(f"option {key!r} must be {typ.__name__}, got {value!r}")
         if typ is float and (value < 0 if key == "weight_decay" else value <= 0):
             raise InputError(f"option {key!r} must be > 0, got {value!r}")
+    if out.get("input", "device") not in INPUTS:
+        raise InputError(f"option 'input' must be device or host, got {out['input']!r}")
     if out.get("variables", "device") not in PLACEMENTS:
         raise InputError(f"option 'variables' must be device or cpu, got {out['variables']!r}")
     if out.get("devices", 1) < 1 or ("devices" in out and out.get("variables") != "cpu"):
@@ -45,19 +53,17 @@ def check_options(options: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def run(job: Any) -> dict[str, Any]:
-    from workloads.fingerprint.nvml import Sampler
+    from workloads.measure import timed_training
     from workloads.models import get_model
-    from workloads.scenarios import DATA_SOURCES
+    from workloads.scenarios.sources import DATA_SOURCES
     from workloads.step import (
         DEFAULT_LEARNING_RATE,
         TF_CNN_WEIGHT_DECAY,
-        blocking,
         build_train_step,
         device_summary,
         make_optimizer,
         select_backend,
     )
-    from workloads.timing import timed_loop
 
     spec = get_model(job.model)  # bad input fails before the framework import
     size = spec.check_image_size(job.image_size)
@@ -90,19 +96,26 @@ def run(job: Any) -> dict[str, Any]:
     else:
         model = spec.build(size)
         step = build_train_step(model, make_optimizer(lr), weight_decay=wd)
-    get_batch = DATA_SOURCES[job.data](spec, global_batch, size, job.options)
-    run_step = blocking(step, get_batch)
-    sampler = Sampler()
-    timing = timed_loop(run_step, job.warmup, job.steps, on_step=job.on_step, window=sampler)
-    step.finish()
-    metrics: dict[str, float] = dict(timing.summary())
-    metrics.update(sampler.summary())
-    return {
-        "images_per_sec": timing.images_per_sec(global_batch),
-        "step_times_s": timing.step_times_s,
+    cache: dict[str, Any] = {}
+    if job.data == "real":  # read from the disk in the timed run, not from the page cache
+        from workloads.data.page_cache import drop_page_cache
+
+        cache = drop_page_cache()
+    source = DATA_SOURCES[job.data]
+    if job.options.get("input") == "host" and job.data == "synthetic":
+        from workloads.synthetic import host_source
+
+        source = host_source
+    get_batch = source(spec, global_batch, size, job.options)
+    done = timed_training(job, step, get_batch, sample=True)
+    sampler = done.window.sampler
+    out: dict[str, Any] = {
+        "images_per_sec": done.timing.images_per_sec(global_batch),
+        "step_times_s": done.timing.step_times_s,
         "batch_size": job.batch,
         "global_batch": global_batch,
-        "metrics": metrics,
+        "metrics": done.metrics,
+        **done.fields,
         "params": {
             "image_size": size,
             "input_shape": list(spec.input_shape(size)),
@@ -114,17 +127,15 @@ def run(job: Any) -> dict[str, Any]:
             "data_format": "NHWC",
             "backend": job.backend,
             "devices": device_summary(),
-            "warmup_times_s": timing.warmup_times_s,
-            # the timed window in wall-clock time (time.time()), for concurrent jobs
-            "timed_window_unix": (
-                [job.timed_end_unix - timing.wall_s, job.timed_end_unix]
-                if job.timed_end_unix is not None
-                else None
-            ),
+            **done.params,
             "nvml_samples": sampler.samples[-600:],
             "nvml_throttle_reasons": sampler.throttle_reasons(),
             "partition": partition,
             "variable_placement": placement,
             "input_overlap": getattr(get_batch, "overlap", None),
+            **cache,
         },
     }
+    if done.error:
+        out.update(status="failed", error=done.error)
+    return out
