@@ -63,6 +63,8 @@ ANSIBLE_ENV: dict[str, str] = {
         "-o StrictHostKeyChecking=no -o LogLevel=ERROR"
     ),
     "ANSIBLE_PIPELINING": "True",
+    # A connection that drops (a host still booting, a flaky link) is retried with back-off.
+    "ANSIBLE_SSH_RETRIES": "3",
     "ANSIBLE_NOCOLOR": "1",
     "ANSIBLE_RETRY_FILES_ENABLED": "False",
     "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",

@@ -298,6 +298,50 @@ def set_power(vm: Any, vm_name: str, on: bool) -> None:
         raise CloudError(f"VM {vm_name} is {state} after powering it {'on' if on else 'off'}")
 
 
+GUEST_TOOLS_RUNNING = "guestToolsRunning"
+
+
+def guest_state(vm: Any, vm_name: str) -> tuple[str, str | None]:
+    """(VMware Tools' running status, the guest's primary address or None), as vCenter sees
+    them now."""
+    with guard(f"VM {vm_name}"):
+        guest = vm.guest
+        tools = str(getattr(guest, "toolsRunningStatus", None) or "unknown")
+        address = getattr(guest, "ipAddress", None) or None
+    return tools, address
+
+
+def wait_for_guest(
+    vm: Any,
+    vm_name: str,
+    timeout_s: float,
+    first_s: float = 0.5,
+    max_s: float = 10.0,
+    state: Any = guest_state,
+) -> tuple[float, str]:
+    """After a power-on: wait until VMware Tools run in the guest and it has an address again
+    (a powered-on VM is still booting; vSphere's power-on task ends long before). Polls with a
+    growing pause (``first_s`` doubling up to ``max_s``) until ``timeout_s``; returns (seconds
+    waited, address), else a one-line CloudError naming the VM and what it lacked."""
+    import time
+
+    t0 = time.monotonic()
+    pause = first_s
+    while True:
+        tools, address = state(vm, vm_name)
+        waited = time.monotonic() - t0
+        if tools == GUEST_TOOLS_RUNNING and address:
+            return waited, address
+        if waited >= timeout_s:
+            raise CloudError(
+                f"VM {vm_name}: the guest is not back {timeout_s:.0f} s after power-on "
+                f"(waited for VMware Tools: {tools}, address: {address or 'none'}); raise "
+                "gpulab:host_wait_s if the guest boots slowly"
+            )
+        time.sleep(min(pause, max(timeout_s - waited, 0.0)))
+        pause = min(pause * 2, max_s)
+
+
 def _powered_off(vm: Any, vm_name: str, action: str) -> None:
     state = vm.runtime.powerState
     if state != "poweredOff":

@@ -10,12 +10,15 @@ or ``host:port``), ``user``, ``password`` (a secret; kept secret in state throug
 ``create`` attaches with :func:`infra.clouds.vsphere.attach_vgpu`: nothing happens to a VM
 that already has the profile; otherwise a powered-on VM is powered off (vSphere changes vGPU
 devices only on a powered-off VM) and back on afterwards, a powered-off one stays off, and a
-suspended one is an error (powering it off would drop its memory). ``delete`` detaches the
-same way and succeeds when the VM or the device is already gone. ``read`` (``pulumi refresh``)
-asks vCenter whether the VM still has the profile: no VM or no device means the resource is
-gone (the next ``up`` attaches again); an unreachable vCenter leaves the stored outputs. A
-changed VM UUID, profile or vCenter replaces the resource; credentials and the name update in
-place.
+suspended one is an error (powering it off would drop its memory). After powering a VM back on
+it waits until the guest is back (:func:`infra.clouds.vsphere.wait_for_guest`: VMware Tools
+running, an address; at most ``gpulab:host_wait_s``, read from the stack config); the site and
+workload runs that depend on this resource then wait for its sshd (infra/wait.py).
+``delete`` detaches the same way and succeeds when the VM or the device is already gone.
+``read`` (``pulumi refresh``) asks vCenter whether the VM still has the profile: no VM or no
+device means the resource is gone (the next ``up`` attaches again); an unreachable vCenter
+leaves the stored outputs. A changed VM UUID, profile or vCenter replaces the resource
+(delete before create: a VM holds one vGPU profile); credentials and the name update in place.
 
 The engine runs the provider in its own host process (cwd = the repository root): it holds no
 state, imports the vSphere SDK inside its methods, and dill pickles it by reference.
@@ -64,8 +67,11 @@ def _disconnect(si: Any) -> None:
         pass
 
 
-def _with_vm_off(vm: Any, vm_name: str, change: Callable[[], list[str]]) -> list[str]:
-    """Run ``change()`` with the VM powered off, then restore its power state."""
+def _with_vm_off(
+    vm: Any, vm_name: str, change: Callable[[], list[str]], wait_s: float
+) -> list[str]:
+    """Run ``change()`` with the VM powered off, then restore its power state; a VM powered
+    back on is waited for until its guest is back (at most ``wait_s``)."""
     from infra.clouds import CloudError, vsphere
 
     state = vsphere.power_state(vm, vm_name)
@@ -82,9 +88,17 @@ def _with_vm_off(vm: Any, vm_name: str, change: Callable[[], list[str]]) -> list
     finally:
         if was_on:
             vsphere.set_power(vm, vm_name, on=True)
+            vsphere.wait_for_guest(vm, vm_name, wait_s)
 
 
 class VgpuProfileProvider(ResourceProvider):
+    host_wait_s: float = 600.0  # the stack's gpulab:host_wait_s once configure() ran
+
+    def configure(self, req: Any) -> None:
+        from infra.wait import host_wait_s
+
+        self.host_wait_s = host_wait_s(req.config)
+
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         from infra.keys.types import VGPU_PROFILE_RE
 
@@ -112,7 +126,10 @@ class VgpuProfileProvider(ResourceProvider):
             profiles = vsphere.vgpu_profiles_of(vm, name)
             if profile not in profiles:
                 profiles = _with_vm_off(
-                    vm, name, lambda: vsphere.attach_vgpu(si, name, profile, uuid=uuid)
+                    vm,
+                    name,
+                    lambda: vsphere.attach_vgpu(si, name, profile, uuid=uuid),
+                    self.host_wait_s,
                 )
         finally:
             _disconnect(si)
@@ -149,7 +166,12 @@ class VgpuProfileProvider(ResourceProvider):
             vm = vsphere.find_vm_by_uuid(si, uuid, name)
             if vm is None or profile not in vsphere.vgpu_profiles_of(vm, name):
                 return  # VM or device already gone: nothing left to delete
-            _with_vm_off(vm, name, lambda: vsphere.detach_vgpu(si, name, profile, uuid=uuid))
+            _with_vm_off(
+                vm,
+                name,
+                lambda: vsphere.detach_vgpu(si, name, profile, uuid=uuid),
+                self.host_wait_s,
+            )
         finally:
             _disconnect(si)
 

@@ -110,7 +110,9 @@ class OpenStackCloud:
         self.deployed: dict[str, str] = {}  # server name -> Ironic node name
         self.history: list[tuple[str, str, str]] = []  # (server, node, "active"/"available")
 
-    def create(self, typ: str, name: str, inputs: dict[str, Any], outs: dict[str, Any]) -> None:
+    def create(
+        self, typ: str, name: str, inputs: dict[str, Any], outs: dict[str, Any], rid: str = ""
+    ) -> None:
         kind = KINDS.get(typ)
         if kind is None:  # rules, router interfaces: not listed by the audit
             return
@@ -269,7 +271,7 @@ def study_run(e2e_lab: Lab, ironic: Any) -> Iterator[dict[str, Any]]:
         cloud = OpenStackCloud(
             doubles[stack], ironic.conn if stack == "ironic-bm" else None, RESOURCE_CLASS
         )
-        engines[stack] = Engine(e2e_lab.provider, e2e_lab.addresses[:1], log=say, cloud=cloud)
+        engines[stack] = Engine(e2e_lab.provider_host, e2e_lab.addresses[:1], log=say, cloud=cloud)
         clouds[stack] = cloud
     auto = EngineAuto(project, engines)
     out = io.StringIO()

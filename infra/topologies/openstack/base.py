@@ -219,8 +219,13 @@ def build_servers(
 ) -> list[Any]:
     """``host_count`` Nova servers on the lab network; returns their :class:`Host` entries."""
     hosts: list[Host] = []
+    # A replaced server must give up its port first: Nova refuses a port that another server
+    # still holds (PortInUse), so the old server goes before the new one is created.
     opts = pulumi.ResourceOptions(
-        parent=parent, provider=base.provider, depends_on=[base.router_interface]
+        parent=parent,
+        provider=base.provider,
+        depends_on=[base.router_interface],
+        delete_before_replace=True,
     )
     hints = (
         [openstack.compute.InstanceSchedulerHintArgs(group=server_group.id)]
@@ -230,7 +235,7 @@ def build_servers(
     for i in range(args.host_count or 1):
         name = f"{args.lab}-gpu-{i}"
         port, fip = server_port(args, base, name, parent)
-        openstack.compute.Instance(
+        server = openstack.compute.Instance(
             name,
             name=name,
             flavor_id=flavor.id,
@@ -256,6 +261,7 @@ def build_servers(
                     "lab": args.lab,
                     "private_address": port.all_fixed_ips.apply(_first),
                 },
+                identity=server.id,
             )
         )
     return hosts

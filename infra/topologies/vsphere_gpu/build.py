@@ -225,6 +225,7 @@ class VsphereGpuLab(pulumi.ComponentResource):
                     groups=host_groups(args, f"vsphere_{args.mode}"),
                     gpu_path=vm_gpu_path,
                     vars=host_vars,
+                    identity=vm.uuid,
                 )
             )
         self.kw_vms = []
@@ -248,6 +249,7 @@ class VsphereGpuLab(pulumi.ComponentResource):
                     groups=[KW_GROUP],
                     gpu_path="none",
                     vars={"lab": args.lab, "kw_vms": args.kw_vm_count},
+                    identity=vm.uuid,
                 )
             )
         if args.mode == "bitfusion":
