@@ -61,6 +61,7 @@ from tests.cloud.openstack_double import OpenStackDouble, res
 from tests.e2e.conftest import Lab, say
 from tests.e2e.engine import Engine
 from tests.parts import REPO
+from workloads.fingerprints import resolve
 
 # Two site runs (each stack's first up prepares native and docker, the environments of the
 # study's arms on it; the docker arm then measures with gpulab:measure_envs, an input of the
@@ -309,6 +310,8 @@ def _records(j: Journal) -> dict[str, list[dict[str, Any]]]:
         f = j.records_file(u)
         if f.is_file():
             per[u.arm] += [json.loads(ln) for ln in f.read_text().splitlines() if ln.strip()]
+    for recs in per.values():
+        resolve(recs)  # schema 3: the fingerprint in full in a file's first record only
     return per
 
 
