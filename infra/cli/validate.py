@@ -1,7 +1,9 @@
 """``gpulab validate STACK``: check a ``Pulumi.<stack>.yaml`` without Pulumi.
 
 Prints the validated settings (secrets only as "set") and exits 0, or prints one line naming
-every bad ``gpulab:<key>`` and what it allows and exits 2.
+every bad ``gpulab:<key>`` and what it allows and exits 2. A valid stack's topology may add
+warning lines (``gpulab: warning: ...`` on stderr; ``warnings`` in the JSON): what the lab will
+not do although its keys read as if it would.
 """
 
 from __future__ import annotations
@@ -19,16 +21,19 @@ def validate_cmd(
 ) -> None:
     """Check a stack file's gpulab:* config (types, required keys, enums, CIDRs, counts).
 
-    Exit 0 when valid (the settings are printed, secrets only as "set"), 2 naming every bad
-    key otherwise."""
+    Exit 0 when valid (the settings are printed, secrets only as "set"; warnings, such as a
+    security group the cloud does not enforce, on stderr), 2 naming every bad key
+    otherwise."""
     from rich.console import Console
     from rich.table import Table
 
     from infra.config import load_stack_file
+    from infra.topologies import get as topology
 
     ref = resolve(stack, stack_opt)
     cfg = load_stack_file(ref.file)
     rows = settings(cfg)
+    warnings = topology(cfg.topology).warnings(cfg.args)
     if json_out:
         print_json(
             {
@@ -38,6 +43,7 @@ def validate_cmd(
                 "topology": cfg.topology,
                 "lab": cfg.lab,
                 "settings": dict(rows),
+                "warnings": warnings,
             }
         )
         return
@@ -48,6 +54,8 @@ def validate_cmd(
     for key, shown in rows:
         table.add_row(key, shown)
     Console().print(table)
+    for line in warnings:
+        typer.echo(f"gpulab: warning: {line}", err=True)
 
 
 def settings(cfg: Any) -> list[tuple[str, str]]:
