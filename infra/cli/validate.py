@@ -1,9 +1,11 @@
 """``gpulab validate STACK``: check a ``Pulumi.<stack>.yaml`` without Pulumi.
 
 Prints the validated settings (secrets only as "set") and exits 0, or prints one line naming
-every bad ``gpulab:<key>`` and what it allows and exits 2. A valid stack's topology may add
-warning lines (``gpulab: warning: ...`` on stderr; ``warnings`` in the JSON): what the lab will
-not do although its keys read as if it would.
+every bad ``gpulab:<key>`` and what it allows (placeholders of the examples among them) and
+exits 2. ``--json``: the settings with their types (numbers, booleans, lists, mappings;
+secrets as ``"[secret]"``), or the list of problems. A valid stack's topology may add warning
+lines (``gpulab: warning: ...`` on stderr; ``warnings`` in the JSON): what the lab will not do
+although its keys read as if it would.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any
 
 import typer
 
-from infra.cli.options import JsonOpt, add_examples, print_json
+from infra.cli.options import JsonOpt, add_examples
 from infra.cli.stack_ref import StackArg, StackOpt, resolve
 
 
@@ -22,67 +24,100 @@ def validate_cmd(
     """Check a stack file's gpulab:* config (types, required keys, enums, CIDRs, counts).
 
     Exit 0 when valid (the settings are printed, secrets only as "set"; warnings, such as a
-    security group the cloud does not enforce, on stderr), 2 naming every bad key
-    otherwise."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from infra.config import load_stack_file
+    security group the cloud does not enforce, on stderr), 2 naming every bad key at once
+    otherwise (a placeholder of the examples among them)."""
+    from infra.cli import output
+    from infra.config import ConfigError, load_stack_file
     from infra.topologies import get as topology
 
     ref = resolve(stack, stack_opt)
-    cfg = load_stack_file(ref.file)
-    rows = settings(cfg)
+    try:
+        cfg = load_stack_file(ref.file)
+    except ConfigError as exc:
+        if json_out:
+            data = {"stack": ref.name, "file": ref.file, "valid": False, "problems": exc.problems}
+            output.emit_failure(data, str(exc), 2)
+        raise
     warnings = topology(cfg.topology).warnings(cfg.args)
     if json_out:
-        print_json(
+        output.emit(
             {
                 "stack": ref.name,
-                "file": str(ref.file),
+                "file": ref.file,
                 "valid": True,
                 "topology": cfg.topology,
                 "lab": cfg.lab,
-                "settings": dict(rows),
+                "settings": typed_settings(cfg),
+                "topology_settings": dict(_topology_rows(cfg)),
                 "warnings": warnings,
             }
         )
         return
+    from rich.console import Console
+    from rich.table import Table
+
     typer.echo(f"{ref.file}: valid {cfg.topology} stack, lab {cfg.lab}")
     table = Table()
     table.add_column("key")
     table.add_column("value")
-    for key, shown in rows:
+    for key, shown in settings(cfg):
         table.add_row(key, shown)
     Console().print(table)
     for line in warnings:
         typer.echo(f"gpulab: warning: {line}", err=True)
 
 
-def settings(cfg: Any) -> list[tuple[str, str]]:
-    """The stack's set ``gpulab:*`` keys as shown text (secrets, and the secret role inputs of
-    ``gpulab:site``, as "(secret, set)"), then the topology's own lines."""
+def _set_values(cfg: Any) -> list[tuple[Any, Any]]:
+    """(key spec, value) of every set ``gpulab:*`` key, secrets and secret role inputs of
+    ``gpulab:site`` replaced by :data:`infra.cli.output.SECRET`."""
+    from infra.cli.output import SECRET
     from infra.config import SecretRef
     from infra.config.roles import secret_role_inputs
-    from infra.topologies import get as topology
 
     secret_inputs = secret_role_inputs()  # no_log role inputs (gpulab:site): never shown
-    rows: list[tuple[str, str]] = []
+    out: list[tuple[Any, Any]] = []
     for spec, value in cfg.items():
         if value in (None, (), {}):
             continue
         if isinstance(value, SecretRef) or spec.secret:
-            shown = "(secret, set)"
-        elif isinstance(value, tuple | list):
-            shown = ", ".join(map(str, value))
+            value = SECRET
         elif isinstance(value, dict):
-            shown = ", ".join(
-                f"{k}={'(secret, set)' if k in secret_inputs else v}" for k, v in value.items()
+            value = {k: SECRET if k in secret_inputs else v for k, v in value.items()}
+        out.append((spec, value))
+    return out
+
+
+def _topology_rows(cfg: Any) -> list[tuple[str, str]]:
+    from infra.topologies import get as topology
+
+    return list(topology(cfg.topology).describe(cfg.args))
+
+
+def typed_settings(cfg: Any) -> dict[str, Any]:
+    """``gpulab:<key>`` -> its validated value, typed (secrets as "[secret]")."""
+    from infra.cli.output import plain
+
+    return {f"gpulab:{spec.key}": plain(value) for spec, value in _set_values(cfg)}
+
+
+def settings(cfg: Any) -> list[tuple[str, str]]:
+    """The stack's set ``gpulab:*`` keys as shown text (secrets, and the secret role inputs of
+    ``gpulab:site``, as "(secret, set)"), then the topology's own lines."""
+    from infra.cli.output import SECRET
+
+    def text(value: Any) -> str:
+        if value == SECRET:
+            return "(secret, set)"
+        if isinstance(value, tuple | list):
+            return ", ".join(map(str, value))
+        if isinstance(value, dict):
+            return ", ".join(
+                f"{k}={'(secret, set)' if v == SECRET else v}" for k, v in value.items()
             )
-        else:
-            shown = str(value).lower() if isinstance(value, bool) else str(value)
-        rows.append((f"gpulab:{spec.key}", shown))
-    rows += list(topology(cfg.topology).describe(cfg.args))
-    return rows
+        return str(value).lower() if isinstance(value, bool) else str(value)
+
+    rows = [(f"gpulab:{spec.key}", text(value)) for spec, value in _set_values(cfg)]
+    return rows + _topology_rows(cfg)
 
 
 def register(app: typer.Typer) -> None:

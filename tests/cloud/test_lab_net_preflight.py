@@ -43,7 +43,9 @@ def preflight(tmp_path: Path, config: dict[str, Any]) -> tuple[int, dict[str, An
     cmd = [str(GPULAB)] if GPULAB.exists() else [sys.executable, "-m", "infra.cli"]
     r = subprocess.run([*cmd, "preflight", str(stack), "--json"], capture_output=True,
                        text=True, timeout=120, env={**os.environ, "NO_COLOR": "1"})  # fmt: skip
-    return r.returncode, json.loads(r.stdout)
+    envelope = json.loads(r.stdout)  # docs/cli-json.schema.json
+    assert envelope["command"] == "preflight" and envelope["ok"] is (r.returncode == 0), envelope
+    return r.returncode, envelope["data"]
 
 
 def rows(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -160,10 +160,12 @@ def test_validate_ironic_bm_on_a_flat_network_warns_security_groups_are_not_enfo
                        env=env, timeout=120)  # fmt: skip
     import json
 
-    doc = json.loads(j.stdout)
-    assert doc["settings"]["gpulab:network"] == "provisioning"
-    assert doc["settings"]["gpulab:floating_ips"] == "false"
-    assert len(doc["warnings"]) == 1 and "not enforced on bare-metal ports" in doc["warnings"][0]
+    doc = json.loads(j.stdout)  # the JSON envelope (docs/cli-json.schema.json)
+    assert doc["ok"] is True and doc["command"] == "validate", doc
+    data = doc["data"]
+    assert data["settings"]["gpulab:network"] == "provisioning"
+    assert data["settings"]["gpulab:floating_ips"] is False
+    assert len(data["warnings"]) == 1 and "not enforced on bare-metal ports" in data["warnings"][0]
 
 
 def test_validate_warns_ironic_bm_without_a_network_and_not_nova_pci(
