@@ -21,11 +21,11 @@ import ipaddress
 import socket
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
 
 from infra.clouds import Check, fail, ok
 from infra.config import LabConfig
 from infra.config.proxy import bypasses, endpoint, proxy_env
+from infra.config.site_urls import site_urls, url_host
 
 CONNECT_TIMEOUT_S = 3.0
 
@@ -41,15 +41,6 @@ def _is_address(name: str) -> bool:
     return True
 
 
-def site_urls(site: dict[str, Any]) -> dict[str, str]:
-    """``gpulab:site`` key -> its value, for each plain http(s) URL among its role inputs."""
-    return {
-        key: value
-        for key, value in site.items()
-        if isinstance(value, str) and value.lower().startswith(("http://", "https://"))
-    }
-
-
 def lab_names(cfg: LabConfig) -> dict[str, str]:
     """Each name the hosts resolve themselves -> the key it comes from: the proxy's, then the
     hosts of ``gpulab:site``'s URLs they reach directly (addresses need no resolving)."""
@@ -60,10 +51,7 @@ def lab_names(cfg: LabConfig) -> dict[str, str]:
             if not _is_address(host):
                 names.setdefault(host, f"gpulab:proxy.{field}")
     for key, url in site_urls(cfg.site).items():
-        try:
-            site_host = urlsplit(url).hostname
-        except ValueError:
-            continue
+        site_host = url_host(url)  # validation refused any other host
         if site_host and not _is_address(site_host) and bypasses(site_host, cfg.proxy):
             names.setdefault(site_host, f"gpulab:site.{key}")
     return names

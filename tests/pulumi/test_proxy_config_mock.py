@@ -7,9 +7,12 @@ nspawn hosts in tests/ansible/test_proxy_nspawn.py."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from infra.config import ConfigError, validate
 from infra.config.proxy import bypasses, proxy_env
@@ -120,3 +123,53 @@ def test_site_run_gets_the_proxy_env_and_names_only_when_set_mock() -> None:
         "proxy.lab.example": "gpulab:proxy.http",
         "pypi.lab.example": "gpulab:site.workload_env_pip_index_url",
     }
+
+
+@pytest.mark.parametrize(
+    ("raw", "key"),
+    [
+        ({"proxy": {"http": "http://{{ lookup('pipe', 'id') }}:3128"}}, "gpulab:proxy must be"),
+        ({"proxy": {"http": "http://p:3128", "no_proxy": ["{{ x }}"]}}, "gpulab:proxy must be"),
+        ({"dns_nameservers": ["{{ lookup('pipe', 'id') }}"]}, "gpulab:dns_nameservers must be"),
+        ({"dns_nameservers": ["-x"]}, "gpulab:dns_nameservers must be"),
+    ],
+)
+def test_templates_in_the_network_keys_are_refused_in_one_line(raw: Any, key: str) -> None:
+    """The proxy (every host play's environment) and the DNS servers (the lab subnet) are
+    checked before anything reaches Ansible or the cloud: a Jinja template or an option-like
+    value is one line naming the key."""
+    with pytest.raises(ConfigError) as err:
+        validate(stack_raw("nova-pci", **raw))
+    [line] = err.value.problems
+    assert line.startswith(key) and "\n" not in line, line
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://{{ lookup('pipe', 'id') }}/simple/",
+        "http://-o/simple/",
+        "http://pypi lab/simple/",
+        "http:///simple/",
+    ],
+)
+def test_site_url_whose_host_is_not_a_name_is_refused_naming_its_key(url: str) -> None:
+    """Each host of a gpulab:site URL is resolved on every host (lab_network: getent), so it
+    must be a DNS name or an address; anything else is one line naming the site key."""
+    with pytest.raises(ConfigError) as err:
+        validate(stack_raw("nova-pci", site={"workload_env_pip_index_url": url}))
+    [line] = err.value.problems
+    assert line.startswith(
+        "gpulab:site.workload_env_pip_index_url must be an http(s) URL whose host is a DNS "
+        "name or an IP address, got "
+    ), line
+
+
+def test_docs_proxy_example_is_a_valid_stack_and_means_what_the_docs_say() -> None:
+    """docs/ansible.md's gpulab:proxy example, validated as a stack would be."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "ansible.md").read_text()
+    [block] = [b for b in re.findall(r"```yaml\n(.*?)```", doc, re.S) if "gpulab:proxy" in b]
+    proxy = yaml.safe_load(block)["config"]["gpulab:proxy"]
+    cfg = validate(stack_raw("nova-pci", proxy=proxy))
+    assert proxy_env(cfg.proxy)["no_proxy"] == ".lab.example,10.0.0.0/8,localhost,127.0.0.1,::1"
+    assert bypasses("mirror.lab.example", cfg.proxy) and not bypasses("pypi.org", cfg.proxy)
