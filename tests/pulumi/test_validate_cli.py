@@ -156,6 +156,9 @@ def test_validate_ironic_bm_on_a_flat_network_warns_security_groups_are_not_enfo
         "to admin_cidr: the network's own firewall or the hosts' must do that "
         "(docs/topologies.md)"
     ]
+    # docs/topologies.md quotes the line as validate prints it
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "topologies.md").read_text()
+    assert r.stderr.splitlines()[0] in docs
     j = subprocess.run([*cmd, "validate", str(mine), "--json"], capture_output=True, text=True,
                        env=env, timeout=120)  # fmt: skip
     import json
