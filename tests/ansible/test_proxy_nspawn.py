@@ -1,15 +1,16 @@
 """``gpulab:proxy`` on a real nspawn host whose only way out is the proxy: the site play
 (playbooks/site.yml, with the variables the program hands its AnsibleRun,
-``infra.dynamic.site_variables``) installs Debian packages through the proxy and the lab's own
-services directly (no_proxy); a proxy that does not answer and a name that does not resolve
-stop it in its first role, ``lab_network``, with one line naming the key and the host, before
-any package step.
+``infra.dynamic.site_variables``) fetches every Debian package, every package of the vendor
+repositories and every pip download through the proxy; a proxy that does not answer and a
+name that does not resolve stop it in its first role, ``lab_network``, with one line naming
+the key and the host, before any package step.
 
 The host is one more nspawn host of the session lab with the test harness's own apt proxy
 (``/etc/apt/apt.conf.d/01gpulab-proxy``, ``Acquire::http::Proxy``) taken away: it has a
-default route but no NAT behind it, so apt reaches the Debian mirror only through the lab's
-apt-cacher-ng, and only because the product's proxy setting says so. Every request the proxy
-served is in its log with the client's address.
+default route but no NAT behind it, so apt reaches the Debian mirror only through a proxy, and
+only because the product's proxy setting says so. The proxy is a forward proxy of the test
+(:mod:`tests.parts.http_proxy`: the lab's apt-cacher-ng is its parent for the outside world,
+the lab's own servers it fetches itself) that logs every request with the client's address.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ from infra.dynamic import site_variables
 from tests.ansible.helpers import Events, stub_vars
 from tests.parts import CACHE
 from tests.parts.fixtures_nspawn import NspawnHost, NspawnLab
+from tests.parts.http_proxy import HttpProxy
+from tests.parts.nspawn import ACNG_PORT
 from tests.pulumi.mocks import stack_raw
 
 pytestmark = [pytest.mark.nspawn, pytest.mark.slow]
@@ -48,6 +51,19 @@ def proxied(nspawn_lab: NspawnLab) -> Iterator[NspawnHost]:
         yield host
     finally:
         nspawn_lab.stop([host])
+
+
+@pytest.fixture(scope="module")
+def site_proxy(nspawn_lab: NspawnLab) -> Iterator[HttpProxy]:
+    """The lab's site proxy on the bridge: the outside world through apt-cacher-ng, the lab's
+    own servers (the stub repositories, the pip index) fetched by the proxy itself."""
+    proxy = HttpProxy(
+        nspawn_lab.host_side, (nspawn_lab.host_side, ACNG_PORT), direct=[nspawn_lab.host_side]
+    )
+    try:
+        yield proxy
+    finally:
+        proxy.close()
 
 
 def acng_lines(lab: NspawnLab, address: str) -> list[str]:
@@ -80,11 +96,13 @@ def config(lab: NspawnLab, proxy: dict[str, Any], **site: Any) -> LabConfig:
     )
 
 
-def site(cfg: LabConfig, host: NspawnHost, ev: Events | None = None) -> Any:
+def site(
+    cfg: LabConfig, host: NspawnHost, ev: Events | None = None, envs: tuple[str, ...] = ("native",)
+) -> Any:
     return run_playbook(
         "site.yml",
         [host.host],
-        extravars=site_variables(cfg, ["native"]),
+        extravars=site_variables(cfg, list(envs)),
         event_handler=ev,
         check=False,
         timeout_s=1200,
@@ -142,16 +160,17 @@ def test_unresolvable_name_stops_the_site_play_naming_its_key(
 
 
 def test_site_play_installs_through_the_configured_proxy_only(
-    nspawn_lab: NspawnLab, proxied: NspawnHost
+    nspawn_lab: NspawnLab, proxied: NspawnHost, site_proxy: HttpProxy
 ) -> None:
-    """The whole site play of a GPU host (driver and CUDA from the stub repository, the
-    workload environment: Debian packages, a venv, pip from the stub index) with the proxy
-    as the only way to the Debian mirror."""
-    before = len(acng_lines(nspawn_lab, proxied.address))
-    proxy = {"http": nspawn_lab.apt_proxy, "no_proxy": [nspawn_lab.host_side]}
+    """The whole site play of a GPU host measuring natively and in docker (driver, CUDA and
+    the container toolkit from the stub repository; Debian's docker.io, the workload
+    environment's Debian packages, a venv, pip from the lab's index, the workloads image)
+    with the proxy as the only way out: every apt, download and pip request of the host is
+    in the proxy's log; dockerd gets the proxy for its image pulls."""
+    proxy = {"http": site_proxy.url, "no_proxy": [".registry.lab.example"]}
     t0 = time.monotonic()
     ev = Events()
-    r = site(config(nspawn_lab, proxy), proxied, ev)
+    r = site(config(nspawn_lab, proxy), proxied, ev, envs=("native", "docker"))
     elapsed = time.monotonic() - t0
     print(f"\n{r.summary()}\nsite play through the proxy: {elapsed:.0f} s")
     failed = [
@@ -161,16 +180,32 @@ def test_site_play_installs_through_the_configured_proxy_only(
     ]
     assert r.ok, (r.summary(), failed)
     assert r.hosts[proxied.host.name].changed > 0
-    served = acng_lines(nspawn_lab, proxied.address)[before:]
-    print(f"apt-cacher-ng served {len(served)} requests to {proxied.address}, e.g.:")
-    print("\n".join(served[:5]))
-    # apt-cacher-ng names the Debian repository "debrep" (its remap of the mirror)
-    assert any("|debrep/pool/" in line and line.endswith(".deb") for line in served), served[:20]
-    pk = proxied.ssh("dpkg-query -W -f='${Package} ${Status}\\n' pciutils python3-venv").stdout
-    assert pk.count("install ok installed") == 2, pk  # Debian packages: through the proxy
+    served = site_proxy.requests_from(proxied.address)
+    print(f"the proxy served {len(served)} requests to {proxied.address}, e.g.:")
+    print("\n".join(f"{s.method} {s.url} {s.status}" for s in served[:5]))
+    assert served and all(s.method != "CONNECT" for s in served), served[:20]
+    urls = [s.url for s in served if s.status == 200]
+    lab = f"http://{nspawn_lab.host_side}:"
+    # apt, Debian's mirror: the proxy took them to its parent
+    debian = [u for u in urls if not u.startswith(lab) and u.endswith(".deb")]
+    assert any(u.rsplit("/", 1)[-1].startswith("docker.io_") for u in debian), debian[:20]
+    # apt and downloads from the vendor's (stub) repository
+    assert any(u.startswith(nspawn_lab.stub_url) and "cuda-drivers" in u for u in urls), urls
+    # pip: the index and the wheels, through the proxy too
+    assert any(u.startswith(f"{nspawn_lab.stub_url}/pypi/simple/") for u in urls), urls
+    assert any(u.endswith("/gpulab_probe-1.0-py3-none-any.whl") for u in urls), urls
+    pk = proxied.ssh("dpkg-query -W -f='${Package} ${Status}\\n' docker.io python3-venv").stdout
+    assert pk.count("install ok installed") == 2, pk
+    # dockerd pulls images through the proxy, no_proxy's names directly
+    env = proxied.ssh("systemctl show docker -p Environment").stdout
+    assert f"HTTP_PROXY={site_proxy.url}" in env and f"HTTPS_PROXY={site_proxy.url}" in env
+    assert "NO_PROXY=.registry.lab.example,localhost,127.0.0.1,::1" in env, env
+    assert proxied.ssh(
+        "docker image inspect -f '{{.Id}}' gpulab/workloads:latest"
+    ).stdout.startswith("sha256:")  # built with the proxy's build arguments
     assert "cuda-drivers" in proxied.ssh("dpkg-query -W -f='${Package}\\n' 'cuda-drivers*'").stdout
     probe = proxied.ssh("/opt/gpulab/venv/bin/python -m pip show gpulab-probe", check=False)
-    assert "Name: gpulab-probe" in probe.stdout  # pip: the lab's own index, directly
+    assert "Name: gpulab-probe" in probe.stdout  # pip: from the index, through the proxy
     # nothing on the host keeps the proxy: only the play's environment carried it
     assert (
         proxied.ssh("apt-config dump | grep -ci 'Acquire::http::Proxy' || true").stdout.strip()
@@ -185,9 +220,14 @@ def test_site_play_installs_through_the_configured_proxy_only(
     assert "Connect to each proxy from this host" in ran
 
 
-def test_acng_log_path_is_where_the_lab_writes_it(nspawn_lab: NspawnLab) -> None:
-    """The evidence above reads the proxy's own log: it must be the file apt-cacher-ng
-    writes (a wrong path would make 'no new lines' pass vacuously)."""
+def test_acng_log_path_is_where_the_lab_writes_it(
+    nspawn_lab: NspawnLab, site_proxy: HttpProxy
+) -> None:
+    """The silent-proxy test reads apt-cacher-ng's own log: it must be the file apt-cacher-ng
+    writes (a wrong path would make 'no new lines' pass vacuously). The site proxy's requests
+    for the Debian mirror reach it from the bridge address, the hosts' own from theirs."""
     log = nspawn_lab.workdir / "acng" / "log" / "apt-cacher.log"
     assert log.exists() and isinstance(log, Path)
-    assert any(f"|{h.address}|" in log.read_text() for h in nspawn_lab.hosts)
+    clients = [nspawn_lab.host_side, *(h.address for h in nspawn_lab.hosts)]
+    assert any(f"|{c}|" in log.read_text() for c in clients)
+    assert site_proxy.served, "the site proxy served nothing: the tests above did not run"
