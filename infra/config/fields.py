@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Annotated as A  # the key table's lines stay short
 from typing import Any
 
+from infra.config.proxy import WHAT as PROXY_WHAT
+from infra.config.proxy import p_proxy
 from infra.config.roles import p_site, p_variables, p_workload_secrets
 from infra.keys.key import K, Key, keys_of
 from infra.keys.lab import LabArgs
@@ -67,6 +69,10 @@ class LabConfig:
         "role inputs of the site Ansible run (<role>_* or gpulab_* variables, "
         "e.g. nvidia_driver_cuda_repo_url, workload_env_pip_index_url)",
         default={})] = field(default_factory=dict)
+    proxy: A[dict[str, Any], K(
+        Parsed(p_proxy, PROXY_WHAT, dict[str, Any]),
+        "HTTP/HTTPS proxy of the site run's package, pip, download and image steps "
+        "(http, https, no_proxy; docs/ansible.md)", default={})] = field(default_factory=dict)
     measure_id: A[str, K(Parsed(_measure_id, "up to 64 letters, digits, '.', '_', ':' or '-' "
                                 "(gpulab measure sets it)"),
                          "a change re-runs only the workload runs (gpulab measure sets it)",

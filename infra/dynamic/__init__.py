@@ -44,8 +44,10 @@ def measure_envs(cfg: LabConfig) -> list[str]:
 
 def site_variables(cfg: LabConfig, envs: list[str]) -> dict[str, Any]:
     """The site run's extravars: ``gpulab:site``'s plain role inputs under the program's own
-    ``gpulab_*`` variables (the program's win). Its secret role inputs are not here:
+    ``gpulab_*`` variables (the program's win), the proxy and the names its hosts resolve
+    (:func:`infra.lab_net.site_variables`). Its secret role inputs are not here:
     :func:`site_secrets`."""
+    from infra import lab_net
     from infra.config.roles import split_site
 
     variables, _secrets = split_site(cfg.site)
@@ -54,6 +56,7 @@ def site_variables(cfg: LabConfig, envs: list[str]) -> dict[str, Any]:
             "gpulab_topology": cfg.topology,
             "gpulab_lab": cfg.lab,
             "gpulab_exec_envs": envs,  # site.yml prepares these execution environments
+            **lab_net.site_variables(cfg),
         }
     )
     return variables

@@ -70,6 +70,17 @@ def _cell(key: Key | None, alike: bool) -> str:
     return cell
 
 
+def _help(taken: list[tuple[str, Key]]) -> str:
+    """What a key is: its help, or, where topologies mean different things by one key name
+    (``network``: a Neutron network, a vSphere port group), each help after its topologies."""
+    by_help: dict[str, list[str]] = {}
+    for topology, key in taken:
+        by_help.setdefault(key.help + (" (secret)" if key.secret else ""), []).append(topology)
+    if len(by_help) == 1:
+        return next(iter(by_help))
+    return "; ".join(f"{', '.join(names)}: {text}" for text, names in by_help.items())
+
+
 def key_table() -> list[str]:
     """Every key, with R (required) or o (optional) under each topology that takes it: the
     keys of every topology, those of what every lab measures, then each topology's own."""
@@ -92,8 +103,14 @@ def key_table() -> list[str]:
             shown = ""
         else:
             shown = _shown(default)
-        help_text = taken[0].help + (" (secret)" if taken[0].secret else "")
         cells = (_cell(table.get(name), alike) for table in tables)
+        help_text = _help(
+            [
+                (spec.name, table[name])
+                for spec, table in zip(specs, tables, strict=True)
+                if name in table
+            ]
+        )
         lines.append(row(f"`{name}`", *cells, shown, help_text))
     return lines
 

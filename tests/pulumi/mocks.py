@@ -107,6 +107,10 @@ class LabMocks(pulumi.runtime.Mocks):
         }
         if token not in results:
             raise AssertionError(f"unexpected invoke {token}")
+        if token == "openstack:networking/getNetwork:getNetwork" and not args.args.get("external"):
+            # an existing network by name (gpulab:network), with one subnet
+            name = args.args.get("name")
+            return {**dict(args.args), "id": f"{name}-id", "subnets": [f"{name}-subnet-id"]}
         return {**dict(args.args), **results[token]}
 
 
