@@ -78,6 +78,8 @@ FRAMEWORKS = {
 }
 
 
+@pytest.mark.tf
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", list(FRAMEWORKS))
 @pytest.mark.parametrize(
     "model, size, batch, training",
