@@ -63,6 +63,7 @@ def test_compute_kernel_records(kernel: str) -> None:
         assert rec["params"]["not_comparable"]  # the vanilla rows at least
 
 
+@pytest.mark.tf
 def test_gemm_flops_follow_the_shape() -> None:
     res = compute.gemm((64, 32, 16, False, True), warmup=1, iters=3)
     assert math.isclose(res.tflops * res.time_per_call_s * 1e12, 2 * 64 * 32 * 16, rel_tol=1e-9)

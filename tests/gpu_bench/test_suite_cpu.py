@@ -127,6 +127,8 @@ def test_report_built(smoke: tuple[subprocess.CompletedProcess, Path]) -> None:
     assert "report: " in proc.stdout
 
 
+@pytest.mark.tf
+@pytest.mark.slow
 def test_table_printed_last_with_record_numbers(
     smoke: tuple[subprocess.CompletedProcess, Path],
 ) -> None:
