@@ -26,6 +26,9 @@ class Host:
     gpu_path: str = "local"
     ssh_port: int = 22
     vars: dict[str, Any] = field(default_factory=dict)
+    # What identifies the machine in its cloud (Nova instance id, vSphere VM UUID, Magnum
+    # cluster id): another value means another machine, which the site run provisions again.
+    identity: Any = None
 
     def __post_init__(self) -> None:
         if self.gpu_path not in GPU_PATHS:

@@ -27,8 +27,9 @@ EXC_LINE = re.compile(
     r"^(?:[A-Za-z_]\w*\.)*(?P<cls>[A-Za-z_]\w*(?:Error|Exception|Interrupt|Exit|Failure))"
     r"(?::\s*(?P<msg>.*))?$"
 )
-# The provider's own failures: their message names the host and the task.
-STEP_ERRORS = ("PlaybookError", "WorkloadRunError")
+# The provider's own failures: their message names the host and the task (or what the wait
+# for the host was: infra/wait.py).
+STEP_ERRORS = ("PlaybookError", "WorkloadRunError", "HostWaitError")
 GRPC_PREFIXES = ("error:", "Exception calling application:")
 
 

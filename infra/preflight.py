@@ -2,15 +2,17 @@
 
 :func:`preflight` and :func:`audit` hand the stack's Args to its topology's checks
 (``infra/topologies/<name>/checks.py``; what the OpenStack ones share is
-:mod:`infra.topologies.openstack.checks`). A caller may hand in the connections (tests pass a
-double of the OpenStack connection, a real Ironic one and a vCenter simulator's); otherwise
-each topology makes its own from the stack.
+:mod:`infra.topologies.openstack.checks`); preflight adds the lab's network rows every
+topology has (:mod:`infra.lab_net`: the names of its package sources, its proxy). A caller
+may hand in the connections (tests pass a double of the OpenStack connection, a real Ironic
+one and a vCenter simulator's); otherwise each topology makes its own from the stack.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from infra import lab_net
 from infra.clouds import Check
 from infra.config import LabConfig
 from infra.topologies import get
@@ -28,7 +30,7 @@ def preflight(
     """Every check for ``cfg``'s topology. ``provide`` first moves ``manageable`` Ironic nodes
     of the lab's resource class to ``available``."""
     conns = Conns(os_conn=os_conn, bm_conn=bm_conn, si=si, provide=provide)
-    return get(cfg.topology).preflight(cfg.args, conns)
+    return get(cfg.topology).preflight(cfg.args, conns) + lab_net.checks(cfg)
 
 
 def audit(

@@ -3,7 +3,9 @@
 * Parquet: the record's fields as columns (``metrics``, ``params``, ``fingerprint``,
   ``setting_flags``, ``claims`` and ``step_times_s`` as JSON text), one row per record read
   by report.load (skipped lines reported, duplicates once), so any Parquet reader (DuckDB,
-  pandas, Spark) takes it. A value that is not a finite number (noted by report.load) is
+  pandas, Spark) takes it. Each row carries its fingerprint in full (a schema-3 record names
+  it by ``fingerprint_ref``, written once per file: report.load puts it back) beside the
+  reference, so a row stands alone. A value that is not a finite number (noted by report.load) is
   written as NULL.
 * OpenMetrics: per run, group and arm, gauges of the median images/sec
   (``gpulab_images_per_second``), the median elapsed time (``gpulab_elapsed_seconds``) and the

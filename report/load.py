@@ -14,8 +14,12 @@ Inputs, in any mix:
                      directory, as ``gpulab run`` writes ``results/<stack>/<run-id>.jsonl``) is read
 
 Records of every readable schema version (workloads.records READABLE_VERSIONS) are read; each
-is validated. A record without the setting (schema 1, or a run given no gpu_path) is reported
-once per file and grouped as "unknown setting". Duplicates (same ``record_id``) are read once.
+is validated. A schema-3 record that names its fingerprint by ``fingerprint_ref`` gets it back
+from the first record of the inputs (in their order) that carries it, whichever file that is
+(workloads.fingerprints); a reference that no record carries is one note per file, and its
+records are read without a fingerprint. A record without the setting (schema 1, or a run
+given no gpu_path) is reported once per file and grouped as "unknown setting". Duplicates
+(same ``record_id``) are read once.
 A value the report reads (``images_per_sec``, ``elapsed_s``, ``metrics``) that is not a finite
 number (NaN, infinity, a number beyond a double's range) is left out with a note naming how
 many, which fields and where. A record file must be a regular file (a FIFO in a results
@@ -41,6 +45,7 @@ from typing import Any
 from report.parquet import is_parquet, read_records
 from workloads.errors import InputError
 from workloads.files import reason
+from workloads.fingerprints import missing_notes, resolve
 from workloads.json_bounded import MAX_JSON_DEPTH, JSONDepthError, loads_json
 from workloads.records import (
     READABLE_VERSIONS,
@@ -224,6 +229,7 @@ def load_records(
                 f"(this report reads {', '.join(map(str, READABLE_VERSIONS))})"
             )
     out: list[dict[str, Any]] = []
+    kept: list[Source] = []
     seen_ids: set[str] = set()
     unset: dict[str, int] = {}
     for where, rec in sources:
@@ -231,10 +237,13 @@ def load_records(
             validate_record(rec)
         except RecordError as exc:
             raise InputError(f"{where}: {exc}") from None
+    resolve(rec for _, rec in sources)  # duplicates too: one may be the file's carrier
+    for where, rec in sources:
         if rec["record_id"] in seen_ids:
             continue
         seen_ids.add(rec["record_id"])
         out.append(rec)
+        kept.append((where, rec))
         if record_setting(rec) is None:
             f = _file_of(where)
             unset[f] = unset.get(f, 0) + 1
@@ -245,6 +254,7 @@ def load_records(
             "not guessed"
         )
     notes += nonfinite_notes(sources)
+    notes += missing_notes((_file_of(where), rec) for where, rec in kept)
     _flush(notes, problems)
     return out
 
@@ -371,7 +381,8 @@ def read_planned(
     items: list[tuple[int, Planned]], problems: list[str]
 ) -> list[tuple[int, list[dict[str, Any]]]]:
     """The records of ``items`` read and checked as :func:`load_records` does (skipped lines
-    to ``problems``; the first bad record raises InputError naming file and line)."""
+    to ``problems``; the first bad record raises InputError naming file and line), as
+    written: report.scan puts fingerprints back over all inputs."""
     sources: list[tuple[int, Source]] = []
     for i, it in items:
         if it.path is not None:

@@ -59,6 +59,7 @@ COLUMNS: dict[str, str] = {
     "setting_flags": "JSON",
     "step_times_s": "JSON",
     "fingerprint": "JSON",
+    "fingerprint_ref": "VARCHAR",
     "sync_every": "BIGINT",
     "startup_s": "DOUBLE",
     "first_step_s": "DOUBLE",
@@ -206,10 +207,20 @@ def source_sql(files: list[Path], cols: list[tuple[str, str]], paths: tuple[str,
 
 
 def fingerprint_sql(path: Path, cols: list[tuple[str, str]]) -> str:
-    """SQL: ``fp``, the fingerprint's JSON text per row (as ``source_sql`` hashes it)."""
-    if "fingerprint" not in dict(cols):
-        return "(SELECT NULL::VARCHAR AS fp)"
-    return f"(SELECT fingerprint::VARCHAR AS fp FROM read_parquet({_quote(str(path))}))"
+    """SQL: ``fp``, the fingerprint's JSON text per row, and ``fh``, which fingerprint it is
+    (as report.scan_sql hashes it: the ``fingerprint_ref`` where the row has one, else the
+    text)."""
+    have = dict(cols)
+    if "fingerprint" not in have:
+        return "(SELECT NULL::VARCHAR AS fp, NULL::UBIGINT AS fh)"
+    fp = "fingerprint::VARCHAR"
+    ref = f"to_json({_ident('fingerprint_ref')})::VARCHAR" if "fingerprint_ref" in have else None
+    fh = (
+        f"CASE WHEN starts_with({ref}, '\"') THEN hash({ref}) ELSE hash({fp}) END"
+        if ref
+        else f"hash({fp})"
+    )
+    return f"(SELECT {fp} AS fp, {fh} AS fh FROM read_parquet({_quote(str(path))}))"
 
 
 def read_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

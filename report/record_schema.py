@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any, Literal
 
+from workloads.paths import PACKAGES_DIR
 from workloads.records import (
     KINDS,
     OPTIONAL,
@@ -24,9 +24,12 @@ from workloads.records import (
 )
 
 NULLABLE_TIMING = ("startup_s", "first_step_s", "timed_s")
-PUBLISHED = Path(__file__).resolve().parents[1] / "docs" / "results-schema.json"
+PUBLISHED = PACKAGES_DIR / "docs" / "results-schema.json"  # in a checkout
 DESCRIPTIONS = {
-    "schema_version": "record schema version (1: no setting fields; 2: with them)",
+    "schema_version": (
+        "record schema version (1: no setting fields; 2: with them; 3: the fingerprint in full "
+        "only in the first record of a file that carries it, named by fingerprint_ref)"
+    ),
     "record_id": "unique id of this record",
     "run_id": "groups the records of one invocation; the report keys repetitions on it",
     "kind": "training (images/sec), kernel (DeepBench-style) or job (wall-clock)",
@@ -54,7 +57,15 @@ DESCRIPTIONS = {
     "host": "host name",
     "started_at": "ISO-8601 UTC",
     "finished_at": "ISO-8601 UTC",
-    "fingerprint": "environment: GPU, driver, CUDA, VM and container detection, software",
+    "fingerprint": (
+        "environment: GPU, driver, CUDA, VM and container detection, software; schema 3: "
+        "only in the first record of a file that carries it (readers put it back by "
+        "fingerprint_ref)"
+    ),
+    "fingerprint_ref": (
+        "schema 3: the fingerprint's content address, sha256: and the SHA-256 of its JSON "
+        "with keys sorted, no spaces, ASCII (workloads.fingerprints)"
+    ),
     "gpu_path": "schema 2: the host's GPU path as the lab states it",
     "exec_env": "schema 2: the execution environment (workloads.setting)",
     "virtualization": "schema 2: none, container, vm or container-in-vm (the report's setting)",

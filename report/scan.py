@@ -58,6 +58,7 @@ from report.scan_route import duckdb_name, needs_python, standin_ok
 from report.table import Collected, GroupKey
 from workloads.errors import InputError
 from workloads.files import reason
+from workloads.fingerprints import REF, missing_note
 from workloads.json_bounded import JSONDepthError, loads_json
 
 ORD = "(fi::BIGINT * 1099511627776 + r)"  # the record's place: input order, then line
@@ -223,7 +224,9 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
     combos = con.execute(
         "SELECT DISTINCT sig, sv, status, kind, virt, err_set, unknown FROM rec"
     ).fetchall()
-    bad = [c for c in combos if c[6] or "x" in c[0] or not standin_ok(*c[:6])]
+    typed = [(q.decode(c[0]), *c[1:]) for c in combos]
+    bad = [c for c, t in zip(combos, typed, strict=True)
+           if t[6] or "x" in t[0] or not standin_ok(*t[:6])]  # fmt: skip
     if bad:
         con.execute("CREATE TEMP TABLE bad(sig VARCHAR, sv VARCHAR, status VARCHAR, kind VARCHAR, "
                     "virt VARCHAR, err_set BOOLEAN, unknown BOOLEAN)")  # fmt: skip
@@ -255,14 +258,15 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
     total = int(con.execute("SELECT count(*) FROM rec").fetchone()[0])
     if total == 0:
         raise _no_records(inputs, problems)
+    con.execute(f"CREATE TEMP VIEW ro AS SELECT rowid AS r, {ORD} AS o, * FROM rec")
+    fps, missing = _fingerprints(con, paths_by_idx, sources)  # duplicates may carry them
     con.execute(
         "DELETE FROM rec WHERE rowid IN (SELECT r FROM (SELECT rowid AS r, row_number() OVER "
         "(PARTITION BY rid ORDER BY fi, rowid) AS n FROM rec) WHERE n > 1)"
     )
-    con.execute(f"CREATE TEMP VIEW ro AS SELECT rowid AS r, {ORD} AS o, * FROM rec")
     problems += _unset_notes(con, labels)
+    problems += _missing_notes(con, labels, missing)
     total = int(con.execute("SELECT count(*) FROM rec").fetchone()[0])
-    fps = _fingerprints(con, paths_by_idx, sources)
     _throttle(con, tmp, fps)
     excluded, capped = _left_out(con)
     kept_where = f"status = 'ok' AND (thr_bits & {THROTTLE_MASK}) = 0"
@@ -301,7 +305,10 @@ def key_order(path: str | None) -> tuple[str, ...]:
             rec = loads_json(fh.readline(1 << 20))
     except (OSError, ValueError):  # not JSON, too deep, not UTF-8
         return ()
-    return tuple(k for k in rec if isinstance(k, str)) if isinstance(rec, dict) else ()
+    if not isinstance(rec, dict):
+        return ()
+    # a schema-3 file's first record carries its fingerprint in full, the others name it
+    return tuple(k for k in rec if isinstance(k, str) and not (k == "fingerprint" and REF in rec))
 
 
 def _no_records(inputs: list[str | os.PathLike[str]], problems: list[str]) -> InputError:
@@ -414,23 +421,56 @@ def _left_out(con: Any) -> tuple[list[Excluded], list[tuple[dict[str, Any], int]
 
 def _fingerprints(
     con: Any, paths: dict[int, Path], sources: dict[int, str]
-) -> dict[int, dict[str, Any]]:
-    """One fingerprint per distinct hash, read from the first file that holds it (the
-    throttle readings of every record, report.scan._throttle, and the environment of the
-    kept ones)."""
-    rows = con.execute("SELECT fh, arg_min(fi, o) FROM ro GROUP BY fh").fetchall()
+) -> tuple[dict[int, dict[str, Any]], list[int]]:
+    """One fingerprint per distinct ``fh`` (the throttle readings of every record,
+    report.scan._throttle, and the environment of the kept ones), and the ``fh`` of the
+    references that no record carries (workloads.fingerprints: read without a fingerprint).
+
+    A reference's fingerprint is the one the first record carrying it (in input order)
+    holds: its text kept by the scan (JSON Lines), else read back from its Parquet file; a
+    fingerprint without a reference (schema 1, 2) is read back from the first file holding
+    it."""
+    rows = con.execute(
+        "SELECT fh, bool_or(fp_ref), min(o) FILTER (fp_in), arg_min(fi, o) FILTER (fp_in), "
+        "arg_min(fi, o) FROM ro GROUP BY fh"
+    ).fetchall()
     out: dict[int, dict[str, Any]] = {}
-    for fh, fi in rows:
-        src = sources.get(int(fi))
-        if src is not None:
-            sql, params = f"SELECT fp FROM {src} WHERE hash(fp) = ? LIMIT 1", [fh]
-        else:
-            sql = (
-                f"SELECT fp FROM (SELECT {q.top_value('fingerprint')} AS fp "
-                f"FROM {q.records('?')}) WHERE hash(fp) = ? LIMIT 1"
-            )
-            params = [[str(paths[int(fi)])], fh]
-        res = con.execute(sql, params).fetchone()
+    missing: list[int] = []
+    for fh, named, first_o, carrier_fi, first_fi in rows:
+        fh = int(fh)
+        if named and first_o is None:
+            missing.append(fh)
+            out[fh] = {}
+            continue
+        fi = int(carrier_fi if carrier_fi is not None else first_fi)
+        res = con.execute("SELECT fp_text FROM ro WHERE o = ?", [first_o]).fetchone()
+        if res is None or res[0] is None:
+            src = sources.get(fi)
+            params: list[Any]
+            if src is not None:
+                sql, params = f"SELECT fp FROM {src} WHERE fh = ? AND fp IS NOT NULL LIMIT 1", [fh]
+            else:
+                sql = (
+                    f"SELECT fp FROM (SELECT {q.top_value('fingerprint')} AS fp "
+                    f"FROM {q.records('?')}) WHERE hash(fp) = ? LIMIT 1"
+                )
+                params = [[str(paths[fi])], fh]
+            res = con.execute(sql, params).fetchone()
         fp = _loads(res[0]) if res else None
-        out[int(fh)] = fp if isinstance(fp, dict) else {}
-    return out
+        out[fh] = fp if isinstance(fp, dict) else {}
+    return out, missing
+
+
+def _missing_notes(con: Any, labels: dict[int, str], missing: list[int]) -> list[str]:
+    """One note per file holding records whose fingerprint no record carries (as
+    workloads.fingerprints.missing_notes words it)."""
+    if not missing:
+        return []
+    rows = con.execute(
+        "SELECT fi, count(*), min(o) FROM ro WHERE list_contains(?, fh) GROUP BY fi ORDER BY 3",
+        [missing],
+    ).fetchall()
+    counts: dict[str, int] = {}
+    for fi, n, _ in rows:
+        counts[labels[int(fi)]] = counts.get(labels[int(fi)], 0) + int(n)
+    return [missing_note(f, n) for f, n in counts.items()]

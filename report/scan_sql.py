@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from workloads.records import OPTIONAL, REQUIRED
+
 PATHS = (
     "schema_version",
     "record_id",
@@ -52,6 +54,7 @@ PATHS = (
     "params.nvml_samples",
     "params.study",
     "fingerprint",
+    "fingerprint_ref",
     "global_batch",
     "repeat",
     "step_times_s",
@@ -68,7 +71,6 @@ PATHS = (
     "params.timing.sync_mode",
 )
 IDX = {p: i + 1 for i, p in enumerate(PATHS)}  # DuckDB lists are 1-based
-JSON_PATHS = "[" + ", ".join(f"'$.{p}'" for p in PATHS) + "]"
 
 
 def j(path: str) -> str:
@@ -77,37 +79,86 @@ def j(path: str) -> str:
     return f"j_{IDX[path]}"
 
 
-J_COLUMNS = ", ".join(f"j_{i}" for i in IDX.values())
-
-
 TOP = tuple(p for p in PATHS if "." not in p)
 
 
+def _types(field: str) -> tuple[type, ...]:
+    typ = REQUIRED.get(field) or OPTIONAL[field]
+    return typ if isinstance(typ, tuple) else (typ,)
+
+
+# From the record tables of workloads.records: the fields whose full JSON type the SQL spells
+# out, those that may hold null or a float (null is valid there, and NaN is noted by the Python
+# reader); every other field gives the first character of its JSON text, which decides its
+# type (:func:`decode`). The fields that must be ints: one check per record over all of them.
+LETTERED = tuple(p for p in TOP if {type(None), float} & set(_types(p)))
+INTS = tuple(p for p in TOP if _types(p) == (int,))
+_RAW = {"s": '"', "i": "0", "b": "t"}  # a fixed type's letter as its text's first character
+
+
+def _lettered(v: str) -> str:
+    return (
+        f"CASE WHEN {v} IS NULL THEN '-' WHEN starts_with({v}, '\"') THEN 's' "
+        f"WHEN starts_with({v}, '{{') THEN 'o' WHEN starts_with({v}, '[') THEN 'a' "
+        f"WHEN {v} = 'null' THEN 'n' WHEN starts_with({v}, 't') "
+        f"OR starts_with({v}, 'f') THEN 'b' WHEN contains({v}, 'n') OR contains({v}, 'N') "
+        f"THEN 'x' WHEN contains({v}, '.') OR contains({v}, 'e') "
+        f"OR contains({v}, 'E') THEN 'f' ELSE 'i' END"
+    )
+
+
 def signature(fixed: dict[str, str] | None = None) -> str:
-    """SQL: one character per top-level field, its JSON type: s(tring) i(nt) f(loat)
-    o(bject) a(rray) n(ull) b(ool), x for a word that DuckDB reads as a number and Python
-    may not (NaN, Infinity, nan, inf: the Python reader decides, and notes or skips it),
-    or - (absent). Few distinct values; report.scan checks each
-    with validate_record on a stand-in record of those types. ``fixed``: fields whose JSON
-    type is known from their source column wherever they are present (a Parquet VARCHAR
-    column is always a string: report.parquet.fixed_types), so the text is not looked at."""
+    """SQL: a short string per record from which :func:`decode` gives each top-level field's
+    JSON type. Few distinct values; report.scan checks each with validate_record on a
+    stand-in record of those types. ``fixed``: fields whose JSON type is known from their
+    source column wherever they are present (a Parquet VARCHAR column is always a string:
+    report.parquet.fixed_types), so the text is not looked at.
+
+    One character per field of TOP: for LETTERED fields their type's letter (as
+    :func:`decode` gives it), for the others the first character of their JSON text (``_``
+    where absent: one ``left()`` per field, several times cheaper in DuckDB than a CASE of
+    tests); then ``1`` where every field of INTS that is present is written with digits and
+    ``-`` only, else ``0`` (a float, an exponent, NaN where an int belongs)."""
     parts = []
     for p in TOP:
         v = j(p)
         if fixed and p in fixed:
-            parts.append(f"CASE WHEN {v} IS NULL THEN '-' ELSE '{fixed[p]}' END")
-            continue
-        # one flat CASE of starts_with tests: several times cheaper in DuckDB than a CASE on
-        # left(v, 1), which evaluates left() once per WHEN
-        parts.append(
-            f"CASE WHEN {v} IS NULL THEN '-' WHEN starts_with({v}, '\"') THEN 's' "
-            f"WHEN starts_with({v}, '{{') THEN 'o' WHEN starts_with({v}, '[') THEN 'a' "
-            f"WHEN {v} = 'null' THEN 'n' WHEN starts_with({v}, 't') "
-            f"OR starts_with({v}, 'f') THEN 'b' WHEN contains({v}, 'n') OR contains({v}, 'N') "
-            f"THEN 'x' WHEN contains({v}, '.') OR contains({v}, 'e') "
-            f"OR contains({v}, 'E') THEN 'f' ELSE 'i' END"
-        )
+            ch = fixed[p] if p in LETTERED else _RAW[fixed[p]]
+            parts.append(f"CASE WHEN {v} IS NULL THEN '{'-' if p in LETTERED else '_'}' "
+                         f"ELSE '{ch}' END")  # fmt: skip
+        elif p in LETTERED:
+            parts.append(_lettered(v))
+        else:
+            parts.append(f"coalesce(left({v}, 1), '_')")
+    ints = ", ".join(j(p) for p in INTS)
+    parts.append(f"CASE WHEN regexp_matches(concat_ws(',', {ints}), '[^0-9,-]') THEN '0' "
+                 "ELSE '1' END")  # fmt: skip
     return "concat(" + ", ".join(parts) + ")"
+
+
+_FIRST = {'"': "s", "{": "o", "[": "a", "n": "n", "t": "b", "f": "b", "_": "-"}
+
+
+def decode(raw: str) -> str:
+    """The type letters of a :func:`signature`, one per field of TOP: s(tring) i(nt)
+    f(loat) o(bject) a(rray) n(ull) b(ool), x for a word that DuckDB reads as a number and
+    Python may not (NaN, Infinity: the Python reader decides, and notes or skips it), or -
+    (absent). A number in a field of INTS that is not written as an int reads as f.
+
+    Outside LETTERED, ``n`` stands for null or nan alike, and a number's letter is i: no
+    other field takes a null or a float, so the record is refused either way."""
+    ints_ok = raw[len(TOP) :] == "1"
+    out = []
+    for p, ch in zip(TOP, raw, strict=False):
+        if p in LETTERED:
+            out.append(ch)
+        elif ch in _FIRST:
+            out.append(_FIRST[ch])
+        elif ch.isdigit() or ch == "-":
+            out.append("i" if ints_ok or p not in INTS else "f")
+        else:  # N(aN), I(nfinity), anything else
+            out.append("x")
+    return "".join(out)
 
 
 def unknown_keys(all_keys: bool = True) -> str:
@@ -128,10 +179,19 @@ def _str(path: str) -> str:
     """The string a record field holds (NULL for anything else); escapes decoded only where
     there are any."""
     v = j(path)
-    return (
-        f"CASE WHEN starts_with({v}, '\"') THEN CASE WHEN contains({v}, '\\') "
-        f"THEN {v} ->> '$' ELSE {v}[2:-2] END END"
-    )
+    return f"CASE WHEN starts_with({v}, '\"') THEN {_text(v)} END"
+
+
+def _text(v: str) -> str:
+    """The string of the JSON string text ``v`` (garbage for any other JSON: for fields that
+    only a string may fill, whose records the signature refuses otherwise)."""
+    return f"CASE WHEN contains({v}, '\\') THEN {v} ->> '$' ELSE {v}[2:-2] END"
+
+
+def _must_str(path: str) -> str:
+    """:func:`_str` of a field that only a string may fill (a record holding anything else
+    there is refused by its signature, and its file read by Python)."""
+    return _text(j(path))
 
 
 def _int(path: str) -> str:
@@ -186,6 +246,25 @@ def _bits() -> str:
     )
 
 
+def _fingerprint_columns(carriers: bool) -> dict[str, str]:
+    """``fh``: which fingerprint a record has (the hash of its ``fingerprint_ref``'s JSON
+    text, else of its fingerprint's); ``fp_ref``: it names one by reference (schema 3);
+    ``fp_in``: it carries one; ``fp_text``: where ``carriers``, the text of a fingerprint
+    carried with its reference (the writer puts it in the first record of a file only: a
+    few rows; a Parquet export repeats it in every row, so it is read back from the file
+    instead)."""
+    ref, fp = j("fingerprint_ref"), j("fingerprint")
+    named = f"starts_with({ref}, '\"')"
+    return {
+        "fh": f"CASE WHEN {named} THEN hash({ref}) ELSE hash({fp}) END",
+        "fp_ref": f"coalesce({named}, false)",
+        "fp_in": f"coalesce(starts_with({fp}, '{{'), false)",
+        "fp_text": f"CASE WHEN {named} AND starts_with({fp}, '{{') THEN {fp} END"
+        if carriers
+        else "NULL::VARCHAR",
+    }
+
+
 def _window_bits() -> str:
     """``params.nvml_window.throttle_mask`` (an int: the reasons whose NVML counters grew
     over the timed window, workloads.fingerprint.throttle.CounterWindow), else 0."""
@@ -198,23 +277,24 @@ def _window_bits() -> str:
 
 def columns(fixed: dict[str, str] | None = None, all_keys: bool = True) -> str:
     """The per-record columns kept after the scan (small: no fingerprint, no step times);
-    ``fixed`` as for :func:`signature`, ``all_keys`` as for :func:`unknown_keys`."""
+    ``fixed`` as for :func:`signature`, ``all_keys`` as for :func:`unknown_keys` (and a JSON
+    Lines source: the carried fingerprints' text, :func:`_fingerprint_columns`)."""
     cols = {
         "sig": signature(fixed),
         "unknown": unknown_keys(all_keys),
         "sv": j("schema_version"),
         "err_set": f"coalesce({j('error')} NOT IN ('null', '\"\"'), false)",
-        "rid": _str("record_id"),
-        "run": _str("run_id"),
+        "rid": _must_str("record_id"),
+        "run": _must_str("run_id"),
         "unit": unit_sql(),
-        "status": _str("status"),
-        "kind": _str("kind"),
-        "suite": _str("suite"),
-        "experiment": _str("experiment"),
-        "model": _str("model"),
-        "scenario": _str("scenario"),
+        "status": _must_str("status"),
+        "kind": _must_str("kind"),
+        "suite": _must_str("suite"),
+        "experiment": _must_str("experiment"),
+        "model": _must_str("model"),
+        "scenario": _must_str("scenario"),
         "error": _str("error"),
-        "data": _str("data"),
+        "data": _must_str("data"),
         "batch": _int("batch_size"),
         "steps": _int("steps"),
         "warmup": _int("warmup"),
@@ -224,12 +304,12 @@ def columns(fixed: dict[str, str] | None = None, all_keys: bool = True) -> str:
         "first_step": _num("first_step_s"),
         "timed": _num("timed_s"),
         "metrics": j("metrics"),
-        "topology": _str("topology"),
-        "arm": _str("arm"),
-        "gpu_path": _str("gpu_path"),
-        "exec_env": _str("exec_env"),
-        "virt": _str("virtualization"),
-        "sharing": _str("sharing"),
+        "topology": _must_str("topology"),
+        "arm": _must_str("arm"),
+        "gpu_path": _must_str("gpu_path"),
+        "exec_env": _must_str("exec_env"),
+        "virt": _must_str("virtualization"),
+        "sharing": _must_str("sharing"),
         "flags": j("setting_flags"),
         "claims": j("claims"),
         "variant": j("params.variant"),
@@ -239,7 +319,7 @@ def columns(fixed: dict[str, str] | None = None, all_keys: bool = True) -> str:
         "prec": j("params.precision"),
         "backend": j("params.backend"),
         "dev_used": j("params.device.used"),
-        "fh": f"hash({j('fingerprint')})",
+        **_fingerprint_columns(carriers=all_keys),
         "thr_bits": f"({_bits()}) | ({_window_bits()})",
         "win_bits": _window_bits(),
         "sync_k": _int("sync_every"),

@@ -139,14 +139,16 @@ SETTING = dict(
 )
 
 
-def test_schema_1_record_without_setting_stays_readable(tmp_path):
+def test_schema_1_and_2_records_stay_readable(tmp_path):
     old = {**make_record(**BASE), "schema_version": 1}
     validate_record(old)
+    two = {**make_record(**BASE, **SETTING), "schema_version": 2, "fingerprint": {"host": "h"}}
     new = make_record(**BASE, **SETTING)
-    assert new["schema_version"] == 2
+    assert new["schema_version"] == 3
     out = tmp_path / "r.jsonl"
-    out.write_text(json.dumps(old) + "\n" + json.dumps(new) + "\n")
-    assert [r["schema_version"] for r in iter_records(out, strict=True)] == [1, 2]
+    out.write_text("".join(json.dumps(r) + "\n" for r in (old, two, new)))
+    assert [r["schema_version"] for r in iter_records(out, strict=True)] == [1, 2, 3]
+    assert list(iter_records(out))[1]["fingerprint"] == {"host": "h"}
 
 
 @pytest.mark.parametrize(

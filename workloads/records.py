@@ -37,9 +37,14 @@ Fields (all records):
   setting_flags   list[str], schema 2: where the fingerprint disagrees with the setting
   host            str
   started_at, finished_at  ISO-8601 UTC strings
-  fingerprint     dict (environment: see workloads.fingerprint)
+  fingerprint     dict (environment: see workloads.fingerprint); schema 3: written in full
+                  only by the first record of a file that carries it (workloads.fingerprints)
+  fingerprint_ref str, schema 3: the fingerprint's content address (``sha256:<hex>``); a
+                  record that names it without carrying it gets it back from the reader
 
-Schema 1 records (no setting fields) stay readable (READABLE_VERSIONS).
+Schema 1 and 2 records (no setting fields; a fingerprint in every record) stay readable
+(READABLE_VERSIONS). The readers here put each record's fingerprint back
+(:func:`iter_records`, :func:`read_records`: workloads.fingerprints.resolve).
 
 Crash safety: before each append, :class:`RecordWriter` makes sure the file ends in a newline.
 A torn last line (a writer killed mid-line) is moved to ``<file>.partial`` with a warning; a
@@ -61,11 +66,12 @@ from pathlib import Path
 from typing import Any
 
 from workloads.errors import InputError
+from workloads.fingerprints import Inliner, missing_notes, resolve
 from workloads.finite import refuse_nonfinite
 from workloads.json_bounded import MAX_JSON_DEPTH, JSONDepthError, check_json_depth, loads_json
 
-SCHEMA_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 
 STATUSES = ("ok", "failed", "interrupted", "skipped")
 KINDS = ("training", "kernel", "job")
@@ -102,6 +108,7 @@ OPTIONAL: dict[str, type | tuple[type, ...]] = {
     "started_at": str,
     "finished_at": str,
     "fingerprint": dict,
+    "fingerprint_ref": str,
     "gpu_path": str,
     "exec_env": str,
     "virtualization": str,
@@ -289,7 +296,10 @@ class RecordWriter:
     """Append records to a JSON Lines file; each one is flushed and fsynced when written.
 
     Before each append the file is made to end in a newline (:func:`repair_tail`), so a record
-    is never glued onto a torn line left by a killed writer.
+    is never glued onto a torn line left by a killed writer. A schema-3 record's fingerprint
+    is written in full by the first record of this writer that carries it, and named by its
+    ``fingerprint_ref`` in all of them (workloads.fingerprints); after a torn tail was moved
+    aside, each fingerprint is written in full again.
     """
 
     def __init__(self, path: str | os.PathLike[str], problems: Problems = None) -> None:
@@ -303,6 +313,13 @@ class RecordWriter:
                 f"output path {str(self.path)!r} cannot be written: {exc.strerror}"
             ) from None
         self.count = 0
+        self._inliner = Inliner()
+
+    def _line(self, rec: dict[str, Any]) -> tuple[str, str | None]:
+        ref = None
+        if rec["schema_version"] >= 3:
+            rec, ref = self._inliner.stored(rec)
+        return json.dumps(rec, sort_keys=True, default=str, allow_nan=False) + "\n", ref
 
     def write(self, rec: dict[str, Any]) -> None:
         """Append ``rec``. A value that is not a finite number (NaN, infinity, a float that
@@ -310,20 +327,23 @@ class RecordWriter:
         field (:func:`refuse_nonfinite`), and the value as null."""
         validate_record(rec)
         try:
-            line = json.dumps(rec, sort_keys=True, default=str, allow_nan=False) + "\n"
+            line, ref = self._line(rec)
         except ValueError:
             rec = refuse_nonfinite(rec)
             validate_record(rec)
-            line = json.dumps(rec, sort_keys=True, default=str, allow_nan=False) + "\n"
+            line, ref = self._line(rec)
         try:
             moved = repair_tail(self.path)
         except OSError as exc:
             raise InputError(f"{self.path}: cannot check its last line: {exc.strerror}") from None
         if moved:
             _report(self.problems, moved)
+            self._inliner.forget()  # the line moved aside may have held a fingerprint
+            line, ref = self._line(rec)
         self._fh.write(line)
         self._fh.flush()
         os.fsync(self._fh.fileno())
+        self._inliner.held(ref)
         self.count += 1
 
     def close(self) -> None:
@@ -398,16 +418,12 @@ def parse_lines(
         _report(problems, f"{path}:{lineno}: skipped ({len(line)} chars, {where})")
 
 
-def iter_records(
-    path: str | os.PathLike[str], strict: bool = False, problems: Problems = None
-) -> Iterator[dict[str, Any]]:
-    """Yield the records of a JSON Lines file.
-
-    A line that is not JSON (a torn write) is skipped and reported with file and line (see
-    :func:`parse_lines`), or raises RecordError when ``strict``; a JSON line that is not a
-    valid record raises RecordError naming the file and line.
-    """
+def _file_records(
+    path: str | os.PathLike[str], strict: bool, problems: Problems
+) -> list[dict[str, Any]]:
+    """The records of one JSON Lines file, checked, as written (fingerprints not put back)."""
     text = Path(path).read_text(encoding="utf-8")
+    out: list[dict[str, Any]] = []
     for lineno, rec in parse_lines(path, text, problems, strict):
         if not isinstance(rec, dict):
             raise RecordError(f"{path}:{lineno}: not a JSON object")
@@ -415,15 +431,43 @@ def iter_records(
             validate_record(rec)
         except RecordError as exc:
             raise RecordError(f"{path}:{lineno}: {exc}") from None
-        yield rec
+        out.append(rec)
+    return out
+
+
+def _resolved(
+    per_file: list[tuple[str, list[dict[str, Any]]]], problems: Problems
+) -> list[dict[str, Any]]:
+    """The records with their fingerprints put back (workloads.fingerprints.resolve); a
+    reference that none of them carries is one note per file."""
+    records = [rec for _, recs in per_file for rec in recs]
+    resolve(records)
+    for note in missing_notes((f, rec) for f, recs in per_file for rec in recs):
+        _report(problems, note)
+    return records
+
+
+def iter_records(
+    path: str | os.PathLike[str], strict: bool = False, problems: Problems = None
+) -> Iterator[dict[str, Any]]:
+    """Yield the records of a JSON Lines file, each with its fingerprint (schema 3: put back
+    from the record of the file that carries it; a reference that none carries is reported
+    once, to ``problems`` or as a RecordWarning, and the record read without it).
+
+    A line that is not JSON (a torn write) is skipped and reported with file and line (see
+    :func:`parse_lines`), or raises RecordError when ``strict``; a JSON line that is not a
+    valid record raises RecordError naming the file and line.
+    """
+    yield from _resolved([(str(path), _file_records(path, strict, problems))], problems)
 
 
 def read_records(
     paths: Iterable[str | os.PathLike[str]] | str | os.PathLike[str], problems: Problems = None
 ) -> list[dict[str, Any]]:
+    """The records of several JSON Lines files (as :func:`iter_records`), a fingerprint
+    carried by one file put back into the records of another that name it (files fetched
+    from several hosts, or a file split in two)."""
     if isinstance(paths, str | os.PathLike):
         paths = [paths]
-    out: list[dict[str, Any]] = []
-    for p in paths:
-        out.extend(iter_records(p, problems=problems))
-    return out
+    per_file = [(str(p), _file_records(p, False, problems)) for p in paths]
+    return _resolved(per_file, problems)

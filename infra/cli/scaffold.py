@@ -97,9 +97,9 @@ def given_values(spec: Any, pairs: list[str]) -> dict[str, Any]:
 
 def _example_values(spec: Any) -> dict[str, Any]:
     """The topology's example stack's values that are no placeholder (prompt defaults)."""
-    from infra.cli.stack_ref import PROJECT
     from infra.config import raw_from_stack_file
     from infra.config.placeholders import placeholder_keys
+    from infra.paths import PROJECT
 
     path = PROJECT / spec.stack_file
     if not spec.stack_file or not path.is_file():
@@ -109,12 +109,29 @@ def _example_values(spec: Any) -> dict[str, Any]:
     return {k: v for k, v in raw.items() if k not in hidden and not isinstance(v, dict)}
 
 
+_REQUIRED = re.compile(r"^gpulab:([a-z][a-z0-9_]*) is required\b")
+
+
+def needed(spec: Any, values: dict[str, Any]) -> set[str]:
+    """The keys ``values`` must still get: the required ones, and those the others make
+    required (``gpulab:external_network`` of a lab that makes its own network, not of one on
+    ``gpulab:network`` without floating IPs), as ``gpulab validate`` names them."""
+    keys = _keys(spec)
+    out = {k for k, key in keys.items() if key.required and k not in values}
+    for problem in problems_of(render(spec, "check", values, set())):
+        m = _REQUIRED.match(problem)
+        if m and m[1] in keys and m[1] not in values:
+            out.add(m[1])
+    return out
+
+
 def prompt_missing(spec: Any, values: dict[str, Any]) -> None:
-    """Ask for each required key not in ``values`` (not the secrets), re-asking until the
+    """Ask for each key still needed (:func:`needed`; not the secrets), re-asking until the
     answer is valid; the example's value is offered as the default."""
     examples = _example_values(spec)
+    ask = needed(spec, values)
     for key in _keys(spec).values():
-        if not key.required or key.secret or key.key in values:
+        if key.key not in ask or key.secret or key.key in values:
             continue
         shown = examples.get(key.key)
         while True:
@@ -151,8 +168,9 @@ def _comment(text: str) -> str:
     return " ".join(str(text).split())
 
 
-def render(spec: Any, stack: str, values: dict[str, Any]) -> str:
-    """The stack file: header, set keys, REQUIRED lines still to fill, optional keys."""
+def render(spec: Any, stack: str, values: dict[str, Any], todo_keys: set[str]) -> str:
+    """The stack file: header, set keys, REQUIRED lines still to fill (``todo_keys``),
+    optional keys."""
     keys = _keys(spec)
     lines = [
         f"# Stack {stack}: topology {spec.name} ({_comment(spec.summary)}).",
@@ -167,13 +185,13 @@ def render(spec: Any, stack: str, values: dict[str, Any]) -> str:
         help_text = _comment(key.help)
         if key.key in values:
             lines += [f"  # {help_text}", f"  {_line(key.key, values[key.key])}"]
-        elif key.required and key.secret:
+        elif key.key in todo_keys and key.secret:
             todo += [
                 f"  # REQUIRED secret ({help_text}): `pulumi config set --secret "
                 f"gpulab:{key.key} -s {stack}` replaces this placeholder",
                 f"  {_line(key.key, SECRET_PLACEHOLDER)}",
             ]
-        elif key.required:
+        elif key.key in todo_keys:
             todo += [f"  # REQUIRED: {help_text}", f"  # gpulab:{key.key}:"]
         else:
             default = key.default if not callable(key.default) else None
@@ -270,9 +288,10 @@ def init_cmd(
         raise UsageError(f"{target} exists: --force replaces it, or choose another --stack")
     if sys.stdin.isatty() and not json_out:
         prompt_missing(spec, values)
-    text = render(spec, name, values)
+    todo_keys = needed(spec, values)
+    text = render(spec, name, values, todo_keys)
     problems = problems_of(text)
-    missing = [k.key for k in _keys(spec).values() if k.required and k.key not in values]
+    missing = [k for k in _keys(spec) if k in todo_keys]
     if problems and not missing:  # every value given, yet they do not go together
         raise UsageError("; ".join(problems))
     make_dirs(directory)

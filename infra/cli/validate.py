@@ -3,7 +3,9 @@
 Prints the validated settings (secrets only as "set") and exits 0, or prints one line naming
 every bad ``gpulab:<key>`` and what it allows (placeholders of the examples among them) and
 exits 2. ``--json``: the settings with their types (numbers, booleans, lists, mappings;
-secrets as ``"[secret]"``), or the list of problems.
+secrets as ``"[secret]"``), or the list of problems. A valid stack's topology may add warning
+lines (``gpulab: warning: ...`` on stderr; ``warnings`` in the JSON): what the lab will not do
+although its keys read as if it would.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ def validate_cmd(
 ) -> None:
     """Check a stack file's gpulab:* config (types, required keys, enums, CIDRs, counts).
 
-    Exit 0 when valid (the settings are printed, secrets only as "set"), 2 naming every bad
-    key at once otherwise (a placeholder of the examples among them)."""
+    Exit 0 when valid (the settings are printed, secrets only as "set"; warnings, such as a
+    security group the cloud does not enforce, on stderr), 2 naming every bad key at once
+    otherwise (a placeholder of the examples among them)."""
     from infra.cli import output
     from infra.config import ConfigError, load_stack_file
+    from infra.topologies import get as topology
 
     ref = resolve(stack, stack_opt)
     try:
@@ -34,6 +38,7 @@ def validate_cmd(
             data = {"stack": ref.name, "file": ref.file, "valid": False, "problems": exc.problems}
             output.emit_failure(data, str(exc), 2)
         raise
+    warnings = topology(cfg.topology).warnings(cfg.args)
     if json_out:
         output.emit(
             {
@@ -44,6 +49,7 @@ def validate_cmd(
                 "lab": cfg.lab,
                 "settings": typed_settings(cfg),
                 "topology_settings": dict(_topology_rows(cfg)),
+                "warnings": warnings,
             }
         )
         return
@@ -57,6 +63,8 @@ def validate_cmd(
     for key, shown in settings(cfg):
         table.add_row(key, shown)
     Console().print(table)
+    for line in warnings:
+        typer.echo(f"gpulab: warning: {line}", err=True)
 
 
 def _set_values(cfg: Any) -> list[tuple[Any, Any]]:

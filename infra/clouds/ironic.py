@@ -136,6 +136,52 @@ def readiness(
     return Readiness(rc, traits, count, nodes)
 
 
+# Ironic network interfaces that leave a node on the network it is cabled to: ``flat`` binds
+# its ports on that pre-configured provider network only, ``noop`` switches nothing. Only
+# ``neutron`` (switch integration) moves a node onto a tenant network such as one a lab makes.
+CABLED_INTERFACES = ("flat", "noop")
+
+
+def network_interfaces(conn: Connection, resource_class: str) -> dict[str, list[str]]:
+    """network_interface -> the nodes of ``resource_class`` that use it (names, sorted)."""
+    rc = normalize_resource_class(resource_class)
+    out: dict[str, list[str]] = {}
+    for n in list_nodes(conn):
+        if _matches(n, rc):
+            iface = getattr(n, "network_interface", None) or "(unset)"
+            out.setdefault(iface, []).append(n.name or n.id)
+    return {k: sorted(v) for k, v in sorted(out.items())}
+
+
+def check_network_interface(
+    conn: Connection, resource_class: str, network: str | None
+) -> list[Check]:
+    """The nodes of ``resource_class`` can attach to the lab's network: on nodes whose
+    network interface is ``flat`` or ``noop`` only an existing network (``network``, the
+    provider network they are cabled to) works, not a network the lab would make."""
+    rc = normalize_resource_class(resource_class)
+    name = f"ironic network interface {rc}"
+    found = network_interfaces(conn, resource_class)
+    if not found:
+        return []
+    shown = "; ".join(f"{iface}: {', '.join(nodes)}" for iface, nodes in found.items())
+    cabled = sorted(i for i in found if i in CABLED_INTERFACES)
+    if network:
+        return [ok(name, f"{shown}; ports on gpulab:network {network}")]
+    if cabled:
+        return [
+            fail(
+                name,
+                f"{shown}: {'/'.join(cabled)} binds a node's ports only on the provider "
+                "network it is cabled to, not on the network the lab would make "
+                "(gpulab:network unset)",
+                "set gpulab:network to that provider network (ironic.conf [neutron] "
+                "provisioning_network, or ask the cloud admin)",
+            )
+        ]
+    return [ok(name, f"{shown}: the nodes join the network the lab makes")]
+
+
 def make_available(
     conn: Connection, resource_class: str, *, wait: bool = True, timeout: float = 600
 ) -> list[str]:
@@ -196,4 +242,13 @@ def audit_nodes(
     return rows
 
 
-__all__ = ["CloudError", "Readiness", "assess", "audit_nodes", "make_available", "readiness"]
+__all__ = [
+    "CloudError",
+    "Readiness",
+    "assess",
+    "audit_nodes",
+    "check_network_interface",
+    "make_available",
+    "network_interfaces",
+    "readiness",
+]

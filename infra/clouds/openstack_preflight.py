@@ -192,6 +192,43 @@ def check_external_network(conn: Connection, name: str) -> list[Check]:
     return _asked(row, run)
 
 
+def check_network(conn: Connection, name: str) -> list[Check]:
+    """The existing network ``gpulab:network`` names: visible to the project, up, with a
+    subnet to take the hosts' addresses from (the lab makes none on it)."""
+    row = f"network {name}"
+
+    def run() -> list[Check]:
+        with guard(f"Neutron network {name}"):
+            net = conn.network.find_network(name, ignore_missing=True)
+        if net is None:
+            return [
+                fail(
+                    row,
+                    "not found (gpulab:network)",
+                    "set gpulab:network to a network the project can use (openstack network "
+                    "list; for Ironic's flat network interface the provisioning network the "
+                    "nodes are cabled to), or remove it to let the lab make one",
+                )
+            ]
+        subnets = list(getattr(net, "subnet_ids", None) or [])
+        if not subnets:
+            return [
+                fail(
+                    row,
+                    "has no subnet: the hosts' ports would get no address (gpulab:network)",
+                    f"openstack subnet create --network {name} --subnet-range CIDR ... "
+                    "(the network's owner), or set gpulab:network to another network",
+                )
+            ]
+        if (net.status or "ACTIVE") != "ACTIVE":
+            return [fail(row, f"status {net.status} (gpulab:network)", "ask the network's owner")]
+        kind = getattr(net, "provider_network_type", None)
+        shown = f"{kind} provider network, " if kind else ""
+        return [ok(row, f"{shown}{len(subnets)} subnet(s), status {net.status}")]
+
+    return _asked(row, run)
+
+
 @dataclass(frozen=True)
 class Demand:
     """What a stack asks of the project's quotas."""

@@ -14,11 +14,10 @@ from __future__ import annotations
 import contextlib
 import socket
 import ssl
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra.clouds import Check, CloudError, fail, ok, one_line
+from infra.clouds import Check, CloudError, fail, guarded, ok, one_line
 
 NVIDIA_VENDOR_ID = 0x10DE
 ServiceInstance = Any  # pyVmomi vim.ServiceInstance
@@ -85,6 +84,22 @@ def connect(
         raise CloudError(one_line(msg, password, user)) from None
 
 
+def connect_server(
+    server: str, user: str, password: str, insecure: bool = False
+) -> ServiceInstance:
+    """:func:`connect` to ``server`` given as ``host`` or ``host:port``."""
+    host, port = split_server(server)
+    return connect(host, user, password, port=port, insecure=insecure)
+
+
+def disconnect(si: ServiceInstance) -> None:
+    """Log out; best effort (the session times out anyway)."""
+    from pyVim.connect import Disconnect
+
+    with contextlib.suppress(Exception):
+        Disconnect(si)
+
+
 def _no_permission(exc: Any) -> str:
     priv = getattr(exc, "privilegeId", None) or "a privilege"
     obj = getattr(exc, "object", None)
@@ -97,21 +112,21 @@ def _fault(exc: Any) -> str:
     return one_line(f"{type(exc).__name__.split('.')[-1]}: {msg}".rstrip(": "))
 
 
-@contextlib.contextmanager
-def guard(what: str) -> Iterator[None]:
+def guard(what: str) -> contextlib.AbstractContextManager[None]:
     """Turn vSphere faults inside the block into a one-line CloudError."""
+    return guarded(what, _describe)
+
+
+def _describe(what: str, exc: Exception) -> str | None:
     from pyVmomi import vim, vmodl
 
-    try:
-        yield
-    except CloudError:
-        raise
-    except vim.fault.NoPermission as exc:
-        raise CloudError(f"{what}: permission denied: {_no_permission(exc)}") from None
-    except (vim.fault.VimFault, vmodl.MethodFault) as exc:
-        raise CloudError(f"{what}: {_fault(exc)}") from None
-    except (ConnectionError, OSError) as exc:
-        raise CloudError(one_line(f"{what}: lost the connection to vCenter ({exc})")) from None
+    if isinstance(exc, vim.fault.NoPermission):
+        return f"{what}: permission denied: {_no_permission(exc)}"
+    if isinstance(exc, vim.fault.VimFault | vmodl.MethodFault):
+        return f"{what}: {_fault(exc)}"
+    if isinstance(exc, ConnectionError | OSError):
+        return one_line(f"{what}: lost the connection to vCenter ({exc})")
+    return None  # not vCenter's failure: raised as it is
 
 
 # ----------------------------------------------------------------------------- inventory
@@ -281,6 +296,50 @@ def set_power(vm: Any, vm_name: str, on: bool) -> None:
         state = vm.runtime.powerState
     if state != want:
         raise CloudError(f"VM {vm_name} is {state} after powering it {'on' if on else 'off'}")
+
+
+GUEST_TOOLS_RUNNING = "guestToolsRunning"
+
+
+def guest_state(vm: Any, vm_name: str) -> tuple[str, str | None]:
+    """(VMware Tools' running status, the guest's primary address or None), as vCenter sees
+    them now."""
+    with guard(f"VM {vm_name}"):
+        guest = vm.guest
+        tools = str(getattr(guest, "toolsRunningStatus", None) or "unknown")
+        address = getattr(guest, "ipAddress", None) or None
+    return tools, address
+
+
+def wait_for_guest(
+    vm: Any,
+    vm_name: str,
+    timeout_s: float,
+    first_s: float = 0.5,
+    max_s: float = 10.0,
+    state: Any = guest_state,
+) -> tuple[float, str]:
+    """After a power-on: wait until VMware Tools run in the guest and it has an address again
+    (a powered-on VM is still booting; vSphere's power-on task ends long before). Polls with a
+    growing pause (``first_s`` doubling up to ``max_s``) until ``timeout_s``; returns (seconds
+    waited, address), else a one-line CloudError naming the VM and what it lacked."""
+    import time
+
+    t0 = time.monotonic()
+    pause = first_s
+    while True:
+        tools, address = state(vm, vm_name)
+        waited = time.monotonic() - t0
+        if tools == GUEST_TOOLS_RUNNING and address:
+            return waited, address
+        if waited >= timeout_s:
+            raise CloudError(
+                f"VM {vm_name}: the guest is not back {timeout_s:.0f} s after power-on "
+                f"(waited for VMware Tools: {tools}, address: {address or 'none'}); raise "
+                "gpulab:host_wait_s if the guest boots slowly"
+            )
+        time.sleep(min(pause, max(timeout_s - waited, 0.0)))
+        pause = min(pause * 2, max_s)
 
 
 def _powered_off(vm: Any, vm_name: str, action: str) -> None:

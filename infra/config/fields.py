@@ -2,9 +2,10 @@
 
 A stack's keys are its topology's (its Args dataclass, ``infra/topologies/<name>/args.py``:
 the shared :class:`~infra.keys.lab.LabArgs` keys and the topology's own) and the keys below,
-which every topology has: the suite, the execution environments, the role inputs of the site
-and workload runs, the measure id. Each field's annotation carries its
-:class:`~infra.keys.key.Key` (value type, help, required, default, secret).
+which every topology has: how long to wait for the hosts, the suite, the execution
+environments, the role inputs of the site and workload runs, the measure id. Each field's
+annotation carries its :class:`~infra.keys.key.Key` (value type, help, required, default,
+secret).
 :mod:`infra.config.model` validates a stack with them, :mod:`infra.config.schema` writes the
 ``config:`` blocks of the Pulumi project files from them.
 """
@@ -14,10 +15,12 @@ from dataclasses import dataclass, field
 from typing import Annotated as A  # the key table's lines stay short
 from typing import Any
 
+from infra.config.proxy import WHAT as PROXY_WHAT
+from infra.config.proxy import p_proxy
 from infra.config.roles import p_site, p_variables, p_workload_secrets
 from infra.keys.key import K, Key, keys_of
 from infra.keys.lab import LabArgs
-from infra.keys.types import List, Parsed, _exec_env, _measure_id, _suite
+from infra.keys.types import Int, List, Parsed, _exec_env, _measure_id, _suite
 from workloads import execenv
 
 __all__ = ["RUN_KEYS", "LabConfig"]
@@ -38,6 +41,10 @@ class LabConfig:
 
     args: LabArgs
     # fmt: off
+    host_wait_s: A[int, K(Int(10, 86400), "seconds to wait for each host to answer SSH and for "
+                          "cloud-init to finish, after the cloud reports it ready; changes no "
+                          "diff", default=600)] = 600
+    # what the lab measures once its hosts are ready
     suite: A[str, K(Parsed(_suite, "a suite in workloads/suites/"),
                     "workload suite to run on the GPU hosts", default="smoke")] = "smoke"
     execution_envs: A[tuple[str, ...], K(
@@ -62,6 +69,10 @@ class LabConfig:
         "role inputs of the site Ansible run (<role>_* or gpulab_* variables, "
         "e.g. nvidia_driver_cuda_repo_url, workload_env_pip_index_url)",
         default={})] = field(default_factory=dict)
+    proxy: A[dict[str, Any], K(
+        Parsed(p_proxy, PROXY_WHAT, dict[str, Any]),
+        "HTTP/HTTPS proxy of the site run's package, pip, download and image steps "
+        "(http, https, no_proxy; docs/ansible.md)", default={})] = field(default_factory=dict)
     measure_id: A[str, K(Parsed(_measure_id, "up to 64 letters, digits, '.', '_', ':' or '-' "
                                 "(gpulab measure sets it)"),
                          "a change re-runs only the workload runs (gpulab measure sets it)",

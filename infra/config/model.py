@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
-from infra.config import vendor_check
+from infra.config import site_urls, vendor_check
 from infra.config.fields import RUN_KEYS, LabConfig
 from infra.errors import UsageError
 from infra.keys.key import Key
@@ -171,6 +171,7 @@ def validate(raw: dict[str, Any]) -> LabConfig:
     # the topology's own checks across keys (vsphere-gpu modes, magnum-k8s bare metal...)
     spec.check_config(raw, values, problems)
     _check_measure_envs(spec, values, problems)
+    problems += site_urls.problems(values.get("site") or {})  # hosts the lab hosts look up
     if not problems:  # what gpulab:site makes the GPU roles install, against the vendors' lists
         problems += vendor_check.problems(spec.name, values)
     if problems:

@@ -44,8 +44,10 @@ def measure_envs(cfg: LabConfig) -> list[str]:
 
 def site_variables(cfg: LabConfig, envs: list[str]) -> dict[str, Any]:
     """The site run's extravars: ``gpulab:site``'s plain role inputs under the program's own
-    ``gpulab_*`` variables (the program's win). Its secret role inputs are not here:
+    ``gpulab_*`` variables (the program's win), the proxy and the names its hosts resolve
+    (:func:`infra.lab_net.site_variables`). Its secret role inputs are not here:
     :func:`site_secrets`."""
+    from infra import lab_net
     from infra.config.roles import split_site
 
     variables, _secrets = split_site(cfg.site)
@@ -54,6 +56,7 @@ def site_variables(cfg: LabConfig, envs: list[str]) -> dict[str, Any]:
             "gpulab_topology": cfg.topology,
             "gpulab_lab": cfg.lab,
             "gpulab_exec_envs": envs,  # site.yml prepares these execution environments
+            **lab_net.site_variables(cfg),
         }
     )
     return variables
@@ -70,23 +73,19 @@ def site_secrets(cfg: LabConfig) -> dict[str, Any]:
     return secrets
 
 
-def measure(
-    cfg: LabConfig, component: Any, hosts: list[Host], results_dir: str | None = None
-) -> dict[str, Any]:
+def measure(cfg: LabConfig, component: Any, hosts: list[Host]) -> dict[str, Any]:
     """Configure the hosts, run the suite on them, export ``provision`` and ``results``.
 
-    ``results_dir``: where the workload runs fetch their records (default
-    :func:`infra.paths.stack_results_dir` of the running stack).
+    The workload runs fetch their records to ``<results root>/<stack>/`` of the machine that
+    runs the command (:func:`infra.paths.stack_results_dir`): the stack's name is their input,
+    the results root is not (where records go changes no diff).
     """
     import pulumi
 
     from infra.dynamic.ansible_run import AnsibleRun
     from infra.dynamic.workload_run import WorkloadRun
-    from infra.paths import stack_results_dir
     from infra.summary import merge_summaries
 
-    if results_dir is None:
-        results_dir = str(stack_results_dir(pulumi.get_stack()))
     all_hosts = [h.to_output() for h in hosts]
     gpu_hosts = [h.to_output() for h in hosts if h.gpu_path != "none"]
     envs = execution_envs(cfg)  # what the site prepares
@@ -118,13 +117,14 @@ def measure(
             lab=cfg.lab,
             variables=dict(cfg.workload_variables),
             secrets=cfg.workload_secrets,  # secret Output: only the play's secrets file
-            results_dir=results_dir,
+            stack=pulumi.get_stack(),
+            machines=site.machines,  # a re-provisioned machine is measured again
             triggers=[measure_id],  # `gpulab measure` changes it: only these runs re-run
             opts=pulumi.ResourceOptions(depends_on=[previous]),
         )
         runs.append(previous)
-    provision = pulumi.Output.all(site.status, site.summary, site.facts).apply(
-        lambda a: {"status": a[0], "hosts": a[1], "facts": a[2]}
+    provision = pulumi.Output.all(site.status, site.summary, site.facts, site.waited).apply(
+        lambda a: {"status": a[0], "hosts": a[1], "facts": a[2], "waited": a[3]}
     )
     results = pulumi.Output.all(*[r.summary for r in runs]).apply(merge_summaries)
     pulumi.export("provision", provision)

@@ -11,10 +11,23 @@ play re-runs it on the next ``up``; nothing else does.
 Outputs: ``summary`` (per host: ok / changed / failed / unreachable / skipped), ``facts`` (per
 host: the NVIDIA driver and CUDA versions the play found, GPU facts), ``status``, ``elapsed_s``.
 
-``diff`` compares every input (``secrets`` by digest); a change re-runs the play in place.
-``read`` (``pulumi refresh``, ``up --refresh``) returns the stored outputs: a play's result
-cannot be read back from the hosts without running it again. ``delete`` runs nothing: a
-configured host cannot be un-configured, it goes away with its topology.
+Every host entry carries its machine's ``identity`` (instance id, VM UUID: see
+infra.hosts.Host), so a replaced machine changes the ``hosts`` input. Before the play the run
+waits until each host's sshd answers (:func:`infra.wait.wait_for_sshd`, bounded by
+``gpulab:host_wait_s``, which the provider reads from the stack config: waiting longer changes
+no diff); site.yml's first play (playbooks/wait.yml) then waits for the login and cloud-init and
+reports each host's machine id. Outputs add ``waited`` (per host: when sshd answered, the login
+and cloud-init waits, the first task), ``machines`` (machine id per host at its last run) and
+``ran_on`` (the hosts the last run covered).
+
+``diff`` compares every input (``secrets`` by digest); a change re-runs the play in place: on
+every host, or, when nothing but host entries changed, only on the hosts whose entry is new or
+different (a replaced machine), keeping the other hosts' recap. ``read`` (``pulumi refresh``,
+``up --refresh``) runs playbooks/wait.yml to read each host's machine id back
+(``machines_now``); a host whose machine id is not the one it was provisioned with (re-imaged
+behind the same identity) makes the next ``diff`` report a change, and the update runs on that
+host only. ``delete`` runs nothing: a configured host cannot be un-configured, it goes away
+with its topology.
 
 The engine runs these methods in its own provider host (``python -m pulumi.dynamic``, cwd =
 the program directory = the repository root, the project's ``.venv``): this module imports
@@ -41,13 +54,17 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
-REPO = Path(__file__).resolve().parents[2]
-PLAYBOOKS = REPO / "playbooks"
+from infra.paths import PROJECT
+
+PLAYBOOKS = PROJECT / "playbooks"
 
 # Inputs whose change re-runs the play (compared in diff); "secrets" is compared by digest.
 RUN_INPUTS = ("hosts", "playbook", "variables", "playbook_digest", "triggers")
 # What create/update add to the inputs; never compared in diff.
-OUTPUTS = ("secrets_digest", "secrets_salt", "summary", "facts", "status", "elapsed_s", "ran_at")
+OUTPUTS = ("secrets_digest", "secrets_salt", "summary", "facts", "status", "elapsed_s", "ran_at",
+           "waited", "machines", "machines_now", "ran_on")  # fmt: skip
+WAIT_PLAYBOOK = "wait.yml"  # site.yml's first play; what read() runs to see the machine ids
+READ_WAIT_S = 30.0  # read(): at most this long for an answering host to log in
 # PBKDF2 rounds of the secrets digest: a guess of the secret costs this many HMACs.
 SECRETS_DIGEST_ROUNDS = 100_000
 # Fact names (set_fact / gathered) reported as the driver and CUDA versions found.
@@ -154,6 +171,17 @@ def secrets_digest(secrets: Any, salt: str | None) -> str | None:
     return key.hex()
 
 
+def kept_inputs(props: dict[str, Any], inputs: tuple[str, ...]) -> dict[str, Any]:
+    """What a run keeps in the state of its inputs: each of ``inputs``, and of the secrets
+    only their digest under a fresh salt (never the secrets)."""
+    salt = new_salt() if props.get("secrets") else None
+    return {
+        **{k: props.get(k) for k in inputs},
+        "secrets_digest": secrets_digest(props.get("secrets"), salt),
+        "secrets_salt": salt,
+    }
+
+
 def host_objects(hosts: list[dict[str, Any]]) -> list[Any]:
     from infra.hosts import Host
 
@@ -161,12 +189,16 @@ def host_objects(hosts: list[dict[str, Any]]) -> list[Any]:
 
 
 class FactCollector:
-    """An ansible-runner event handler keeping the facts that set_fact / setup returned."""
+    """An ansible-runner event handler keeping the facts that set_fact / setup returned, and
+    per host when its first task after the wait play started (as the fact
+    ``gpulab_first_task_at``, epoch seconds)."""
 
     def __init__(self) -> None:
         self.facts: dict[str, dict[str, Any]] = {}
 
     def __call__(self, event: dict[str, Any]) -> bool:
+        if event.get("event") == "runner_on_start":
+            _first_task(self.facts, event)
         if event.get("event") == "runner_on_ok":
             data = event.get("event_data") or {}
             res = data.get("res") or {}
@@ -178,6 +210,26 @@ class FactCollector:
 
     def report(self, names: list[str]) -> dict[str, dict[str, Any]]:
         return {n: gpu_facts(self.facts.get(n, {})) for n in names}
+
+
+def _first_task(facts: dict[str, dict[str, Any]], event: dict[str, Any]) -> None:
+    """Keep when ``event`` (a task starting on a host) started, for its host's first task
+    after the wait play (ansible-runner's ``created`` is UTC, with or without a zone)."""
+    from datetime import UTC, datetime
+
+    from infra.wait import WAIT_PLAY
+
+    data = event.get("event_data") or {}
+    host = str(data.get("host", "?"))
+    if data.get("play") == WAIT_PLAY or "gpulab_first_task_at" in facts.get(host, {}):
+        return
+    try:
+        created = datetime.fromisoformat(str(event.get("created")))
+    except ValueError:
+        return
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=UTC)
+    facts.setdefault(host, {})["gpulab_first_task_at"] = created.timestamp()
 
 
 def gpu_facts(facts: dict[str, Any]) -> dict[str, Any]:
@@ -213,6 +265,7 @@ def _play(
     hosts: list[dict[str, Any]],
     extravars: dict[str, Any] | None,
     secrets: dict[str, Any] | None,
+    limit: str | None = None,
 ) -> tuple[Any, dict[str, dict[str, Any]]]:
     """In the fresh interpreter: the run's result (not raised) and the facts it set."""
     from infra.ansible import run_playbook
@@ -225,6 +278,7 @@ def _play(
         secrets=secrets,
         event_handler=collector,
         check=False,
+        limit=limit,
     )
     return result, collector.facts
 
@@ -234,8 +288,10 @@ def play_in_fresh_process(
     hosts: list[dict[str, Any]],
     extravars: dict[str, Any] | None = None,
     secrets: dict[str, Any] | None = None,
+    limit: str | None = None,
 ) -> tuple[Any, dict[str, dict[str, Any]]]:
     """``run_playbook(..., check=False)`` in a fresh interpreter; (PlaybookResult, facts).
+    ``limit``: Ansible's ``--limit`` (the play runs on those hosts only).
 
     The engine's provider host is a gRPC server. ansible-runner forks it (pexpect) and runs
     Python in the child before exec, where gRPC's fork handlers leave the child broken
@@ -248,7 +304,7 @@ def play_in_fresh_process(
 
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
-        return pool.submit(_play, playbook, hosts, extravars, secrets).result()
+        return pool.submit(_play, playbook, hosts, extravars, secrets, limit).result()
 
 
 def input_changes(
@@ -265,19 +321,31 @@ def input_changes(
 
 
 class PlayRunProvider(ResourceProvider):
-    """What AnsibleRun and WorkloadRun share: diff compares every input, read returns the stored
-    outputs, update runs again, delete runs nothing. Subclasses give ``RUN_INPUTS``,
-    ``OUTPUTS``, ``check``, ``create`` and ``_run``."""
+    """What AnsibleRun and WorkloadRun share: diff compares every input (but ``NOT_COMPARED``),
+    read returns the stored outputs, update runs again, delete runs nothing; both wait for the
+    hosts' sshd before their play, bounded by ``gpulab:host_wait_s`` (:meth:`configure`).
+    Subclasses give ``RUN_INPUTS``, ``OUTPUTS``, ``check``, ``create`` and ``_run``."""
 
     serialize_as_secret_always = False
     RUN_INPUTS: tuple[str, ...] = ()
     OUTPUTS: tuple[str, ...] = ()
+    NOT_COMPARED: tuple[str, ...] = ()  # inputs that never change the diff
+    host_wait_s: float = 600.0  # the stack's gpulab:host_wait_s once configure() ran
+
+    def configure(self, req: Any) -> None:
+        """The engine hands the provider the stack config: ``gpulab:host_wait_s``. Kept out of
+        the inputs, so waiting longer changes no diff."""
+        from infra.wait import host_wait_s
+
+        self.host_wait_s = host_wait_s(req.config)
 
     def changed_inputs(self, olds: dict[str, Any], news: dict[str, Any]) -> list[str]:
         """Every run input, with ``secrets`` compared by its salted digest (the state keeps no
         secret; a digest of an older release, without salt, counts as changed)."""
         changed = [
-            k for k in input_changes(olds, news, self.RUN_INPUTS, self.OUTPUTS) if k != "secrets"
+            k
+            for k in input_changes(olds, news, self.RUN_INPUTS, self.OUTPUTS + self.NOT_COMPARED)
+            if k != "secrets"
         ]
         old_digest = olds.get("secrets_digest")
         if bool(old_digest) != bool(news.get("secrets")) or (
@@ -304,9 +372,48 @@ class PlayRunProvider(ResourceProvider):
     def _run(self, props: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
 
+    def wait_for_hosts(self, hosts: list[Any]) -> list[Any]:
+        """Wait until each host's sshd answers (:func:`infra.wait.wait_for_sshd`)."""
+        from infra.wait import wait_for_sshd
+
+        return wait_for_sshd(hosts, self.host_wait_s)
+
+
+def reimaged(props: dict[str, Any]) -> list[str]:
+    """Hosts whose machine id, as ``read`` saw it, is not the one they were provisioned with."""
+    was, now = props.get("machines"), props.get("machines_now")
+    if not isinstance(was, dict) or not isinstance(now, dict):  # none read, or unknown
+        return []
+    return sorted(h for h, m in now.items() if m and was.get(h) and m != was[h])
+
+
+def read_machine_ids(hosts: list[dict[str, Any]], timeout_s: float) -> dict[str, str]:
+    """Each answering host's machine id, read with playbooks/wait.yml. A host whose sshd does
+    not answer now, or that does not log in within ``timeout_s``, is left out: nothing is known
+    about it (``refresh`` does not wait for a lab that is down)."""
+    from infra.wait import REPORT_FACT, HostReport, probe_sshd, ssh_target
+
+    answering = []
+    for h in host_objects(hosts):
+        target = ssh_target(h)
+        if isinstance(target, str) or probe_sshd(*target) is None:
+            answering.append(h.name)
+    if not answering:
+        return {}
+    _result, facts = play_in_fresh_process(
+        WAIT_PLAYBOOK,
+        hosts,
+        extravars={"gpulab_host_wait_s": int(timeout_s)},
+        limit=",".join(answering),
+    )
+    ids = {h: HostReport.from_fact(f.get(REPORT_FACT)).machine_id for h, f in facts.items()}
+    return {h: m for h, m in ids.items() if m}
+
 
 class AnsibleRunProvider(PlayRunProvider):
-    """create/update run the playbook; diff says whether the inputs changed; delete is a no-op."""
+    """create/update run the playbook (update: on the changed hosts only when nothing but host
+    entries changed); diff says whether the inputs changed or a host was re-imaged; read reads
+    the machine ids back; delete is a no-op."""
 
     RUN_INPUTS = RUN_INPUTS
     OUTPUTS = OUTPUTS
@@ -323,54 +430,117 @@ class AnsibleRunProvider(PlayRunProvider):
             failures.append(CheckFailure("variables", "variables must be a mapping"))
         return CheckResult(news, failures)
 
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        changed = bool(self.changed_inputs(olds, news)) or bool(reimaged(olds))
+        return DiffResult(changes=changed, replaces=[], delete_before_replace=False)
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        hosts = props.get("hosts") or []
+        if not hosts:
+            return ReadResult(id_, dict(props))
+        now = read_machine_ids(hosts, min(self.host_wait_s, READ_WAIT_S))
+        return ReadResult(id_, {**props, "machines_now": {**(props.get("machines") or {}), **now}})
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(self._run(news, only=self.hosts_to_run(olds, news), previous=olds))
+
+    def hosts_to_run(self, olds: dict[str, Any], news: dict[str, Any]) -> list[str] | None:
+        """None: every host. A list: only those, when nothing but host entries changed (a new
+        or replaced machine, a changed address) or ``read`` found re-imaged hosts."""
+        if set(self.changed_inputs(olds, news)) - {"hosts"}:
+            return None
+        before = {h.get("name"): h for h in olds.get("hosts") or []}
+        names = [h["name"] for h in news.get("hosts") or [] if before.get(h["name"]) != h]
+        present = {h["name"] for h in news.get("hosts") or []}
+        names += [h for h in reimaged(olds) if h in present and h not in names]
+        return names
+
     def create(self, props: dict[str, Any]) -> CreateResult:
         import uuid
 
         return CreateResult(f"ansible-{uuid.uuid4().hex[:12]}", self._run(props))
 
-    def _run(self, props: dict[str, Any]) -> dict[str, Any]:
+    def _run(
+        self,
+        props: dict[str, Any],
+        only: list[str] | None = None,
+        previous: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        import sys
         import time
         from datetime import UTC, datetime
 
         from infra.ansible import PlaybookError
+        from infra.wait import REPORT_FACT, HostReport, wait_lines, waited_outputs
 
         hosts = host_objects(props["hosts"])
-        collector = FactCollector()
+        run_on = [h for h in hosts if only is None or h.name in only]
+        ran = {h.name for h in run_on}
+        names = {h.name for h in hosts}
+        before = previous or {}
+
+        def kept(key: str) -> dict[str, Any]:
+            """The previous run's value of ``key`` for the hosts this run leaves alone."""
+            old = before.get(key) or {}
+            return {n: v for n, v in old.items() if n in names and n not in ran}
+
         t0 = time.monotonic()
-        result, collector.facts = play_in_fresh_process(
-            props["playbook"],
-            props["hosts"],
-            extravars=props.get("variables") or None,
-            secrets=props.get("secrets") or None,
-        )
-        if not result.ok:
-            raise PlaybookError(result)
-        # The lab's hosts only: a play on the controller (site.yml's Kubernetes GPU play on
-        # localhost) would add a recap line for a machine that is not part of the lab; had it
-        # failed, the run would have stopped above with its error.
-        lab_hosts = {h.name for h in hosts}
-        summary = {
-            name: {
-                "ok": s.ok,
-                "changed": s.changed,
-                "failed": s.failed,
-                "unreachable": s.unreachable,
-                "skipped": s.skipped,
+        facts: dict[str, dict[str, Any]] = {}
+        summary: dict[str, dict[str, int]] = {}
+        waited: dict[str, dict[str, Any]] = {}
+        status = before.get("status") or "successful"
+        if run_on:
+            sshd = self.wait_for_hosts(run_on)
+            result, facts = play_in_fresh_process(
+                props["playbook"],
+                props["hosts"],
+                extravars={
+                    **(props.get("variables") or {}),
+                    "gpulab_host_wait_s": int(self.host_wait_s),
+                },
+                secrets=props.get("secrets") or None,
+                limit=",".join(h.name for h in run_on) if only is not None else None,
+            )
+            reports = {n: HostReport.from_fact(f.get(REPORT_FACT)) for n, f in facts.items()}
+            for line in wait_lines(sshd, reports):
+                print(line, file=sys.stderr, flush=True)
+            if not result.ok:
+                raise PlaybookError(result)
+            first = {n: f["gpulab_first_task_at"] for n, f in facts.items()
+                     if "gpulab_first_task_at" in f}  # fmt: skip
+            waited = waited_outputs(sshd, reports, first)
+            status = result.status
+            # The lab's hosts only: a play on the controller (site.yml's Kubernetes GPU play on
+            # localhost) would add a recap line for a machine that is not part of the lab; had
+            # it failed, the run would have stopped above with its error.
+            summary = {
+                name: {
+                    "ok": s.ok,
+                    "changed": s.changed,
+                    "failed": s.failed,
+                    "unreachable": s.unreachable,
+                    "skipped": s.skipped,
+                }
+                for name, s in sorted(result.hosts.items())
+                if name in ran
             }
-            for name, s in sorted(result.hosts.items())
-            if name in lab_hosts
+        collector = FactCollector()
+        collector.facts = facts
+        machines = {
+            n: HostReport.from_fact(f.get(REPORT_FACT)).machine_id for n, f in facts.items()
         }
-        outs = {k: props.get(k) for k in RUN_INPUTS}
-        salt = new_salt() if props.get("secrets") else None
+        outs = kept_inputs(props, RUN_INPUTS)
         outs.update(
             {
-                "secrets_digest": secrets_digest(props.get("secrets"), salt),
-                "secrets_salt": salt,
-                "summary": summary,
-                "facts": collector.report([h.name for h in hosts]),
-                "status": result.status,
+                "summary": dict(sorted({**kept("summary"), **summary}.items())),
+                "facts": {**kept("facts"), **collector.report(sorted(ran))},
+                "status": status,
                 "elapsed_s": round(time.monotonic() - t0, 2),
                 "ran_at": datetime.now(UTC).isoformat(timespec="seconds"),
+                "waited": {**kept("waited"), **waited},
+                "machines": {**kept("machines"), **{n: m for n, m in machines.items() if m}},
+                "machines_now": None,
+                "ran_on": sorted(ran),
             }
         )
         return outs
@@ -382,6 +552,9 @@ class AnsibleRun(pulumi.dynamic.Resource, module="gpulab", name="AnsibleRun"):
     summary: pulumi.Output[dict[str, Any]]
     facts: pulumi.Output[dict[str, Any]]
     status: pulumi.Output[str]
+    machines: pulumi.Output[dict[str, str]]
+    waited: pulumi.Output[dict[str, Any]]
+    ran_on: pulumi.Output[list[str]]
 
     def __init__(
         self,
@@ -414,5 +587,9 @@ class AnsibleRun(pulumi.dynamic.Resource, module="gpulab", name="AnsibleRun"):
             "status": None,
             "elapsed_s": None,
             "ran_at": None,
+            "waited": None,
+            "machines": None,
+            "machines_now": None,
+            "ran_on": None,
         }
         super().__init__(AnsibleRunProvider(), name, props, opts)

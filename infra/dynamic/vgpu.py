@@ -10,12 +10,15 @@ or ``host:port``), ``user``, ``password`` (a secret; kept secret in state throug
 ``create`` attaches with :func:`infra.clouds.vsphere.attach_vgpu`: nothing happens to a VM
 that already has the profile; otherwise a powered-on VM is powered off (vSphere changes vGPU
 devices only on a powered-off VM) and back on afterwards, a powered-off one stays off, and a
-suspended one is an error (powering it off would drop its memory). ``delete`` detaches the
-same way and succeeds when the VM or the device is already gone. ``read`` (``pulumi refresh``)
-asks vCenter whether the VM still has the profile: no VM or no device means the resource is
-gone (the next ``up`` attaches again); an unreachable vCenter leaves the stored outputs. A
-changed VM UUID, profile or vCenter replaces the resource; credentials and the name update in
-place.
+suspended one is an error (powering it off would drop its memory). After powering a VM back on
+it waits until the guest is back (:func:`infra.clouds.vsphere.wait_for_guest`: VMware Tools
+running, an address; at most ``gpulab:host_wait_s``, read from the stack config); the site and
+workload runs that depend on this resource then wait for its sshd (infra/wait.py).
+``delete`` detaches the same way and succeeds when the VM or the device is already gone.
+``read`` (``pulumi refresh``) asks vCenter whether the VM still has the profile: no VM or no
+device means the resource is gone (the next ``up`` attaches again); an unreachable vCenter
+leaves the stored outputs. A changed VM UUID, profile or vCenter replaces the resource
+(delete before create: a VM holds one vGPU profile); credentials and the name update in place.
 
 The engine runs the provider in its own host process (cwd = the repository root): it holds no
 state, imports the vSphere SDK inside its methods, and dill pickles it by reference.
@@ -64,8 +67,11 @@ def _disconnect(si: Any) -> None:
         pass
 
 
-def _with_vm_off(vm: Any, vm_name: str, change: Callable[[], list[str]]) -> list[str]:
-    """Run ``change()`` with the VM powered off, then restore its power state."""
+def _with_vm_off(
+    vm: Any, vm_name: str, change: Callable[[], list[str]], wait_s: float
+) -> list[str]:
+    """Run ``change()`` with the VM powered off, then restore its power state; a VM powered
+    back on is waited for until its guest is back (at most ``wait_s``)."""
     from infra.clouds import CloudError, vsphere
 
     state = vsphere.power_state(vm, vm_name)
@@ -82,9 +88,17 @@ def _with_vm_off(vm: Any, vm_name: str, change: Callable[[], list[str]]) -> list
     finally:
         if was_on:
             vsphere.set_power(vm, vm_name, on=True)
+            vsphere.wait_for_guest(vm, vm_name, wait_s)
 
 
 class VgpuProfileProvider(ResourceProvider):
+    host_wait_s: float = 600.0  # the stack's gpulab:host_wait_s once configure() ran
+
+    def configure(self, req: Any) -> None:
+        from infra.wait import host_wait_s
+
+        self.host_wait_s = host_wait_s(req.config)
+
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         from infra.keys.types import VGPU_PROFILE_RE
 
@@ -112,7 +126,10 @@ class VgpuProfileProvider(ResourceProvider):
             profiles = vsphere.vgpu_profiles_of(vm, name)
             if profile not in profiles:
                 profiles = _with_vm_off(
-                    vm, name, lambda: vsphere.attach_vgpu(si, name, profile, uuid=uuid)
+                    vm,
+                    name,
+                    lambda: vsphere.attach_vgpu(si, name, profile, uuid=uuid),
+                    self.host_wait_s,
                 )
         finally:
             _disconnect(si)
@@ -149,12 +166,40 @@ class VgpuProfileProvider(ResourceProvider):
             vm = vsphere.find_vm_by_uuid(si, uuid, name)
             if vm is None or profile not in vsphere.vgpu_profiles_of(vm, name):
                 return  # VM or device already gone: nothing left to delete
-            _with_vm_off(vm, name, lambda: vsphere.detach_vgpu(si, name, profile, uuid=uuid))
+            _with_vm_off(
+                vm,
+                name,
+                lambda: vsphere.detach_vgpu(si, name, profile, uuid=uuid),
+                self.host_wait_s,
+            )
         finally:
             _disconnect(si)
 
 
-class VgpuProfile(pulumi.dynamic.Resource):
+class _VcenterResource(pulumi.dynamic.Resource):
+    """A dynamic resource that works through vCenter: its own inputs and the vCenter login
+    (``password`` a secret in the state, as an input and as an output)."""
+
+    def __init__(
+        self,
+        provider: ResourceProvider,
+        name: str,
+        props: dict[str, Any],
+        *,
+        server: pulumi.Input[str],
+        user: pulumi.Input[str],
+        password: pulumi.Input[str],
+        insecure: pulumi.Input[bool],
+        opts: pulumi.ResourceOptions | None,
+    ) -> None:
+        opts = pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(additional_secret_outputs=["password"])
+        )
+        login = {"server": server, "user": user, "password": password, "insecure": insecure}
+        super().__init__(provider, name, {**props, **login}, opts)
+
+
+class VgpuProfile(_VcenterResource):
     """One vGPU ``profile`` on the VM whose UUID is ``vm_uuid``."""
 
     vm_name: pulumi.Output[str]
@@ -175,115 +220,16 @@ class VgpuProfile(pulumi.dynamic.Resource):
         insecure: pulumi.Input[bool] = False,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        opts = pulumi.ResourceOptions.merge(
-            opts, pulumi.ResourceOptions(additional_secret_outputs=["password"])
-        )
         super().__init__(
             VgpuProfileProvider(),
             name,
-            {
-                "vm_uuid": vm_uuid,
-                "vm_name": vm_name,
-                "profile": profile,
-                "server": server,
-                "user": user,
-                "password": password,
-                "insecure": insecure,
-                "profiles": None,
-            },
-            opts,
-        )
+            {"vm_uuid": vm_uuid, "vm_name": vm_name, "profile": profile, "profiles": None},
+            server=server, user=user, password=password, insecure=insecure, opts=opts,
+        )  # fmt: skip
 
 
-class VgpuPolicyProvider(ResourceProvider):
-    """The arm's vGPU scheduling policy on the cluster's GPU hosts
-    (:mod:`infra.clouds.vgpu_policy`): ``create`` records the esxcli command and the hosts it
-    is for, and sets the nvidia module option through the vSphere API only when ``apply``.
-    ``delete`` leaves the hosts as they are: the policy is a host setting, shared by every VM
-    on them, and changing it back needs a reboot the operator plans."""
+# The policy resource lives in infra.dynamic.vgpu_policy; its names stay importable from here,
+# where stacks made before the move pickled its provider.
+from infra.dynamic.vgpu_policy import VgpuPolicy, VgpuPolicyProvider  # noqa: E402
 
-    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        from infra.clouds.vgpu_policy import RMPVMRL
-
-        failures = []
-        if news.get("policy") not in RMPVMRL:
-            failures.append(
-                CheckFailure("policy", f"not one of {', '.join(RMPVMRL)}: {news.get('policy')!r}")
-            )
-        for key in ("cluster", "server", "user", "password"):
-            if not news.get(key):
-                failures.append(CheckFailure(key, f"{key} is required"))
-        return CheckResult(news, failures)
-
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        replaces = [
-            k
-            for k in ("policy", "cluster", "profile", "apply", "server")
-            if olds.get(k) != news.get(k)
-        ]
-        changed = replaces or [k for k in UPDATE_ON if olds.get(k) != news.get(k)]
-        return DiffResult(changes=bool(changed), replaces=replaces)
-
-    def create(self, props: dict[str, Any]) -> CreateResult:
-        from infra.clouds import vgpu_policy
-
-        si = _connect(props)
-        try:
-            plan = vgpu_policy.plan_policy(
-                si, str(props["cluster"]), str(props["policy"]), props.get("profile") or None
-            )
-            if props.get("apply"):
-                plan = vgpu_policy.apply_policy(si, plan)
-        finally:
-            _disconnect(si)
-        return CreateResult(f"{props['cluster']}/{plan.policy}", {**props, "plan": plan.as_dict()})
-
-    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        return ReadResult(id_, dict(props))
-
-    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult({**olds, **news})
-
-    def delete(self, _id: str, props: dict[str, Any]) -> None:
-        return None
-
-
-class VgpuPolicy(pulumi.dynamic.Resource):
-    """The vGPU scheduling ``policy`` of ``cluster``'s GPU hosts; ``plan`` is what was recorded
-    (policy, RmPVMRL value, esxcli command, hosts, hosts changed, reboot due)."""
-
-    plan: pulumi.Output[dict[str, Any]]
-
-    def __init__(
-        self,
-        name: str,
-        *,
-        cluster: pulumi.Input[str],
-        policy: pulumi.Input[str],
-        profile: pulumi.Input[str] | None,
-        apply: pulumi.Input[bool],
-        server: pulumi.Input[str],
-        user: pulumi.Input[str],
-        password: pulumi.Input[str],
-        insecure: pulumi.Input[bool] = False,
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
-        opts = pulumi.ResourceOptions.merge(
-            opts, pulumi.ResourceOptions(additional_secret_outputs=["password"])
-        )
-        super().__init__(
-            VgpuPolicyProvider(),
-            name,
-            {
-                "cluster": cluster,
-                "policy": policy,
-                "profile": profile,
-                "apply": apply,
-                "server": server,
-                "user": user,
-                "password": password,
-                "insecure": insecure,
-                "plan": None,
-            },
-            opts,
-        )
+__all__ = ["VgpuPolicy", "VgpuPolicyProvider", "VgpuProfile", "VgpuProfileProvider"]

@@ -7,14 +7,23 @@ default the execution environment), ``topology``, ``lab``, ``variables`` (more e
 ``playbooks/workloads.yml``, e.g. a container image), ``secrets`` (secret role inputs, e.g.
 ``workload_run_registry_password``: a Pulumi secret handed to Ansible only in the private 0600
 secrets file of :func:`infra.dynamic.ansible_run.play_in_fresh_process`, never in extravars,
-outputs or state, which keep only a salted PBKDF2 digest with its salt, as AnsibleRun does) and
-``triggers``. The suite file's digest
-is an input too: editing the suite re-runs it on the next ``up``; nothing else does.
+outputs or state, which keep only a salted PBKDF2 digest with its salt, as AnsibleRun does),
+``machines`` (the site run's machine id per host: a re-provisioned machine is measured again)
+and ``triggers``. The suite file's digest is an input too: editing the suite re-runs it on the
+next ``up``; nothing else does.
 
-It runs ``playbooks/workloads.yml``, which runs the runner on every host and fetches the result
-records to ``<results_dir>/<run-id>/<host>/`` on this machine (``results_dir`` input, else
-:func:`infra.paths.stack_results_dir` of ``lab``), and outputs ``summary`` (the shape of
-:mod:`infra.summary`: median images/sec and elapsed per model and scenario, run status),
+Where the records go is not an input that counts: ``stack`` (the stack's name) is never
+compared in ``diff``, and the results root is the one of the machine running the command
+(:func:`infra.paths.stack_results_dir`: ``$GPULAB_RESULTS``, else ``results/`` under the
+directory the engine starts the provider host in), so another checkout, another operator or a
+changed ``GPULAB_RESULTS`` re-runs nothing. A ``results_dir`` kept in the state by an older
+release is ignored.
+
+It waits until each host's sshd answers (``gpulab:host_wait_s``), then runs
+``playbooks/workloads.yml``, which runs the runner on every host and fetches the result
+records to ``<results root>/<stack>/<run-id>/<host>/`` on this machine, and outputs
+``summary`` (the shape of :mod:`infra.summary`: median images/sec and elapsed per model and
+scenario, run status),
 ``records`` (the fetched JSON Lines files), ``records_dir``, ``run_id`` and ``status``.
 
 When the play fails on some hosts, the records the other hosts finished stay where they were
@@ -40,10 +49,11 @@ from pulumi.dynamic import (
 )
 
 from infra.ansible.runner import PlaybookError, PlaybookResult
-from infra.dynamic.ansible_run import PlayRunProvider, new_salt, secrets_digest
+from infra.dynamic.ansible_run import PlayRunProvider, host_objects, kept_inputs
+from infra.paths import shown
 from workloads.execenv import accepted as accepted_exec_envs
+from workloads.suites import SUITES_DIR
 
-REPO = Path(__file__).resolve().parents[2]
 EXEC_ENVS = accepted_exec_envs()  # workloads/execenv.py: names, then aliases
 RUN_INPUTS = (
     "hosts",
@@ -54,9 +64,11 @@ RUN_INPUTS = (
     "topology",
     "lab",
     "variables",
-    "results_dir",
+    "machines",
     "triggers",
 )
+# Inputs that never change the diff: where the records go on the controller.
+LOCATION = ("stack", "results_dir")
 # What create/update add to the inputs; never compared in diff.
 OUTPUTS = (
     "secrets_digest",
@@ -85,19 +97,18 @@ class WorkloadRunError(PlaybookError):
 
 
 def results_dir_of(props: dict[str, Any]) -> Path:
-    """The ``results_dir`` input, else ``infra.paths.stack_results_dir(lab)``."""
+    """``infra.paths.stack_results_dir`` of the ``stack`` input (else of ``lab``) on the machine
+    running the command: where this run fetches its records."""
     from infra.paths import stack_results_dir
 
-    if props.get("results_dir"):
-        return Path(props["results_dir"])
-    return stack_results_dir(props.get("lab") or "local")
+    return stack_results_dir(props.get("stack") or props.get("lab") or "local")
 
 
 def suite_file(suite: str) -> Path | None:
     p = Path(suite)
     if p.suffix in (".yaml", ".yml") and p.is_file():
         return p
-    named = REPO / "workloads" / "suites" / f"{suite}.yaml"
+    named = SUITES_DIR / f"{suite}.yaml"
     return named if named.is_file() else None
 
 
@@ -121,6 +132,7 @@ class WorkloadRunProvider(PlayRunProvider):
 
     RUN_INPUTS = RUN_INPUTS
     OUTPUTS = OUTPUTS
+    NOT_COMPARED = LOCATION
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         failures = []
@@ -150,6 +162,7 @@ class WorkloadRunProvider(PlayRunProvider):
 
         run_id = new_run_id()
         fetch_dir = results_dir_of(props) / run_id
+        self.wait_for_hosts(host_objects(props["hosts"]))  # before anything is written
         fetch_dir.mkdir(parents=True, exist_ok=True)
         # In a fresh interpreter: ansible-runner must not fork the engine's gRPC provider host.
         result, _facts = play_in_fresh_process(
@@ -160,23 +173,20 @@ class WorkloadRunProvider(PlayRunProvider):
         )
         files = sorted(fetch_dir.rglob("*.jsonl"))
         summary = summarize_files(files, suite=Path(props["suite"]).stem)
-        summary["records"] = [_rel(f) for f in files]
+        summary["records"] = [shown(f) for f in files]
         if not result.ok:
             kept = sorted({f.relative_to(fetch_dir).parts[0] for f in files})
-            error = WorkloadRunError(result, kept, _rel(fetch_dir))
+            error = WorkloadRunError(result, kept, shown(fetch_dir))
             summary["status"] = "partial" if files else "failed"
             summary["failed_hosts"] = sorted({f.host for f in result.failures})
             summary["error"] = str(error)
             (fetch_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
             raise error
-        outs = {k: props.get(k) for k in RUN_INPUTS}
-        salt = new_salt() if props.get("secrets") else None
+        outs = kept_inputs(props, (*RUN_INPUTS, "stack"))
         outs.update(
             {
-                "secrets_digest": secrets_digest(props.get("secrets"), salt),
-                "secrets_salt": salt,
                 "run_id": run_id,
-                "records_dir": _rel(fetch_dir),
+                "records_dir": shown(fetch_dir),
                 "records": summary["records"],
                 "summary": summary,
                 "play_status": result.status,
@@ -184,13 +194,6 @@ class WorkloadRunProvider(PlayRunProvider):
             }
         )
         return outs
-
-
-def _rel(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(REPO))
-    except ValueError:
-        return str(path)
 
 
 class WorkloadRun(pulumi.dynamic.Resource, module="gpulab", name="WorkloadRun"):
@@ -213,7 +216,8 @@ class WorkloadRun(pulumi.dynamic.Resource, module="gpulab", name="WorkloadRun"):
         lab: str = "local",
         variables: Any = None,
         secrets: Any = None,
-        results_dir: str | None = None,
+        stack: str | None = None,
+        machines: Any = None,
         triggers: Any = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -230,7 +234,8 @@ class WorkloadRun(pulumi.dynamic.Resource, module="gpulab", name="WorkloadRun"):
             "lab": lab,
             "variables": variables or {},
             "secrets": pulumi.Output.secret(secrets) if secrets is not None else None,
-            "results_dir": results_dir,
+            "stack": stack,
+            "machines": machines or {},
             "triggers": triggers or [],
             "secrets_digest": None,
             "secrets_salt": None,

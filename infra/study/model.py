@@ -20,8 +20,14 @@ the repeats and their order, when to rebuild, and the published claims it checks
         sharing: exclusive                 # optional, as the runner's --sharing
         label: bm                          # optional: the records' arm label (default: name)
         suite: other-suite                 # optional: this arm runs another suite
+        config: {kw_vm_count: 32}          # optional: stack keys this arm sets (null removes one)
 
 Relative paths (``suite``, ``stack_file``) are read from the study file's directory first.
+An arm with ``config`` measures a copy of its stack (``stack`` or ``stack_file``) with those
+``gpulab:`` keys set, under the copied stacks' name ``study-<study>-<arm>``, and its own lab
+name, ``<lab>-<arm>`` (unless ``config`` sets ``lab``), so two arms' labs never share names.
+``rebuild: every-unit`` builds each unit's lab and destroys it after the unit: one lab at a
+time (arms that change a host-wide setting, such as the vGPU scheduling policy, never meet).
 """
 
 from __future__ import annotations
@@ -33,13 +39,13 @@ from pathlib import Path
 from typing import Any
 
 from infra.errors import UsageError
+from infra.paths import PROJECT
 from workloads.errors import InputError
 from workloads.inputs import load_yaml, parse_yaml
 
-REPO = Path(__file__).resolve().parents[2]
-STUDIES_DIR = REPO / "studies"
+STUDIES_DIR = PROJECT / "studies"
 ORDERS = ("interleaved", "randomized")
-REBUILDS = ("never", "between-repeats", "between-arms")
+REBUILDS = ("never", "between-repeats", "between-arms", "every-unit")
 MAX_ARMS = 64
 MAX_REPEATS = 1000  # as a suite's repeats (workloads.suites.MAX_REPEATS)
 MAX_CLAIMS = 256
@@ -59,7 +65,7 @@ STUDY_KEYS = (
     "claims",
     "arms",
 )
-ARM_KEYS = ("name", "stack", "stack_file", "exec_env", "sharing", "suite", "label")
+ARM_KEYS = ("name", "stack", "stack_file", "exec_env", "sharing", "suite", "label", "config")
 
 
 @dataclass(frozen=True)
@@ -72,7 +78,9 @@ class Arm:
     sharing: str | None = None
     suite: str = ""  # resolved: a shipped name or an absolute .yaml path
     label: str = ""  # the records' arm label (default: the name)
-    project: Path = REPO  # the Pulumi project directory the stack belongs to
+    project: Path = PROJECT  # the Pulumi project directory the stack belongs to
+    # gpulab keys this arm sets over its stack file's (None: the key removed), in file order
+    config: tuple[tuple[str, Any], ...] = field(default=(), hash=False)
 
     @property
     def stack_path(self) -> Path:
@@ -112,7 +120,8 @@ def stack_paths() -> dict[str, Path]:
     """The project's stacks: ``Pulumi.<stack>.yaml`` at the root, or an example stack under
     ``examples/<dir>/`` (a project of its own when that directory has a ``Pulumi.yaml``)."""
     found: dict[str, Path] = {}
-    for path in sorted(REPO.glob("examples/*/Pulumi.*.yaml")) + sorted(REPO.glob("Pulumi.*.yaml")):
+    examples = sorted(PROJECT.glob("examples/*/Pulumi.*.yaml"))
+    for path in examples + sorted(PROJECT.glob("Pulumi.*.yaml")):
         name = path.name[len("Pulumi.") : -len(".yaml")]
         if name and NAME_RE.match(name):
             found[name] = path  # the root's wins
@@ -121,7 +130,7 @@ def stack_paths() -> dict[str, Path]:
 
 def project_of(stack_path: Path) -> Path:
     parent = stack_path.resolve().parent
-    return parent if (parent / "Pulumi.yaml").is_file() else REPO
+    return parent if (parent / "Pulumi.yaml").is_file() else PROJECT
 
 
 OWNER_KEY = "gpulab-study:arm"  # in a copied stack file: the study and arm it belongs to
@@ -155,7 +164,7 @@ def check_stack_files(study: Study, project: Path | None = None) -> None:
     own. A ``Pulumi.<stack>.yaml`` already there that another study's arm (or a person) made
     is refused with one line: using it would measure another lab, and ``down`` at the end
     would destroy it."""
-    project = project or REPO
+    project = project or PROJECT
     for i, arm in enumerate(study.arms):
         if arm.stack_file is None:
             continue
@@ -305,6 +314,15 @@ def _arm(where: str, i: int, raw: Any, study: str, base: Path, suite: str, cache
     topology = _stack_topology(
         where, f"{at}.stack" if stack_file is None else f"{at}.stack_file", path
     )
+    config: tuple[tuple[str, Any], ...] = ()
+    if "config" in raw:
+        from infra.study.arm_config import ArmConfigError, parse_config
+
+        try:
+            config = parse_config(raw["config"], path, name)
+        except ArmConfigError as exc:
+            raise _bad(where, f"{at}.config{exc.key}", exc.what) from None
+        stack_file, stack = path, study_stack_name(study, name)
     sharing = raw.get("sharing")
     if sharing is not None:
         from workloads.errors import InputError
@@ -318,8 +336,10 @@ def _arm(where: str, i: int, raw: Any, study: str, base: Path, suite: str, cache
     if "suite" in raw:
         arm_suite = resolve_suite(where, f"{at}.suite", raw["suite"], base, cache)
     label = _name(where, f"{at}.label", raw["label"]) if "label" in raw else name
-    project = REPO if stack_file is not None else project_of(path)
-    return Arm(name, exec_env, stack, topology, stack_file, sharing, arm_suite, label, project)
+    project = PROJECT if stack_file is not None else project_of(path)
+    return Arm(
+        name, exec_env, stack, topology, stack_file, sharing, arm_suite, label, project, config
+    )
 
 
 def parse_study(doc: Any, path: Path, digest: str = "") -> Study:

@@ -20,6 +20,7 @@ from typing import Any
 from infra.study.fingerprint import Warning_, compare, paired_setting_warning
 from infra.study.state import Journal
 from workloads.files import write_text
+from workloads.fingerprints import resolve
 
 
 class NotPaired(Exception):
@@ -49,11 +50,14 @@ class StudyReport:
 
 
 def read_records(files: list[Path]) -> list[dict[str, Any]]:
+    """The records of the units' files, each with its fingerprint (schema 3: put back from
+    the record that carries it, which may be a failed one: workloads.fingerprints.resolve)."""
     out = []
     for f in files:
         for line in f.read_text(encoding="utf-8").splitlines():
             if line.strip():
                 out.append(json.loads(line))
+    resolve(out)
     return out
 
 

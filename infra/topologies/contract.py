@@ -16,7 +16,10 @@ topology gives:
   vocabulary, :data:`workloads.setting.HOST_SETTINGS`), and the one of a stack's args;
 - ``default_envs`` / ``mode_envs``: the execution environments it measures in when the stack
   names none (``mode_envs``: per ``gpulab:mode``, for a topology whose keys have a mode);
-- ``check_config`` / ``describe``: checks across its keys, and extra rows of ``gpulab validate``;
+- ``check_config`` / ``describe`` / ``warnings``: checks across its keys, extra rows of
+  ``gpulab validate``, and the warning lines it prints for a valid stack (what the lab will
+  not do although the keys read as if it would, such as a security group the cloud does not
+  enforce);
 - ``stack_file``: its example stack; ``extras``: the pyproject extras it needs (its cloud's SDK
   and Pulumi provider); ``site_secrets``: secret role inputs of the site run from its keys.
 
@@ -62,6 +65,10 @@ def _no_secrets(_args: Any) -> dict[str, Any]:
     return {}
 
 
+def _no_warnings(_args: Any) -> list[str]:
+    return []
+
+
 @dataclass(frozen=True)
 class Topology:
     """One topology. See the module docstring for what each part is."""
@@ -78,6 +85,7 @@ class Topology:
     mode_envs: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # by gpulab:mode
     check_config: Callable[[dict[str, Any], dict[str, Any], list[str]], None] = _nothing
     describe: Callable[[Any], list[tuple[str, str]]] = _no_rows
+    warnings: Callable[[Any], list[str]] = _no_warnings  # lines for a valid stack
     stack_file: str = ""  # its example stack, Pulumi.<name>.yaml (from the repository root)
     extras: tuple[str, ...] = ()  # pyproject extras it needs (infra.config.extras)
     site_secrets: Callable[[Any], dict[str, Any]] = _no_secrets  # secret site role inputs

@@ -27,7 +27,7 @@ from infra.ansible import PlaybookError, PlaybookResult, run_playbook
 from tests.ansible.helpers import ALL_ROLES, PLAYBOOKS, Events, stub_key_fingerprint, stub_vars
 from tests.parts import REPO
 from tests.parts.fixtures_nspawn import NspawnHost, NspawnLab
-from workloads.records import read_records
+from workloads.records import SCHEMA_VERSION, read_records
 
 pytestmark = [pytest.mark.nspawn, pytest.mark.slow]
 
@@ -201,7 +201,7 @@ def test_first_converge_installs_and_configures(first, nspawn_host: NspawnHost) 
     # workload_env: the repo's workloads/ importable from the venv
     out = ssh("cd /opt/gpulab && venv/bin/python -c 'import workloads.records as r; "
               "print(r.SCHEMA_VERSION)'").stdout  # fmt: skip
-    assert out.strip() == "2"
+    assert out.strip() == str(SCHEMA_VERSION)
     probe = "import gpulab_probe; print(gpulab_probe.VERSION)"  # pip through the index URL
     assert ssh(f"/opt/gpulab/venv/bin/python -c '{probe}'").stdout.strip() == "1.0"
     # as the sudo user: the system files belong to root, nothing of root's in debian's home,

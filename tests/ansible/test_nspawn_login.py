@@ -1,8 +1,9 @@
 """The nspawn test hosts log in like cloud images, and a sudo that asks for a password fails
-clearly: real systemd-nspawn hosts, real sshd, real sudo.
+clearly: real systemd-nspawn hosts, real sshd, real sudo, real cloud-init.
 
-- every host of the lab: login user ``debian`` with passwordless sudo, root login refused,
-  password authentication off, only the distribution's Python;
+- every host of the lab: login user ``debian`` made by cloud-init from the NoCloud seed, with
+  passwordless sudo, root login refused, password authentication off, only the distribution's
+  Python; cloud-init finished before sshd answered, each host its own machine id;
 - both hosts (a GPU host and a CPU-only one) reach apt-cacher-ng, the stub NVIDIA repository
   and a directory the lab serves, and take one playbook run together as the sudo user;
 - a login user whose sudo asks for a password makes the run fail with one line naming the host
@@ -49,13 +50,22 @@ def test_logs_in_like_a_cloud_image(nspawn_lab: NspawnLab, i: int) -> None:
     for line in ("permitrootlogin no", "passwordauthentication no", "pubkeyauthentication yes"):
         assert line in cfg, line
     assert "NOPASSWD:ALL" in h.ssh("cat /etc/sudoers.d/90-cloud-init-users").stdout
-    assert h.ssh("test -e /root/.ssh/authorized_keys", check=False).returncode != 0
+    # cloud-init (disable_root) leaves root only keys that print "Please login as ..." and exit
+    root_keys = h.ssh("cat /root/.ssh/authorized_keys 2>/dev/null || true").stdout.splitlines()
+    assert all("Please login as the user" in k for k in root_keys if k.strip()), root_keys
     assert h.ssh("passwd -S debian").stdout.split()[1] == "L"  # password locked
     # only the distribution's Python: every python on PATH belongs to a Debian package
     pys = h.ssh("ls /usr/local/bin /usr/bin | grep -x 'python[0-9.]*' | sort -u").stdout.split()
     assert pys and set(pys) <= {"python3", "python3.11"}
     assert h.ssh("ls /usr/local/bin").stdout.strip() == ""
     assert h.ssh("dpkg -S /usr/bin/python3.11").returncode == 0
+    # cloud-init made the user from the seed, and sshd started only after cloud-init finished
+    assert h.ssh("cloud-init status", as_user=True).stdout.strip() == "status: done"
+    done = float(h.ssh("date -r /run/cloud-init/result.json +%s.%N").stdout)
+    sshd = h.ssh("systemctl show -p ExecMainStartTimestamp --value ssh.service").stdout.strip()
+    assert float(h.ssh(f"date -d '{sshd}' +%s.%N").stdout) >= done - 1.0  # second resolution
+    ids = {x.ssh("cat /etc/machine-id").stdout.strip() for x in nspawn_lab.hosts[:2]}
+    assert len(ids) == 2, ids  # each host its own machine id
 
 
 def test_hosts_reach_the_lab_services(nspawn_lab: NspawnLab, tmp_path: Path) -> None:

@@ -217,9 +217,10 @@ def test_workload_run_renders_nothing(
         "lab": "tmpl",
         "variables": dict(cfg.workload_variables),
         "secrets": {"workload_run_registry_password": secret},
-        "results_dir": str(tmp_path / "results"),
+        "stack": "tmpl",
         "triggers": [],
     }
+    monkeypatch.setenv("GPULAB_RESULTS", str(tmp_path / "results"))  # records: results/tmpl/
     monkeypatch.delenv("GPULAB_DOCKER_DOUBLE_OUT", raising=False)  # its files: in the chroot
     docker = install_docker_double(chroot_target.path / "usr/local/bin/docker")
     try:

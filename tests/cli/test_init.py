@@ -45,8 +45,10 @@ def test_init_without_values_lists_them_and_validate_names_all_at_once(
 ) -> None:
     r = gpulab("init", "nova-pci", "-s", "todo", "-c", "image=ubuntu-22.04")
     assert r.returncode == 0, r.stderr
-    missing = [k.key for k in keys(get("nova-pci")) if k.required and k.key not in
-               ("topology", "lab", "image")]  # fmt: skip
+    # the required keys and external_network, which a lab that makes its network needs
+    missing = [k.key for k in keys(get("nova-pci")) if (k.required or k.key == "external_network")
+               and k.key not in ("topology", "lab", "image")]  # fmt: skip
+    assert "external_network" in missing
     assert "still to set: " + ", ".join(f"gpulab:{k}" for k in missing) in r.stderr
     text = (tmp_path / "Pulumi.todo.yaml").read_text()
     for key in missing:
@@ -55,6 +57,18 @@ def test_init_without_values_lists_them_and_validate_names_all_at_once(
     assert v.returncode == 2 and v.stderr.count("\n") == 1
     for key in missing:
         assert f"gpulab:{key} is required for nova-pci" in v.stderr
+
+
+def test_init_on_an_existing_network_without_floating_ips_needs_no_external_network(
+    gpulab, tmp_path: Path
+) -> None:
+    r = gpulab("init", "nova-pci", "-s", "flat", "-c", "image=ubuntu-22.04",
+               "-c", "network=provisioning", "-c", "floating_ips=false")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "gpulab:external_network" not in r.stderr  # not among the values still to set
+    text = (tmp_path / "Pulumi.flat.yaml").read_text()
+    assert "  # gpulab:external_network:\n" not in text
+    assert "  # gpulab:ssh_public_key:\n" in text
 
 
 def test_a_required_secret_gets_the_placeholder_and_validate_says_so(
@@ -125,8 +139,10 @@ def test_init_on_a_terminal_asks_for_each_required_value(tmp_path: Path) -> None
                       "-c", "ssh_public_key=ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGs9v1 a@b"],
                      tmp_path, answers)  # fmt: skip
     assert rc == 0, text
-    assert "gpulab:external_network (provider network the lab router uplinks to) [public]:" \
-        in text  # fmt: skip
+    assert (
+        "gpulab:external_network (external network: the lab router's uplink, where floating "
+        "IPs come from) [public]:" in text
+    )  # asked: the lab makes its network, so its router needs one
     assert "gpulab:flavor_vcpus must be an integer >= 1, got 0" in text  # asked again
     config = yaml.safe_load((tmp_path / "Pulumi.tty.yaml").read_text())["config"]
     assert config["gpulab:flavor_vcpus"] == 8 and config["gpulab:pci_alias"] == "p100:1"

@@ -54,8 +54,9 @@ def wait_nodes(conn: Any, names: list[str], attr: str, want: str, timeout: float
 
 
 def enroll(conn: Any, nodes: dict[str, dict[str, Any]]) -> None:
-    """Enroll ``{name: {rc, traits, power, state, maintenance}}`` with Ironic's real state
-    machine: enroll (traits) -> manage -> power off -> provide -> available [-> active].
+    """Enroll ``{name: {rc, traits, power, state, maintenance, iface}}`` with Ironic's real
+    state machine: enroll (traits) -> manage -> power off -> provide -> available [-> active].
+    ``iface``: the node's network interface (default: the conductor's, ``noop``).
 
     Every synchronous write (create, traits) is made before the first asynchronous one, and
     each batch of asynchronous state changes is waited for before the next batch starts:
@@ -70,7 +71,8 @@ def enroll(conn: Any, nodes: dict[str, dict[str, Any]]) -> None:
     bm = conn.baremetal
     names = list(nodes)
     for name, s in nodes.items():
-        bm.create_node(driver="fake-hardware", name=name, resource_class=s["rc"])
+        extra = {"network_interface": s["iface"]} if "iface" in s else {}
+        bm.create_node(driver="fake-hardware", name=name, resource_class=s["rc"], **extra)
         for t in s.get("traits", ()):
             bm.add_node_trait(name, t)
     for name in names:

@@ -33,17 +33,23 @@ def failing(rows: list[Check]) -> dict[str, Check]:
 
 @pytest.fixture(scope="module")
 def bm(ironic: Any) -> Iterator[Any]:
-    """Nodes of the example stacks' resource class (baremetal.gpu-p100) and others."""
+    """Nodes of the example stacks' resource class (baremetal.gpu-p100) and others. The p100
+    and t4 nodes use the ``neutron`` network interface (a multi-tenant cloud: they join the
+    network the lab makes), the a100 nodes ``flat`` (the common one: the provider network
+    they are cabled to only)."""
     t = ["CUSTOM_GPU_NVIDIA_P100"]
+    n = "neutron"
     enroll(
         ironic.conn,
         {
-            "p100-0": {"rc": "baremetal.gpu-p100", "traits": t},
-            "p100-1": {"rc": "baremetal.gpu-p100", "traits": t},
-            "t4-0": {"rc": "baremetal.gpu-t4", "traits": []},
-            "t4-maint": {"rc": "baremetal.gpu-t4", "maintenance": "bad DIMM"},
-            "t4-manage": {"rc": "baremetal.gpu-t4", "state": "manageable"},
+            "p100-0": {"rc": "baremetal.gpu-p100", "traits": t, "iface": n},
+            "p100-1": {"rc": "baremetal.gpu-p100", "traits": t, "iface": n},
+            "t4-0": {"rc": "baremetal.gpu-t4", "traits": [], "iface": n},
+            "t4-maint": {"rc": "baremetal.gpu-t4", "maintenance": "bad DIMM", "iface": n},
+            "t4-manage": {"rc": "baremetal.gpu-t4", "state": "manageable", "iface": n},
             "k8s-0": {"rc": "baremetal.k8s", "state": "active"},
+            "a100-0": {"rc": "baremetal.gpu-a100", "iface": "flat"},
+            "a100-1": {"rc": "baremetal.gpu-a100", "iface": "flat"},
         },
     )
     yield ironic.conn
@@ -59,7 +65,15 @@ def cloud_double() -> OpenStackDouble:
     ]
     d.networks = [
         res(name="public", is_router_external=True, status="ACTIVE"),
-        res(name="private", is_router_external=False, status="ACTIVE"),
+        res(name="private", is_router_external=False, status="ACTIVE", subnet_ids=["s-1"]),
+        res(
+            name="provisioning",
+            is_router_external=False,
+            status="ACTIVE",
+            subnet_ids=["prov-subnet"],
+            provider_network_type="flat",
+        ),
+        res(name="empty", is_router_external=False, status="ACTIVE", subnet_ids=[]),
     ]
     d.flavors = [
         res(name="g1.p100", vcpus=8, ram=65536, extra_specs={"pci_passthrough:alias": "p100:1"}),
@@ -86,6 +100,7 @@ def test_ironic_bm_preflight_passes_with_double_cloud_and_real_ironic(bm: Any) -
         "image ubuntu-22.04-baremetal",
         "external network public",
         "ironic nodes CUSTOM_BAREMETAL_GPU_P100",
+        "ironic network interface CUSTOM_BAREMETAL_GPU_P100",
         "quota instances",
         "quota cores",
         "quota ram MB",
@@ -116,6 +131,59 @@ def test_ironic_bm_preflight_fails_on_too_few_nodes_maintenance_and_quota_double
     assert "needs 120, 70 free (30 used of 100)" in bad["quota cores"].detail
     assert "raise the cores quota by 50" in bad["quota cores"].fix
     assert "FAIL" in text and "openstack image create" in text
+
+
+FLAT = {
+    "resource_class": "baremetal.gpu-a100",
+    "required_traits": None,
+    "lab_cidr": None,
+    "dns_nameservers": None,
+    "external_network": None,
+}
+
+
+def test_ironic_bm_flat_nodes_need_an_existing_network_double(bm: Any) -> None:
+    """Nodes on Ironic's flat network interface: a network the lab would make fails early,
+    naming gpulab:network; the provider network they are cabled to passes, and then no
+    external network, router or floating IP is asked for."""
+    cloud = cloud_double()
+    made = {**FLAT, "lab_cidr": "10.42.1.0/24", "external_network": "public"}
+    rows = preflight(stack("ironic-bm", **made), os_conn=cloud, bm_conn=bm)
+    bad = failing(rows)
+    assert list(bad) == ["ironic network interface CUSTOM_BAREMETAL_GPU_A100"]
+    row = bad["ironic network interface CUSTOM_BAREMETAL_GPU_A100"]
+    assert row.detail.startswith("flat: a100-0, a100-1: flat binds a node's ports only on")
+    assert "(gpulab:network unset)" in row.detail
+    assert row.fix.startswith("set gpulab:network to that provider network")
+
+    rows = preflight(stack("ironic-bm", network="provisioning", **FLAT), os_conn=cloud, bm_conn=bm)
+    show(rows, "preflight ironic-bm on the flat provisioning network (passing)")
+    assert failing(rows) == {}
+    shown = {r.name: r.detail for r in rows}
+    assert shown["network provisioning"] == "flat provider network, 1 subnet(s), status ACTIVE"
+    assert shown["ironic network interface CUSTOM_BAREMETAL_GPU_A100"] == (
+        "flat: a100-0, a100-1; ports on gpulab:network provisioning"
+    )
+    assert "external network public" not in shown
+    assert shown["quota floating IPs"].startswith("needs 0,")
+
+
+@pytest.mark.parametrize(
+    ("network", "detail"),
+    [
+        ("nope", "not found (gpulab:network)"),
+        ("empty", "has no subnet: the hosts' ports would get no address (gpulab:network)"),
+    ],
+)
+def test_unknown_or_subnetless_network_is_one_failing_row_double(
+    bm: Any, network: str, detail: str
+) -> None:
+    rows = preflight(
+        stack("ironic-bm", network=network, **FLAT), os_conn=cloud_double(), bm_conn=bm
+    )
+    bad = failing(rows)
+    assert list(bad) == [f"network {network}"]
+    assert bad[f"network {network}"].detail == detail
 
 
 def test_too_many_nodes_asked_names_how_many_to_enroll_double(bm: Any) -> None:

@@ -1,11 +1,11 @@
 """Fixtures of the end-to-end lab: the wheelhouse served to the nspawn hosts, the provider
-host, and the stack config each topology's ``up`` gets (built from its example stack file)."""
+host each engine operation starts, the OpenStack cloud double that boots a host per server,
+and the stack config each topology's ``up`` gets (built from its example stack file)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +16,7 @@ import yaml
 
 from infra.config import SecretRef, raw_from_stack_file
 from tests.ansible.helpers import stub_vars
+from tests.e2e.cloud import NspawnCloud
 from tests.e2e.engine import Engine
 from tests.parts import CACHE, REPO, need
 from tests.parts.nspawn import NspawnLab
@@ -47,10 +48,11 @@ def wheelhouse() -> Path:
 
 @dataclass
 class Lab:
-    """The booted hosts, the services the hosts reach, the provider host and the results."""
+    """The nspawn lab (its two booted hosts serve the topologies without a cloud double), the
+    services the hosts reach, the provider host's environment and the results."""
 
     nspawn: NspawnLab
-    provider: ProviderHost
+    env: dict[str, str]  # what a user's shell gives `pulumi up` (and so the provider host)
     results: Path  # $GPULAB_RESULTS
     wheel_url: str
     requirements: list[str]
@@ -60,8 +62,15 @@ class Lab:
     def addresses(self) -> list[str]:
         return [h.address for h in self.nspawn.hosts[:2]]
 
-    def engine(self, addresses: list[str] | None = None) -> Engine:
-        return Engine(self.provider, addresses or self.addresses, log=say)
+    def provider_host(self) -> ProviderHost:
+        return ProviderHost(stack="e2e", env=self.env)
+
+    def engine(self, addresses: list[str] | None = None, cloud: Any = None) -> Engine:
+        return Engine(self.provider_host, addresses or self.addresses, log=say, cloud=cloud)
+
+    def cloud(self, sshd_delay_s: float | None = 1.0) -> NspawnCloud:
+        """Nova and Neutron over this lab: a server boots a new host, late (see cloud.py)."""
+        return NspawnCloud(self.nspawn, sshd_delay_s=sshd_delay_s)
 
     def site(self) -> dict[str, Any]:
         """``gpulab:site``: stub NVIDIA repositories and the served wheelhouse, as an
@@ -112,7 +121,6 @@ class Lab:
 def e2e_lab(nspawn_lab: NspawnLab, wheelhouse: Path, tmp_path_factory) -> Iterator[Lab]:  # type: ignore[no-untyped-def]
     workdir = tmp_path_factory.mktemp("e2e")
     results = workdir / "results"
-    t0 = time.monotonic()
     wheel_url = nspawn_lab.serve(wheelhouse)
     reqs = [
         ln.strip()
@@ -124,13 +132,8 @@ def e2e_lab(nspawn_lab: NspawnLab, wheelhouse: Path, tmp_path_factory) -> Iterat
     old = {k: os.environ.get(k) for k in ("GPULAB_RESULTS", "ANSIBLE_PRIVATE_KEY_FILE")}
     os.environ.update(GPULAB_RESULTS=str(results), ANSIBLE_PRIVATE_KEY_FILE=str(nspawn_lab.key))
     try:
-        with ProviderHost(stack="e2e", env=env) as provider:
-            provider.configure({})
-            say(
-                f"\n[e2e] hosts booted in {nspawn_lab.boot_s:.1f} s, wheelhouse at {wheel_url}, "
-                f"provider host up in {time.monotonic() - t0:.1f} s"
-            )
-            yield Lab(nspawn_lab, provider, results, wheel_url, reqs, workdir)
+        say(f"\n[e2e] hosts booted in {nspawn_lab.boot_s:.1f} s, wheelhouse at {wheel_url}")
+        yield Lab(nspawn_lab, env, results, wheel_url, reqs, workdir)
     finally:
         for k, v in old.items():
             if v is None:

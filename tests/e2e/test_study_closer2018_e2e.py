@@ -61,6 +61,7 @@ from tests.cloud.openstack_double import OpenStackDouble, res
 from tests.e2e.conftest import Lab, say
 from tests.e2e.engine import Engine
 from tests.parts import REPO
+from workloads.fingerprints import resolve
 
 # Two site runs (each stack's first up prepares native and docker, the environments of the
 # study's arms on it; the docker arm then measures with gpulab:measure_envs, an input of the
@@ -109,7 +110,9 @@ class OpenStackCloud:
         self.deployed: dict[str, str] = {}  # server name -> Ironic node name
         self.history: list[tuple[str, str, str]] = []  # (server, node, "active"/"available")
 
-    def create(self, typ: str, name: str, inputs: dict[str, Any], outs: dict[str, Any]) -> None:
+    def create(
+        self, typ: str, name: str, inputs: dict[str, Any], outs: dict[str, Any], rid: str = ""
+    ) -> None:
         kind = KINDS.get(typ)
         if kind is None:  # rules, router interfaces: not listed by the audit
             return
@@ -268,7 +271,7 @@ def study_run(e2e_lab: Lab, ironic: Any) -> Iterator[dict[str, Any]]:
         cloud = OpenStackCloud(
             doubles[stack], ironic.conn if stack == "ironic-bm" else None, RESOURCE_CLASS
         )
-        engines[stack] = Engine(e2e_lab.provider, e2e_lab.addresses[:1], log=say, cloud=cloud)
+        engines[stack] = Engine(e2e_lab.provider_host, e2e_lab.addresses[:1], log=say, cloud=cloud)
         clouds[stack] = cloud
     auto = EngineAuto(project, engines)
     out = io.StringIO()
@@ -307,6 +310,8 @@ def _records(j: Journal) -> dict[str, list[dict[str, Any]]]:
         f = j.records_file(u)
         if f.is_file():
             per[u.arm] += [json.loads(ln) for ln in f.read_text().splitlines() if ln.strip()]
+    for recs in per.values():
+        resolve(recs)  # schema 3: the fingerprint in full in a file's first record only
     return per
 
 

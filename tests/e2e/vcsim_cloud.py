@@ -3,8 +3,12 @@
 The pulumi-vsphere provider cannot run here, so the engine double hands each
 ``vsphere:index/virtualMachine:VirtualMachine`` to this class, which clones a VM of that name
 in the simulator (on the GPU cluster DC0_C0, whose hosts have P100s and grid_p100 profiles) and
-destroys it on ``down``. The ``VgpuProfile`` dynamic resource then attaches its profile to that
-VM through the real provider host and pyVmomi, as on a real vCenter.
+destroys it on ``down``. As pulumi-vsphere does, the create waits until the powered-on guest
+reports an address (the simulator's guest model boots it: tests/parts/vcsim/main.go); the
+guest's address is set to the lab host's, so a power cycle brings that address back. A second
+VM of the same name in the folder is refused, as vCenter refuses it (DuplicateName). The
+``VgpuProfile`` dynamic resource then attaches its profile to that VM through the real provider
+host and pyVmomi, as on a real vCenter, and waits for the guest to come back.
 """
 
 from __future__ import annotations
@@ -34,16 +38,18 @@ class VcsimCloud:
         finally:
             view.Destroy()
 
-    def create(self, typ: str, name: str, inputs: dict[str, Any], outs: dict[str, Any]) -> None:
+    def create(
+        self, typ: str, name: str, inputs: dict[str, Any], outs: dict[str, Any], rid: str = ""
+    ) -> None:
         if typ != VM:
             return
         from pyVim.task import WaitForTask
         from pyVmomi import vim
 
-        existing = [vm for vm in self._vms() if vm.name == name]
-        if existing:  # the same stack's VM from an earlier up: the cloud keeps it
-            self._outputs(existing[0], outs)
-            return
+        from infra.clouds import vsphere
+
+        if any(vm.name == name for vm in self._vms()):
+            raise RuntimeError(f"vCenter: DuplicateName: the name '{name}' already exists")
         source = next(
             vm
             for vm in self._vms()
@@ -54,7 +60,16 @@ class VcsimCloud:
         spec = vim.vm.CloneSpec(location=vim.vm.RelocateSpec(), powerOn=True, template=False)
         WaitForTask(source.CloneVM_Task(folder=source.parent, name=name, spec=spec))
         self.made.append(name)
-        self._outputs(next(vm for vm in self._vms() if vm.name == name), outs)
+        vm = next(vm for vm in self._vms() if vm.name == name)
+        # pulumi-vsphere powers the clone on (the simulator's clone ignores spec.powerOn) and
+        # waits for the guest's network
+        vsphere.set_power(vm, name, on=True)
+        vsphere.wait_for_guest(vm, name, 60)
+        address = outs.get("defaultIpAddress")
+        if address:  # the guest's address is the lab host's
+            extra = [vim.option.OptionValue(key="SET.guest.ipAddress", value=address)]
+            WaitForTask(vm.ReconfigVM_Task(spec=vim.vm.ConfigSpec(extraConfig=extra)))
+        self._outputs(vm, outs)
 
     @staticmethod
     def _outputs(vm: Any, outs: dict[str, Any]) -> None:

@@ -262,6 +262,7 @@ def test_workload_secret_is_nowhere_after_a_workload_run(
     double = install_docker_double(tmp_path / "bin" / "docker")
     monkeypatch.setenv("PATH", f"{double.parent}:{os.environ['PATH']}")
     monkeypatch.setenv("GPULAB_DOCKER_DOUBLE_OUT", str(tmp_path / "docker"))
+    monkeypatch.setenv("GPULAB_RESULTS", str(tmp_path / "results"))  # records: results/sentinel/
     host = Host(
         "ctl", "127.0.0.1", gpu_path="local",
         vars={
@@ -275,7 +276,7 @@ def test_workload_secret_is_nowhere_after_a_workload_run(
         "hosts": [host.to_output()], "suite": "smoke", "suite_digest": None,
         "execution_env": "docker", "arm": "docker", "topology": "local", "lab": "sentinel",
         "variables": {"workload_run_registry_user": "robot"},
-        "results_dir": str(tmp_path / "results"), "triggers": [],
+        "stack": "sentinel", "triggers": [],
         "secrets": {"workload_run_registry_password": planted},
     }  # fmt: skip
     with CmdlineWatch() as watch:

@@ -233,7 +233,7 @@ def test_from_records_of_two_runs_pools_only_when_asked(
 def test_records_file_is_jsonl(smoke: tuple[subprocess.CompletedProcess, Path]) -> None:
     _, out = smoke
     lines = (out / "records.jsonl").read_text().splitlines()
-    assert len(lines) == 4 and all(json.loads(ln)["schema_version"] == 2 for ln in lines)
+    assert len(lines) == 4 and all(json.loads(ln)["schema_version"] == 3 for ln in lines)
 
 
 def test_max_minutes_guard_starts_nothing_late(tmp_path: Path) -> None:

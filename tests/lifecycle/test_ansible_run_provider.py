@@ -85,10 +85,18 @@ def test_diff_only_on_input_changes(tmp_path: Path) -> None:
     assert p.diff("id", with_secret, dict(old, secrets={"token": "t"})).changes is False
 
 
-def test_read_returns_the_stored_outputs(tmp_path: Path) -> None:
-    outs = dict(props([Host("h", "127.0.0.1")], tmp_path / "log"), summary={"h": {}}, status="ok")
+def test_read_of_a_host_that_does_not_answer_keeps_the_stored_outputs(tmp_path: Path) -> None:
+    """Nothing is learnt about a host whose sshd does not answer (a lab that is down): the
+    stored outputs come back, its machine id as it was provisioned."""
+    dead = Host("h", "127.0.0.1", ssh_port=9, gpu_path="none", vars={"ansible_connection": "ssh"})
+    outs = dict(props([dead], tmp_path / "log"), summary={"h": {}}, status="ok",
+                machines={"h": "0f" * 16})  # fmt: skip
     r = AnsibleRunProvider().read("ansible-1", outs)
-    assert (r.id, r.outs) == ("ansible-1", outs)
+    assert (r.id, r.outs) == ("ansible-1", {**outs, "machines_now": {"h": "0f" * 16}})
+    # nothing learnt: no change for the next up
+    assert (
+        not AnsibleRunProvider().diff("ansible-1", r.outs, props([dead], tmp_path / "log")).changes
+    )
 
 
 def test_provider_pickles_by_reference_and_loads_in_a_fresh_process() -> None:
@@ -152,14 +160,16 @@ def test_create_update_delete_on_localhost(tmp_path: Path, monkeypatch: pytest.M
     assert len(runs(log)) == 2  # delete runs nothing
 
 
-def test_failure_names_the_host_and_task(tmp_path: Path) -> None:
-    from infra.ansible import PlaybookError
+def test_a_host_whose_sshd_never_answers_fails_after_host_wait_s(tmp_path: Path) -> None:
+    from infra.wait import HostWaitError
 
     dead = Host(
         "dead-0", "127.0.0.1", ssh_port=9, gpu_path="none", vars={"ansible_connection": "ssh"}
     )
-    with pytest.raises(PlaybookError, match="dead-0"):
-        AnsibleRunProvider().create(props([dead], tmp_path / "log"))
+    p = AnsibleRunProvider()
+    p.host_wait_s = 2  # the stack's gpulab:host_wait_s (configure)
+    with pytest.raises(HostWaitError, match=r"host dead-0 \(127.0.0.1\): no SSH answer within 2 s"):
+        p.create(props([dead], tmp_path / "log"))
 
 
 @pytest.mark.slow

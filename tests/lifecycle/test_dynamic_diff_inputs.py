@@ -3,8 +3,10 @@
 The inputs are not a hand list: each resource class is built once with the engine's
 ``Resource.__init__`` replaced by a double that records the property map it would send, and
 every key of that map that is not one of the provider's outputs is an input. Changing any one of
-them (and nothing else) must make ``diff`` report a change; changing none must not. A new
-constructor argument that never reaches the property map fails here too.
+them (and nothing else) must make ``diff`` report a change; changing none must not, and neither
+must the inputs that only say where records go on the controller (WorkloadRun's ``stack``, an
+older release's ``results_dir``). A new constructor argument that never reaches the property
+map fails here too.
 """
 
 from __future__ import annotations
@@ -49,9 +51,11 @@ CASES: dict[str, dict[str, Any]] = {
             "topology": "ironic-bm",
             "lab": "lab-a",
             "variables": {"workload_run_image": "gpulab/runner:1"},
-            "results_dir": "results/lab-a",
+            "stack": "lab-a",
+            "machines": {"gpu-0": "5f0c1a"},
             "triggers": ["r1"],
         },
+        "not_compared": set(workload_run.LOCATION),
     },
     "VgpuProfile": {
         "cls": VgpuProfile,
@@ -70,12 +74,14 @@ CASES: dict[str, dict[str, Any]] = {
     "VgpuPolicy": {
         "cls": VgpuPolicy,
         "provider": VgpuPolicyProvider,
-        "outputs": {"plan"},
+        "outputs": {"plan", "in_effect"},
         "args": {
             "cluster": "gpu-cluster",
             "policy": "best-effort",
             "profile": "grid_p100-4q",
             "apply": False,
+            "timeout_s": 600,
+            "check_id": "20261127T010203.000000Z",
             "server": "vcenter.example:443",
             "user": "administrator@vsphere.local",
             "password": "pw-one",
@@ -103,6 +109,8 @@ def changed(value: Any) -> Any:
     """A different value of the same kind."""
     if isinstance(value, bool):
         return not value
+    if isinstance(value, int):
+        return value + 1
     if isinstance(value, str):
         return value + "-2"
     if isinstance(value, list):
@@ -141,10 +149,16 @@ def test_every_constructor_argument_reaches_the_inputs(
 
 
 def every_input() -> list[tuple[str, str]]:
-    """(resource, input) for every input each resource sends, found the same way as the test."""
+    """(resource, input) for every input each resource sends that counts in its diff, found the
+    same way as the test."""
     mp = pytest.MonkeyPatch()
     try:
-        return [(case, key) for case in CASES for key in sorted(inputs_of(case, mp)[0])]
+        return [
+            (case, key)
+            for case in CASES
+            for key in sorted(inputs_of(case, mp)[0])
+            if key not in CASES[case].get("not_compared", set())
+        ]
     finally:
         mp.undo()
 
@@ -172,6 +186,28 @@ def test_each_input_alone_changes_the_diff(
         assert (key in diff.replaces) == (key in vgpu.REPLACE_ON)
 
 
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"stack": "lab-a"},  # the same stack: nothing
+        {"results_dir": "/home/someone-else/checkout/results/lab-a"},  # an older release's
+        {"results_dir": None},
+    ],
+)
+def test_where_records_go_changes_no_diff(
+    change: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another checkout, another operator or another GPULAB_RESULTS: the stored location
+    (absolute, from another machine) against this program's inputs changes nothing."""
+    inputs, state = inputs_of("WorkloadRun", monkeypatch)
+    inputs["secrets"] = None  # no secrets: none stored either
+    state = {**state, "results_dir": "/srv/old-checkout/results/lab-a", "stack": "lab-a",
+             "secrets": None, "secrets_digest": None, "secrets_salt": None}  # fmt: skip
+    news = {k: v for k, v in {**inputs, **change}.items() if v is not None}
+    assert WorkloadRunProvider().diff("id", state, news).changes is False
+    assert WorkloadRunProvider().diff("id", state, {**news, "suite": "other"}).changes is True
+
+
 def test_every_dynamic_resource_has_a_case() -> None:
     """A new dynamic resource under infra/dynamic/ fails here until its inputs are covered."""
     import importlib
@@ -187,6 +223,7 @@ def test_every_dynamic_resource_has_a_case() -> None:
                 isinstance(obj, type)
                 and issubclass(obj, pulumi.dynamic.Resource)
                 and obj.__module__ == module.__name__
+                and not obj.__name__.startswith("_")  # a base class, not a resource
             ):
                 found.add(obj.__name__)
     assert found == set(CASES)
@@ -196,5 +233,5 @@ def test_the_inputs_found_are_the_resources_inputs(monkeypatch: pytest.MonkeyPat
     """The property maps are what the modules document as inputs (so the list above is real)."""
     found = {case: set(inputs_of(case, monkeypatch)[0]) for case in CASES}
     assert found["AnsibleRun"] == {*ansible_run.RUN_INPUTS, "secrets"}
-    assert found["WorkloadRun"] == {*workload_run.RUN_INPUTS, "secrets"}
+    assert found["WorkloadRun"] == {*workload_run.RUN_INPUTS, "secrets", "stack"}
     assert found["VgpuProfile"] == {*vgpu.REPLACE_ON, *vgpu.UPDATE_ON}

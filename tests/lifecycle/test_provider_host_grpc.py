@@ -97,12 +97,20 @@ def changed(value: Any) -> Any:
 
 
 def diff_each_input(
-    ph: ProviderHost, name: str, id_: str, outs: dict[str, Any], inputs: dict[str, Any]
+    ph: ProviderHost,
+    name: str,
+    id_: str,
+    outs: dict[str, Any],
+    inputs: dict[str, Any],
+    not_compared: tuple[str, ...] = (),
 ) -> list[tuple[str, dict[str, Any]]]:
-    """Diff with each input changed alone; returns the diffs (all must see a change)."""
+    """Diff with each input changed alone; returns the diffs (all must see a change, but the
+    ``not_compared`` inputs, which must not)."""
     assert ph.diff(name, id_, outs, inputs)["changes"] is False
+    for key in not_compared:
+        assert ph.diff(name, id_, outs, {**inputs, key: changed(inputs[key])})["changes"] is False
     diffs = []
-    for key in sorted(k for k in inputs if k != PROVIDER_KEY):
+    for key in sorted(k for k in inputs if k != PROVIDER_KEY and k not in not_compared):
         value = reveal(inputs[key])
         d = ph.diff(name, id_, outs, {**inputs, key: changed(value)})
         assert d["changes"] is True, key
@@ -150,8 +158,10 @@ def test_ansible_run_over_grpc(ph: ProviderHost, tmp_path: Path) -> None:
     )
     assert all(d["replaces"] == [] for _, d in diffs)  # re-run in place
 
+    # refresh reads the host's machine id back (the probe play sets none: nothing to compare)
     read_id, read_outs = ph.read(name, id_, outs)
-    assert (read_id, read_outs) == (id_, outs)
+    assert (read_id, read_outs) == (id_, {**outs, "machines_now": read_outs["machines_now"]})
+    assert ph.diff(name, id_, read_outs, inputs)["changes"] is False
 
     news = {**inputs, "variables": {"probe_log": str(log), "probe_label": "two"}}
     updated = ph.update(name, id_, outs, news)
@@ -195,7 +205,10 @@ def tiny_host(name: str, tmp_path: Path, rc: int | None = 0) -> dict[str, Any]:
     )
 
 
-def test_workload_run_over_grpc(ph: ProviderHost, tmp_path: Path) -> None:
+def test_workload_run_over_grpc(tmp_path: Path) -> None:
+    """The records go to the results root of the machine that runs the command: the provider
+    host's ``GPULAB_RESULTS`` (what ``gpulab up`` gives the engine), under the stack's name; a
+    provider host with another results root sees no change in the same inputs."""
     name = "grpc-workloads-native"
     results = tmp_path / "results"
     inputs = program_inputs(
@@ -207,9 +220,26 @@ def test_workload_run_over_grpc(ph: ProviderHost, tmp_path: Path) -> None:
         topology="local",
         lab="grpc",
         variables={"workload_run_timeout_s": 120},
-        results_dir=str(results),
+        stack="grpc-stack",
+        machines={"grpc-gpu": "4b1d" * 8},
         triggers=["m1"],
     )
+    assert "results_dir" not in inputs  # where records go is no input
+    with ProviderHost(env={"GPULAB_RESULTS": str(results)}) as ph:
+        ph.configure({"gpulab:lab": "grpc"})
+        _workload_run_over_grpc(ph, name, inputs, results)
+    elsewhere = tmp_path / "another-operator" / "results"
+    with ProviderHost(env={"GPULAB_RESULTS": str(elsewhere)}) as other:
+        other.configure({"gpulab:lab": "grpc"})
+        checked, _ = other.check(name, {}, inputs)
+        outs = dict(checked, run_id="x", status="ok")
+        assert other.diff(name, "workloads-x", outs, inputs)["changes"] is False
+    assert not elsewhere.exists()
+
+
+def _workload_run_over_grpc(
+    ph: ProviderHost, name: str, inputs: dict[str, Any], results: Path
+) -> None:
     assert_round_trips(inputs)
     checked, failures = ph.check(name, {}, inputs)
     assert failures == [] and checked == inputs
@@ -224,11 +254,11 @@ def test_workload_run_over_grpc(ph: ProviderHost, tmp_path: Path) -> None:
         if key != PROVIDER_KEY:
             assert outs[key] == inputs[key], key
     (record,) = outs["records"]
-    assert Path(record).parent == results / outs["run_id"] / "grpc-gpu"
+    assert Path(record).parent == results / "grpc-stack" / outs["run_id"] / "grpc-gpu"
     assert outs["status"] == "ok" and outs["summary"]["counts"]["records"] == 1
 
-    diffs = diff_each_input(ph, name, id_, outs, inputs)
-    assert {k for k, _ in diffs} >= {"hosts", "suite", "results_dir", "triggers", "variables"}
+    diffs = diff_each_input(ph, name, id_, outs, inputs, not_compared=("stack",))
+    assert {k for k, _ in diffs} >= {"hosts", "suite", "machines", "triggers", "variables"}
 
     assert ph.read(name, id_, outs) == (id_, outs)
 
@@ -242,7 +272,7 @@ def test_workload_run_over_grpc(ph: ProviderHost, tmp_path: Path) -> None:
     assert Path(record).is_file() and Path(updated["records"][0]).is_file()  # results kept
 
 
-def test_workload_run_partial_failure_over_grpc(ph: ProviderHost, tmp_path: Path) -> None:
+def test_workload_run_partial_failure_over_grpc(tmp_path: Path) -> None:
     name = "grpc-workloads-partial"
     inputs = program_inputs(
         WorkloadRun,
@@ -250,15 +280,18 @@ def test_workload_run_partial_failure_over_grpc(ph: ProviderHost, tmp_path: Path
         hosts=[tiny_host("grpc-ok", tmp_path), tiny_host("grpc-bad", tmp_path, rc=None)],
         suite="smoke",
         lab="grpc",
-        results_dir=str(tmp_path / "results"),
+        stack="grpc-partial",
     )
-    with pytest.raises(ProviderError) as err:
+    with (
+        ProviderHost(env={"GPULAB_RESULTS": str(tmp_path / "results")}) as ph,
+        pytest.raises(ProviderError) as err,
+    ):
         ph.create(name, inputs)
     e = err.value
     assert e.code == grpc.StatusCode.UNKNOWN
     assert "host 'grpc-bad' failed at task 'Fail when the run failed" in e.line
     assert "kept the finished records of grpc-ok in" in e.line
-    [run_dir] = (tmp_path / "results").iterdir()
+    [run_dir] = (tmp_path / "results" / "grpc-partial").iterdir()
     assert len(list((run_dir / "grpc-ok").glob("*.jsonl"))) == 1
 
 

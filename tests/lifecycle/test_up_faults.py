@@ -114,12 +114,14 @@ def run_workloads_failing_on_gpu1(
         return failed_play([fail], ("gpu-0", "gpu-1")), {}
 
     monkeypatch.setattr(ansible_run, "play_in_fresh_process", play)
+    monkeypatch.setenv("GPULAB_RESULTS", str(results.parent))  # what `gpulab up` gives the engine
+    local = {"address": "127.0.0.1", "vars": {"ansible_connection": "local"}}
     props = {
-        "hosts": [{"name": "gpu-0"}, {"name": "gpu-1"}],
+        "hosts": [{"name": "gpu-0", **local}, {"name": "gpu-1", **local}],
         "suite": "smoke",
         "execution_env": "native",
-        "lab": STACK,
-        "results_dir": str(results),
+        "lab": "a-lab",
+        "stack": STACK,
     }
     with pytest.raises(WorkloadRunError) as err:
         WorkloadRunProvider().create(props)

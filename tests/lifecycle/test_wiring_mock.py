@@ -73,6 +73,8 @@ def test_site_and_workload_inputs_follow_the_stack_mock(mocks: LabMocks) -> None
                 "gpulab_topology": "local",
                 "gpulab_lab": "lab-w",
                 "gpulab_exec_envs": ["docker", "native"],
+                # the pip index's name, which lab_network resolves on each host first
+                "gpulab_lab_names": {"pypi.lab": "gpulab:site.workload_env_pip_index_url"},
             }
             assert len(site.inputs["playbook_digest"]) == 64  # editing a role re-runs it
             assert [h["name"] for h in site.inputs["hosts"]] == [h.name for h in hosts]

@@ -65,6 +65,13 @@ def tiny_host(name: str, tmp_path: Path, rc: int | None = 0) -> Host:
     )
 
 
+@pytest.fixture(autouse=True)
+def results_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """This machine's results root (what `gpulab up` hands the engine's provider host)."""
+    monkeypatch.setenv("GPULAB_RESULTS", str(tmp_path / "results"))
+    return tmp_path / "results"
+
+
 def props(tmp_path: Path, suite: str, **extra: Any) -> dict[str, Any]:
     p = {
         "hosts": [Host("localhost", "127.0.0.1", gpu_path="local").to_output()],
@@ -73,8 +80,8 @@ def props(tmp_path: Path, suite: str, **extra: Any) -> dict[str, Any]:
         "execution_env": "native",
         "arm": "native",
         "topology": "local",
-        "lab": "wr-test",
-        "results_dir": str(tmp_path / "results"),
+        "lab": "wr-lab",
+        "stack": "wr-test",
         # The runner from this checkout and venv (workload_env would install it at /opt/gpulab).
         "variables": {
             "workload_run_python": sys.executable,
@@ -111,7 +118,7 @@ def test_diff_sees_every_input_one_at_a_time() -> None:
         "topology": "nova-pci",
         "lab": "lab",
         "variables": {"workload_run_timeout_s": 60},
-        "results_dir": "/r",
+        "machines": {"a": "m1"},
         "triggers": ["m1"],
     }
     assert set(news) == set(RUN_INPUTS)
@@ -127,7 +134,7 @@ def test_diff_sees_every_input_one_at_a_time() -> None:
         "topology": "ironic-bm",
         "lab": "lab2",
         "variables": {"workload_run_timeout_s": 61},
-        "results_dir": "/r2",
+        "machines": {"a": "m2"},  # the machine was provisioned again
         "triggers": ["m2"],
     }
     for key, value in changed.items():
@@ -136,6 +143,9 @@ def test_diff_sees_every_input_one_at_a_time() -> None:
         assert d.replaces == [], key  # re-measure in place
     # An input the provider does not know yet counts too.
     assert p.diff("id", outs, dict(news, future_input=1)).changes is True
+    # Where the records go does not.
+    stored = dict(outs, stack="s", results_dir="/home/other/checkout/results/s")
+    assert p.diff("id", stored, dict(news, stack="s")).changes is False
 
 
 def test_read_returns_the_stored_outputs() -> None:
@@ -144,15 +154,18 @@ def test_read_returns_the_stored_outputs() -> None:
     assert (r.id, r.outs) == ("workloads-r1", outs)
 
 
-def test_results_dir_is_the_input_else_the_stacks(
+def test_records_go_under_the_stack_in_this_machines_results_root(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("GPULAB_RESULTS", str(tmp_path / "root"))
+    assert results_dir_of({"stack": "s1", "lab": "nova-lab"}) == tmp_path / "root" / "s1"
     assert results_dir_of({"lab": "nova-lab"}) == tmp_path / "root" / "nova-lab"
-    assert results_dir_of({"lab": "x", "results_dir": "/elsewhere"}) == Path("/elsewhere")
+    # an older release's absolute path from another machine is ignored
+    old = {"stack": "s1", "results_dir": "/home/someone/checkout/results/s1"}
+    assert results_dir_of(old) == tmp_path / "root" / "s1"
     monkeypatch.delenv("GPULAB_RESULTS")
     monkeypatch.chdir(tmp_path)
-    assert results_dir_of({"lab": "l"}) == tmp_path / "results" / "l"
+    assert results_dir_of({"stack": "s"}) == tmp_path / "results" / "s"
 
 
 @pytest.mark.slow
@@ -165,7 +178,7 @@ def test_a_failed_host_keeps_the_other_hosts_records(tmp_path: Path) -> None:
     assert "\n" not in msg
     assert "host 'wr-bad' failed at task 'Fail when the run failed" in msg
     assert "kept the finished records of wr-ok in" in msg
-    [run_dir] = (tmp_path / "results").iterdir()
+    [run_dir] = (tmp_path / "results" / "wr-test").iterdir()
     [kept] = (run_dir / "wr-ok").glob("*.jsonl")
     assert '"host"' in kept.read_text()
     assert not (run_dir / "wr-bad").exists()
@@ -200,7 +213,7 @@ def test_create_fetches_records_and_summarizes(tmp_path: Path) -> None:
     assert outs["status"] == "ok" and outs["play_status"] == "successful"
     (records,) = outs["records"]
     path = Path(records)
-    assert path.parent == tmp_path / "results" / outs["run_id"] / "localhost"
+    assert path.parent == tmp_path / "results" / "wr-test" / outs["run_id"] / "localhost"
     assert path.is_file()
     s = outs["summary"]
     assert s["counts"]["ok"] == 1 and s["arms"] == ["native"]

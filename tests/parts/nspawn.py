@@ -14,8 +14,13 @@ Library behind ``tests/parts/fixtures_nspawn.py`` (the pytest fixtures) and
 - link shaping: :meth:`NspawnLab.shape` puts a token bucket (``tc ... tbf``, default 1 Gbit/s)
   on both ends of chosen hosts' veths, so traffic between them runs at a NIC's rate.
 
-The hosts behave like the Debian cloud image: the login user is ``debian`` with passwordless
-sudo, sshd takes keys only and refuses root; the session key is authorized for ``debian`` only.
+The hosts boot like the Debian cloud image on a cloud: Debian's ``cloud-init`` reads a NoCloud
+seed (``/var/lib/cloud/seed/nocloud/``: ``meta-data`` with the instance id and host name,
+``user-data`` with the session key) and creates the login user ``debian`` with passwordless
+sudo and that key; sshd (keys only, no root) answers only after cloud-init has finished, and
+:attr:`NspawnLab.sshd_delay_s` later (``None``: sshd never starts). :meth:`NspawnLab.start_host`
+returns as soon as the host runs (what a cloud reports as ACTIVE); :meth:`NspawnLab.boot` waits
+until it answers SSH.
 Every process is stopped by its PID in :meth:`NspawnLab.close` (also on failure).
 
 Booting more hosts for a benchmark::
@@ -39,10 +44,11 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from infra.hosts import Host
 from tests.parts import CACHE, REPO
@@ -53,7 +59,9 @@ STUB_REPO = CACHE / "nvidia-stub-repo"
 ACNG_CACHE = CACHE / "acng"
 ACNG_PORT = 3142
 STUB_PORT = 8713
-LOGIN_USER = "debian"  # the Debian cloud image's login user (rootfs.sh creates it)
+LOGIN_USER = "debian"  # the Debian cloud image's default user (cloud-init creates it)
+SEED_DIR = "/var/lib/cloud/seed/nocloud"  # where cloud-init's NoCloud source looks
+SSH_DROPIN = "/etc/systemd/system/ssh.service.d/50-gpulab-after-cloud-init.conf"
 COMMANDS = ("systemd-nspawn", "apt-cacher-ng", "ssh-keygen", "ssh", "nsenter", "ip", "tc")
 
 T = TypeVar("T")
@@ -190,6 +198,7 @@ class NspawnLab:
     hosts: list[NspawnHost] = field(default_factory=list)
     stub_sha256: dict[str, str] = field(default_factory=dict)
     boot_s: float = 0.0
+    sshd_delay_s: float | None = 0.0  # after cloud-init has finished; None: sshd never starts
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     _next: int = 0
 
@@ -256,7 +265,7 @@ class NspawnLab:
         for nh in new:
             self._configure_net(nh)
         for nh in new:
-            wait_for(nh.answers_ssh, 40, f"ssh to {nh.name}")
+            wait_for(nh.answers_ssh, 90 + (self.sshd_delay_s or 0), f"ssh to {nh.name}")
             wait_for(nh.systemd_up, 40, f"systemd in {nh.name}", step=0.3)
         self.boot_s += time.monotonic() - t0
         return new
@@ -271,6 +280,38 @@ class NspawnLab:
             stop_process(nh.proc)
             if nh in self.hosts:
                 self.hosts.remove(nh)
+
+    def reserve_address(self) -> str:
+        """The address the next host will get, taken now (a cloud's floating IP exists before
+        the server it is bound to)."""
+        i = self._next
+        self._next += 1
+        if i > 200:
+            raise RuntimeError("no address left in the lab subnet")
+        return f"{self.net}.{i + 2}"
+
+    def start_host(
+        self,
+        address: str | None = None,
+        gpu_path: str = "pci-passthrough",
+        groups: Sequence[str] = (),
+        sshd_delay_s: float | None = 0.0,
+        hostname: str | None = None,
+    ) -> NspawnHost:
+        """Start one host and return while it is still booting: cloud-init, then sshd
+        ``sshd_delay_s`` later (``None``: never), as a cloud's server is ACTIVE long before it
+        answers SSH. ``address``: one :meth:`reserve_address` gave (default: the next one);
+        ``hostname``: what the seed's meta-data names it (default: its machine name)."""
+        nh = self._start_one(
+            gpu_path, list(groups), address=address, sshd_delay_s=sshd_delay_s, hostname=hostname
+        )
+        self.hosts.append(nh)
+        try:
+            self._configure_net(nh)
+        except BaseException:
+            self.stop([nh])
+            raise
+        return nh
 
     def veth(self, nh: NspawnHost) -> str:
         """The host side of ``nh``'s veth (its port on the bridge)."""
@@ -323,37 +364,33 @@ class NspawnLab:
     # -- internals -------------------------------------------------------------------------
 
     def _start_one(
-        self, gpu_path: str, groups: list[str], extra_binds: Sequence[str] = ()
+        self,
+        gpu_path: str,
+        groups: list[str],
+        extra_binds: Sequence[str] = (),
+        *,
+        address: str | None = None,
+        sshd_delay_s: float | Literal["lab"] | None = "lab",
+        hostname: str | None = None,
     ) -> NspawnHost:
-        i = self._next
-        self._next += 1
-        if i > 200:
-            raise RuntimeError("no address left in the lab subnet")
+        addr = address or self.reserve_address()
+        i = int(addr.rsplit(".", 1)[1]) - 2
         name = f"gl{os.getpid() % 100000}{_suffix(i)}"
-        hk = self.workdir / f"{name}-hostkeys"
-        (hk / "etc/ssh").mkdir(parents=True)
-        _run("ssh-keygen", "-q", "-A", "-f", str(hk))
-        hostname = self.workdir / f"{name}-hostname"
-        hostname.write_text(name + "\n")  # systemd reads /etc/hostname (the builder's is there)
-        etc_hosts = self.workdir / f"{name}-hosts"  # as cloud-init writes it (sudo resolves it)
-        etc_hosts.write_text(f"127.0.0.1 localhost\n127.0.1.1 {name}\n::1 localhost\n")
-        home = f"/home/{LOGIN_USER}"
-        binds = [f"--bind-ro={self.workdir / 'authorized_keys'}:{home}/.ssh/authorized_keys",
-                 f"--bind-ro={self.workdir / '01proxy'}:/etc/apt/apt.conf.d/01gpulab-proxy",
-                 f"--bind-ro={hostname}:/etc/hostname",
-                 f"--bind-ro={etc_hosts}:/etc/hosts"]  # fmt: skip
-        for f in sorted((hk / "etc/ssh").iterdir()):
-            binds.append(f"--bind-ro={f}:/etc/ssh/{f.name}")
-        binds.extend(extra_binds)
+        delay = self.sshd_delay_s if sshd_delay_s == "lab" else sshd_delay_s
+        binds = [
+            *self._cloud_init_binds(name, delay, hostname or name),
+            f"--bind-ro={self.workdir / '01proxy'}:/etc/apt/apt.conf.d/01gpulab-proxy",
+            *extra_binds,
+        ]
         log = self.workdir / f"{name}.log"
         proc = subprocess.Popen(
             ["systemd-nspawn", "-b", "-D", str(ROOTFS), "-M", name, f"--hostname={name}",
              "--register=no", "--keep-unit", f"--network-bridge={self.bridge}",
-             "--console=passive", "--volatile=overlay", *binds],
+             "--console=passive", "--volatile=overlay", *binds,
+             f"--uuid={uuid.uuid4()}"],  # its own machine id (else the VM's DMI UUID for all)
             stdout=log.open("wb"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,
         )  # fmt: skip
-        addr = f"{self.net}.{i + 2}"
         host = Host(
             name=f"nspawn-{_suffix(i)}", address=addr, ssh_user=LOGIN_USER, gpu_path=gpu_path,
             groups=groups,
@@ -361,6 +398,23 @@ class NspawnLab:
                   "ansible_python_interpreter": "/usr/bin/python3"},
         )  # fmt: skip
         return NspawnHost(name, addr, self.host_side, self.key, proc, host, log)
+
+    def _cloud_init_binds(self, name: str, sshd_delay_s: float | None, hostname: str) -> list[str]:
+        """The NoCloud seed of host ``name`` and the sshd drop-in that holds sshd back until
+        cloud-init has finished (and ``sshd_delay_s`` more), as nspawn bind options."""
+        boot = Path(tempfile.mkdtemp(prefix=f"{name}-boot-", dir=self.workdir))  # each boot's
+        seed = boot / "seed"  # own: a host booted again at the same address is a new machine
+        seed.mkdir()
+        (seed / "meta-data").write_text(f"instance-id: {boot.name}\nlocal-hostname: {hostname}\n")
+        pub = (self.workdir / "id.pub").read_text().strip()
+        (seed / "user-data").write_text(
+            "#cloud-config\n"
+            f"ssh_authorized_keys:\n  - {pub}\n"  # for the default user (debian)
+            "manage_etc_hosts: true\n"  # sudo resolves the host name
+        )
+        dropin = boot / "ssh.conf"
+        dropin.write_text(sshd_dropin(sshd_delay_s))
+        return [f"--bind-ro={seed}:{SEED_DIR}", f"--bind-ro={dropin}:{SSH_DROPIN}"]
 
     def _configure_net(self, nh: NspawnHost) -> None:
         veth = f"vb-{nh.name}"[:15]
@@ -417,13 +471,25 @@ def prepare_stub_repo() -> dict[str, str]:
     return sums
 
 
-def _login_ids() -> tuple[int, int]:
-    """uid and gid of the login user in the rootfs."""
-    for line in (ROOTFS / "etc/passwd").read_text().splitlines():
-        f = line.split(":")
-        if f[0] == LOGIN_USER:
-            return int(f[2]), int(f[3])
-    raise RuntimeError(f"no user {LOGIN_USER!r} in {ROOTFS} (scripts/parts/rootfs.sh prepare)")
+def sshd_dropin(delay_s: float | None) -> str:
+    """A drop-in for Debian's ssh.service: start after cloud-init's last stage, ``delay_s``
+    later; never (a failed condition, no retries) when ``delay_s`` is None.
+
+    Without default dependencies: multi-user.target would otherwise wait for sshd, and
+    cloud-final.service runs after multi-user.target (an ordering cycle)."""
+    start = (
+        "ConditionPathExists=/etc/gpulab-sshd-never-starts\n"
+        if delay_s is None
+        else f"ExecStartPre=/bin/sleep {delay_s:g}\n"
+    )
+    return (
+        "# gpulab test host: sshd answers only after cloud-init has finished\n"
+        "[Unit]\nDefaultDependencies=no\nAfter=basic.target cloud-final.service\n"
+        "Conflicts=shutdown.target\nBefore=shutdown.target\n"
+        + (start if delay_s is None else "")
+        + "[Service]\nTimeoutStartSec=infinity\n"
+        + ("" if delay_s is None else start)
+    )
 
 
 def start_lab(gpu_paths: Sequence[str] = ("pci-passthrough", "none"), **kw: Any) -> NspawnLab:
@@ -440,10 +506,6 @@ def start_lab(gpu_paths: Sequence[str] = ("pci-passthrough", "none"), **kw: Any)
     t0 = time.monotonic()
     try:
         _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(lab.key))
-        keys = workdir / "authorized_keys"  # owned by the login user, as cloud-init writes it
-        shutil.copy(workdir / "id.pub", keys)
-        keys.chmod(0o600)
-        os.chown(keys, *_login_ids())
         (workdir / "01proxy").write_text(
             f'Acquire::http::Proxy "{lab.apt_proxy}";\n'
             f'Acquire::http::Proxy::{lab.host_side} "DIRECT";\n'  # the lab's own servers

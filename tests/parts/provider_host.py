@@ -309,8 +309,9 @@ class ProviderHost:
         t0 = time.monotonic()
         ok = False
         try:
-            with self._lock:
-                resp = getattr(self.stub, method)(request)
+            # No lock: the engine sends RPCs for independent resources at once, and the host
+            # serves them concurrently (its gRPC server has a thread pool).
+            resp = getattr(self.stub, method)(request)
             ok = True
             return resp
         except grpc.RpcError as exc:

@@ -78,6 +78,10 @@ class LabMocks(pulumi.runtime.Mocks):
             outs["nodeAddresses"] = [f"198.51.100.{201 + i}" for i in range(count)]
             outs["masterAddresses"] = ["198.51.100.199"]
             outs["kubeconfig"] = {"raw_config": KUBECONFIG, "host": outs["apiAddress"]}
+        elif typ == "pulumi-python:dynamic:Resource" and {"policy", "cluster"} <= set(outs):
+            # VgpuPolicy: the hosts report the arm's policy in effect (the real provider reads
+            # it back or fails: tests/cloud/test_vgpu_policy_vcsim.py)
+            outs["in_effect"] = outs["policy"]
         elif typ == "vsphere:index/virtualMachine:VirtualMachine":
             outs["defaultIpAddress"] = f"192.0.2.{n}"
             outs["moid"] = f"vm-{n}"
@@ -103,6 +107,10 @@ class LabMocks(pulumi.runtime.Mocks):
         }
         if token not in results:
             raise AssertionError(f"unexpected invoke {token}")
+        if token == "openstack:networking/getNetwork:getNetwork" and not args.args.get("external"):
+            # an existing network by name (gpulab:network), with one subnet
+            name = args.args.get("name")
+            return {**dict(args.args), "id": f"{name}-id", "subnets": [f"{name}-subnet-id"]}
         return {**dict(args.args), **results[token]}
 
 

@@ -310,3 +310,119 @@ def test_magnum_mock_bare_metal_nodes(pulumi_mocks: LabMocks) -> Any:
         assert [h.gpu_path for h in hosts] == ["none", "container-bm"]
 
     return check(go())
+
+
+NET = "openstack:networking/network:Network"
+SUBNET = "openstack:networking/subnet:Subnet"
+ROUTER = "openstack:networking/router:Router"
+ROUTER_IF = "openstack:networking/routerInterface:RouterInterface"
+FIP = "openstack:networking/floatingIp:FloatingIp"
+PORT = "openstack:networking/port:Port"
+GET_NETWORK = "openstack:networking/getNetwork:getNetwork"
+# ironic-bm on the provider network its nodes are cabled to (Ironic's flat network interface)
+ON_FLAT = {"network": "provisioning", "lab_cidr": None, "dns_nameservers": None}
+
+
+@pulumi.runtime.test
+def test_ironic_bm_on_existing_flat_network_makes_no_network_router_or_fip_mock(
+    pulumi_mocks: LabMocks,
+) -> Any:
+    exports = Exports()
+    run_stack("ironic-bm", exports, external_network=None, **ON_FLAT)
+
+    async def go() -> None:
+        await settle()
+        for typ in (NET, SUBNET, ROUTER, ROUTER_IF, FIP):
+            assert pulumi_mocks.of_type(typ) == [], typ
+        # the network is looked up by name; no external network is asked for
+        assert [a for t, a in pulumi_mocks.calls if t == GET_NETWORK] == [{"name": "provisioning"}]
+        ports = pulumi_mocks.of_type(PORT)
+        assert [p.name for p in ports] == ["bm-lab-gpu-0-port", "bm-lab-gpu-1-port"]
+        for p in ports:
+            assert p.inputs["networkId"] == "provisioning-id"
+            assert "fixedIps" not in p.inputs  # Neutron picks the provider subnet's address
+            assert p.inputs["securityGroupIds"] == ["bm-lab-secgroup-id"]
+        # between lab hosts: members of the lab group only (others share a provider network)
+        rules = sorted(
+            (
+                r.inputs["ethertype"],
+                r.inputs.get("remoteGroupId") or "",
+                r.inputs.get("remoteIpPrefix") or "",
+            )
+            for r in pulumi_mocks.of_type(RULE)
+        )
+        assert rules == [
+            ("IPv4", "", "203.0.113.0/24"),
+            ("IPv4", "bm-lab-secgroup-id", ""),
+            ("IPv6", "bm-lab-secgroup-id", ""),
+        ]
+        # the host's address is its fixed IP on the provider network
+        hosts, _ = await resolve(exports["hosts"])
+        for h in hosts:
+            assert h["address"].startswith("10.42.0.")
+            assert h["vars"]["private_address"] == h["address"]
+        assert len(pulumi_mocks.of_type(INSTANCE)) == 2
+
+    return check(go())
+
+
+@pulumi.runtime.test
+def test_nova_pci_on_existing_routed_network_with_floating_ips_mock(
+    pulumi_mocks: LabMocks,
+) -> Any:
+    exports = Exports()
+    run_stack("nova-pci", exports, network="project-net", lab_cidr=None, floating_ips=True)
+
+    async def go() -> None:
+        await settle()
+        for typ in (NET, SUBNET, ROUTER, ROUTER_IF):
+            assert pulumi_mocks.of_type(typ) == [], typ
+        calls = [a for t, a in pulumi_mocks.calls if t == GET_NETWORK]
+        assert {"name": "project-net"} in calls and {"name": "public", "external": True} in calls
+        fips = pulumi_mocks.of_type(FIP)
+        assert [f.inputs["pool"] for f in fips] == ["public", "public"]
+        assert all(p.inputs["networkId"] == "project-net-id" for p in pulumi_mocks.of_type(PORT))
+        hosts, _ = await resolve(exports["hosts"])
+        assert all(h["address"].startswith("198.51.100.") for h in hosts)
+
+    return check(go())
+
+
+@pytest.mark.parametrize(
+    ("overrides", "problem"),
+    [
+        (
+            {"network": "provisioning", "dns_nameservers": None},
+            "gpulab:lab_cidr is for the subnet the lab makes; with gpulab:network provisioning "
+            "the lab makes none and the hosts take addresses from a subnet of that network: "
+            "remove gpulab:lab_cidr",
+        ),
+        (
+            {"network": "provisioning", "lab_cidr": None},
+            "gpulab:dns_nameservers is for the subnet the lab makes; with gpulab:network "
+            "provisioning the lab makes none and its subnet's DNS servers are the network "
+            "owner's (openstack subnet set --dns-nameserver): remove gpulab:dns_nameservers",
+        ),
+        (
+            {**ON_FLAT, "external_network": None, "floating_ips": True},
+            "gpulab:external_network is required for ironic-bm: floating IPs come from it",
+        ),
+        (
+            {"external_network": None},
+            "gpulab:external_network is required for ironic-bm: the lab router uplinks to it",
+        ),
+    ],
+)
+def test_network_keys_refused_with_one_line_each(overrides: dict[str, Any], problem: str) -> None:
+    from infra.config import ConfigError
+
+    with pytest.raises(ConfigError) as err:
+        validate(stack_raw("ironic-bm", **overrides))
+    assert err.value.problems == [problem]
+
+
+def test_floating_ips_default_follows_the_network() -> None:
+    made = validate(stack_raw("ironic-bm"))
+    existing = validate(stack_raw("ironic-bm", external_network=None, **ON_FLAT))
+    assert (made.args.floating_ips, existing.args.floating_ips) == (True, False)
+    assert existing.args.network == "provisioning" and made.args.network is None

@@ -15,7 +15,7 @@ from infra.hosts import GPU_PATHS, Host
 from tests.pulumi.helpers import TIMINGS, Exports, check, resolve, run_stack, settle
 from tests.pulumi.mocks import KUBECONFIG, SECRET_VALUES, STACKS, LabMocks, SecretRef
 
-HOST_KEYS = {"name", "address", "ssh_user", "groups", "gpu_path", "ssh_port", "vars"}
+HOST_KEYS = {"name", "address", "ssh_user", "groups", "gpu_path", "ssh_port", "vars", "identity"}
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
 EXPECTED = {  # topology -> (number of hosts, gpu paths)
     "ironic-bm": (2, {"whole-machine"}),
@@ -67,6 +67,9 @@ def test_example_stack_mock_exports_hosts_shape(topology: str, pulumi_mocks: Lab
                 assert h["ssh_user"] == cfg.ssh_user and h["groups"]
                 assert h["vars"]["lab"] == cfg.lab
                 assert Host.from_output(h).to_output() == h  # round-trips the contract
+                # what identifies the machine in its cloud (server id, VM UUID, cluster id)
+                managed = topology != "local" and h["vars"].get("managed_by_gpulab") is not False
+                assert bool(h["identity"]) == managed, h
             names = [h["name"] for h in hosts]
             assert len(set(names)) == len(names)
             typ = pulumi_mocks.resources[0].typ

@@ -114,3 +114,72 @@ def test_gpulab_console_script_validate_by_stack_name() -> None:
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1
     assert bad.stderr.startswith("gpulab: error: stack 'no-such-stack' has no stack file")
+
+
+def flat_network_stack(tmp_path: Path) -> Path:
+    """The ironic-bm example, own values, on an existing flat provider network: no subnet,
+    router, external network or floating IPs of its own."""
+    lines = [
+        line
+        for line in own_values("ironic-bm").splitlines()
+        if not line.startswith(("  gpulab:external_network:", "  gpulab:lab_cidr:"))
+    ]
+    text = "\n".join(lines).replace("  gpulab:dns_nameservers:\n    - 192.0.2.53\n", "")
+    text = text.replace(
+        "  gpulab:admin_cidr:", "  gpulab:network: provisioning\n  gpulab:admin_cidr:"
+    )
+    mine = tmp_path / "Pulumi.bm-flat.yaml"
+    mine.write_text(text + "\n")
+    return mine
+
+
+def test_validate_ironic_bm_on_a_flat_network_warns_security_groups_are_not_enforced(
+    tmp_path: Path,
+) -> None:
+    """As a user runs it (the console script): valid, the network shown, and one warning line
+    on stderr saying SSH is not limited to admin_cidr on bare-metal ports."""
+    gpulab = Path(sys.executable).with_name("gpulab")
+    cmd = [str(gpulab)] if gpulab.exists() else [sys.executable, "-m", "infra.cli"]
+    env = {"PATH": "/usr/bin:/bin", "NO_COLOR": "1", "COLUMNS": "160"}
+    mine = flat_network_stack(tmp_path)
+    r = subprocess.run([*cmd, "validate", str(mine)], capture_output=True, text=True, env=env,
+                       timeout=120)  # fmt: skip
+    print(r.stdout + r.stderr)
+    assert r.returncode == 0, r.stderr
+    assert "valid ironic-bm stack, lab bm-lab" in r.stdout
+    assert "gpulab:network" in r.stdout and "provisioning" in r.stdout
+    assert "gpulab:lab_cidr" not in r.stdout  # nothing of a subnet the lab does not make
+    assert r.stderr.splitlines() == [
+        "gpulab: warning: gpulab:admin_cidr 203.0.113.0/24: the lab's security group is not "
+        "enforced on bare-metal ports by most Ironic clouds (flat and noop network interfaces "
+        "never, neutron only where the switch's ML2 driver applies it), so SSH is not limited "
+        "to admin_cidr: the network's own firewall or the hosts' must do that "
+        "(docs/topologies.md)"
+    ]
+    # docs/topologies.md quotes the line as validate prints it
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "topologies.md").read_text()
+    assert r.stderr.splitlines()[0] in docs
+    j = subprocess.run([*cmd, "validate", str(mine), "--json"], capture_output=True, text=True,
+                       env=env, timeout=120)  # fmt: skip
+    import json
+
+    doc = json.loads(j.stdout)  # the JSON envelope (docs/cli-json.schema.json)
+    assert doc["ok"] is True and doc["command"] == "validate", doc
+    data = doc["data"]
+    assert data["settings"]["gpulab:network"] == "provisioning"
+    assert data["settings"]["gpulab:floating_ips"] is False
+    assert len(data["warnings"]) == 1 and "not enforced on bare-metal ports" in data["warnings"][0]
+
+
+def test_validate_warns_ironic_bm_without_a_network_and_not_nova_pci(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    mine = tmp_path / "Pulumi.mine.yaml"
+    mine.write_text(own_values("ironic-bm"))
+    assert main(["validate", str(mine)]) == 0
+    warned = [w for w in capsys.readouterr().err.splitlines() if w.startswith("gpulab: warning:")]
+    assert len(warned) == 2
+    assert warned[1].startswith("gpulab: warning: gpulab:network unset: the lab makes its own")
+    mine.write_text(own_values("nova-pci"))
+    assert main(["validate", str(mine)]) == 0
+    assert capsys.readouterr().err == ""  # security groups hold on VM ports

@@ -100,3 +100,33 @@ def test_a_line_that_is_not_an_object_names_its_line(tmp_path: Path) -> None:
             build_report([src], tmp_path / f"rep-{engine}", engine=engine)
         errors.append(str(exc.value))
     assert f"{src}:5" in errors[1] and errors[0] == errors[1]
+
+
+@pytest.mark.parametrize(
+    ("field", "text", "message"),
+    [
+        ("repeat", "1.0", "record field 'repeat' has type float"),
+        ("global_batch", "2e3", "record field 'global_batch' has type float"),
+        ("steps", "-1E2", "record field 'steps' has type float"),
+        ("warmup", "NaN", "record field 'warmup' has type float"),
+        ("schema_version", "3.0", "record field 'schema_version' has type float"),
+        ("batch_size", "-Infinity", "record field 'batch_size' has type float"),
+        ("host", "-7", "record field 'host' has type int"),
+        ("arm", "null", "record field 'arm' has type NoneType"),
+    ],
+)
+def test_a_field_of_another_json_type_is_refused_on_both_engines(
+    tmp_path: Path, field: str, text: str, message: str
+) -> None:
+    """The signature reads most fields' types from the first character of their text, and
+    whether the int fields are written as ints: a float, an exponent or NaN where an int
+    belongs, a number or null where a string belongs, refuse the record on both engines,
+    naming file and line."""
+    recs = synth.reps("local", "native", experiment="e", model="m", ips=1.0, repeats=3)
+    lines = [json.dumps(r) for r in recs]
+    lines[1] = json.dumps({**recs[1], field: "@"}).replace('"@"', text)
+    p = tmp_path / "r.jsonl"
+    p.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    for load in (_python, _duckdb):
+        with pytest.raises(InputError, match=rf"r.jsonl:2: .*{message}"):
+            load([p], None, False, [])

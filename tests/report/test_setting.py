@@ -121,7 +121,7 @@ def test_the_runner_records_the_setting_from_the_lab_environment(tmp_path: Path)
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     (rec,) = [json.loads(line) for line in out.read_text().splitlines()]
-    assert rec["schema_version"] == 2
+    assert rec["schema_version"] == 3 and rec["fingerprint_ref"].startswith("sha256:")
     assert (rec["topology"], rec["arm"]) == ("vsphere-gpu", "apptainer")
     stated = {k: rec[k] for k in ("gpu_path", "exec_env", "virtualization", "sharing")}
     assert stated == {"gpu_path": "vgpu", "exec_env": "apptainer",

@@ -16,7 +16,7 @@ from infra.study.model import load_study
 from infra.study.state import find_journal
 from report.claims import units_needed
 from tests.study.helpers import write_study
-from workloads.records import make_record
+from workloads.records import RecordWriter, make_record
 
 SINGLE = "closer2018/single_synthetic"
 SHARED = "closer2018/shared"
@@ -29,13 +29,18 @@ def fingerprint(tf: str, gpu: bool) -> dict:
 
 
 class Runner:
-    """Records as the runner writes them: the native arm at 100 images/sec (10 s), the other
-    arm at ``rate`` (its elapsed time in proportion), each study repeat (read from the run id
-    the driver gives a local unit, ``<study>-r<repeat>``) 1 % faster or slower than the last;
-    ``tf`` per arm (a different framework version breaks the pairing)."""
+    """Records as the runner writes them (workloads.records.RecordWriter: schema 3, the
+    fingerprint in full in the first record of the file only, named by ``fingerprint_ref`` in
+    all): the native arm at 100 images/sec (10 s), the other arm at ``rate`` (its elapsed time
+    in proportion), each study repeat (read from the run id the driver gives a local unit,
+    ``<study>-r<repeat>``) 1 % faster or slower than the last; ``tf`` per arm (a different
+    framework version breaks the pairing); ``first_fails``: each unit's first measurement
+    fails (out of memory), so the record that carries the fingerprint is not an ok one."""
 
-    def __init__(self, rate: float, tf: dict[str, str], gpu: bool = False) -> None:
-        self.rate, self.tf, self.gpu = rate, tf, gpu
+    def __init__(
+        self, rate: float, tf: dict[str, str], gpu: bool = False, first_fails: bool = False
+    ) -> None:
+        self.rate, self.tf, self.gpu, self.first_fails = rate, tf, gpu, first_fails
 
     def run(self, arm, suite, out, log, run_id, on_start=None):  # type: ignore[no-untyped-def]
         from infra.study.local import UnitResult
@@ -45,7 +50,8 @@ class Runner:
             return UnitResult("failed", "runner exited 1: out of memory")
         repeat = int(run_id.rsplit("-r", 1)[1])
         f = 1.0 + 0.01 * ((repeat + (arm.name != "native")) % 3 - 1)
-        with out.open("a") as fh:
+        w = RecordWriter(out)
+        try:
             for i in range(load_suite(suite).measurements):  # one per measurement, as the runner
                 rec = make_record(
                     run_id=run_id,
@@ -67,7 +73,11 @@ class Runner:
                     elapsed_s=10.0 if arm.name == "native" else 1000.0 / self.rate,
                     fingerprint=fingerprint(self.tf[arm.name], self.gpu),
                 )
-                fh.write(json.dumps(rec) + "\n")
+                if self.first_fails and i == 0:
+                    rec.update(status="failed", images_per_sec=None, error="OOM")
+                w.write(rec)
+        finally:
+            w.close()
         return UnitResult("done")
 
 
@@ -170,6 +180,26 @@ def test_fingerprint_difference_warns_on_the_claim_and_strict_stops_double(
         "framework: tensorflow 2.20.0 vs baseline native tensorflow 2.21.0"
     ]
     assert find_journal(tmp_path / "results", "t").counts()["failed"] == 1
+
+
+def test_fingerprint_carried_by_a_failed_first_record_still_pairs_the_arms_double(
+    tmp_path: Path, capsys
+) -> None:  # type: ignore[no-untyped-def]
+    """Schema 3: a unit's ok records name the fingerprint that only its failed first record
+    carries; the paired-arm check and the device label still see it."""
+    tf = {"native": "2.21.0", "box": "2.20.0", "gone": "2.21.0"}
+    run_study(tmp_path, Runner(95.0, tf, gpu=True, first_fails=True), repeats=1)
+    unit = tmp_path / "results/study-t/units/box.r1.jsonl"
+    recs = [json.loads(ln) for ln in unit.read_text().splitlines()]
+    assert recs[0]["status"] == "failed" and "fingerprint" in recs[0]
+    assert [r["status"] for r in recs[1:]] == ["ok"] * (len(recs) - 1)
+    assert all("fingerprint" not in r and r["fingerprint_ref"] for r in recs[1:])
+    report(tmp_path, capsys)
+    v = verdicts(tmp_path)
+    assert v[SINGLE]["warnings"] == [
+        "box: framework: tensorflow 2.20.0 vs baseline native tensorflow 2.21.0"
+    ]
+    assert v[SINGLE]["label"] == "GPU"
 
 
 def test_status_lists_every_unit_with_its_reason_double(

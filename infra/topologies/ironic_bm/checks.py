@@ -1,4 +1,5 @@
-"""``ironic-bm``'s preflight (image, network, Ironic nodes ready, quotas) and audit."""
+"""``ironic-bm``'s preflight (image, networks, Ironic nodes ready and able to join the lab's
+network, quotas) and audit."""
 
 from __future__ import annotations
 
@@ -22,6 +23,12 @@ def preflight(args: IronicBmArgs, conns: Conns) -> list[Check]:
         args.required_traits,
         conns.provide,
     )
+    try:
+        rows += ironic.check_network_interface(
+            conns.bm_conn or conn, args.resource_class, args.network
+        )
+    except CloudError as exc:
+        rows.append(fail("ironic network interface", str(exc), "fix access, then rerun"))
     return rows + op.check_quotas(conn, shared.servers_demand(args))
 
 

@@ -117,6 +117,7 @@ class MagnumK8sLab(pulumi.ComponentResource):
                 gpu_path="none",
                 ssh_port=22,
                 vars={"lab": args.lab, "api_url": api, **CONTROLLER_VARS},
+                identity=self.cluster.id,
             )
         ]
         node_gpu_path = SPEC.gpu_path(args)
@@ -129,6 +130,7 @@ class MagnumK8sLab(pulumi.ComponentResource):
                     groups=host_groups(args, "k8s_nodes"),
                     gpu_path=node_gpu_path,
                     vars={"lab": args.lab, "k8s_cluster": f"{args.lab}-k8s"},
+                    identity=self.cluster.id,
                 )
             )
         self.register_outputs({"hosts": [h.to_output() for h in self.hosts]})

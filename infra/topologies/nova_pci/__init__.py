@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from infra.topologies.contract import Topology
 from infra.topologies.nova_pci.args import NovaPciArgs
-from infra.topologies.openstack.args import check_config
+from infra.topologies.openstack.args import check_server_config
 
 SPEC = Topology(
     name="nova-pci",
@@ -15,7 +15,7 @@ SPEC = Topology(
     checks="infra.topologies.nova_pci.checks",
     gpu_paths=("pci-passthrough",),
     gpu_path=lambda _args: "pci-passthrough",
-    check_config=check_config,
+    check_config=check_server_config,
     stack_file="examples/nova-pci/Pulumi.nova-pci.yaml",
     extras=("openstack",),
 )

@@ -1,10 +1,12 @@
 """The OpenStack parts every OpenStack topology's builder shares.
 
-Lab network, subnet, router to the external network, security group (SSH only from
-``admin_cidr``, anything only from ``lab_cidr``, nothing else in; Neutron's default egress
-rules stay), keypair, image lookup, and one port + floating IP per server, its cloud-init
-user data from ``templates/cloud-init.yaml.j2``. Every resource is named ``<lab>-...`` and
-tagged with the lab where the API has tags.
+Lab network, subnet, router to the external network -- or, with ``gpulab:network``, an
+existing network and none of them --, security group (SSH only from ``admin_cidr``, anything
+between lab hosts, nothing else in; Neutron's default egress rules stay), keypair, image
+lookup, and one port + floating IP per server (no floating IP when ``gpulab:floating_ips`` is
+false: the port's fixed IP is the address), its cloud-init user data from
+``templates/cloud-init.yaml.j2``. Every resource is named ``<lab>-...`` and tagged with the lab
+where the API has tags.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -21,10 +22,11 @@ import pulumi_openstack as openstack
 
 from infra.hosts import Host
 from infra.keys.lab import LabArgs
+from infra.paths import PROJECT
 from infra.topologies.common import host_groups
-from infra.topologies.openstack.args import OpenStackArgs, ServerArgs
+from infra.topologies.openstack.args import OpenStackArgs, ServerArgs, existing_network
 
-TEMPLATES = Path(__file__).resolve().parents[3] / "templates"
+TEMPLATES = PROJECT / "templates"
 
 
 def lab_tags(args: LabArgs) -> list[str]:
@@ -55,17 +57,63 @@ def render_cloud_init(args: OpenStackArgs, hostname: str, gpu_path: str) -> str:
 
 
 @dataclass
-class OpenStackBase:
-    provider: openstack.Provider
-    external: Any  # get_network result (Output)
-    image: Any  # get_image result (Output)
+class MadeNetwork:
+    """The network the lab makes: network, subnet (``gpulab:lab_cidr``), router to the
+    external network and its interface on the subnet."""
+
     network: openstack.networking.Network
     subnet: openstack.networking.Subnet
     router: openstack.networking.Router
     router_interface: openstack.networking.RouterInterface
+
+
+@dataclass
+class LabNetwork:
+    """Where the lab's ports go: the network the lab makes (``made``), or an existing one
+    (``gpulab:network``: ``made`` is None, Neutron picks the port's subnet and address)."""
+
+    network_id: Any  # Output[str]
+    subnet_id: Any  # Output[str] of the made subnet; None on an existing network
+    made: MadeNetwork | None
+    existing: Any = None  # get_network result (Output) of gpulab:network
+
+    @property
+    def ready(self) -> list[pulumi.Resource]:
+        """What a floating IP or server waits for: the made router's interface, or nothing."""
+        return [self.made.router_interface] if self.made else []
+
+
+@dataclass
+class OpenStackBase:
+    provider: openstack.Provider
+    external: Any  # get_network result (Output) of gpulab:external_network; None without it
+    image: Any  # get_image result (Output)
+    net: LabNetwork
     keypair: openstack.compute.Keypair
     secgroup: openstack.networking.SecGroup | None
     rules: list[openstack.networking.SecGroupRule]
+
+    def _made(self) -> MadeNetwork:
+        if self.net.made is None:
+            raise ValueError("the lab is on an existing network (gpulab:network): it made none")
+        return self.net.made
+
+    # The parts of the network the lab makes (magnum-k8s always makes one).
+    @property
+    def network(self) -> openstack.networking.Network:
+        return self._made().network
+
+    @property
+    def subnet(self) -> openstack.networking.Subnet:
+        return self._made().subnet
+
+    @property
+    def router(self) -> openstack.networking.Router:
+        return self._made().router
+
+    @property
+    def router_interface(self) -> openstack.networking.RouterInterface:
+        return self._made().router_interface
 
 
 def _first(items: Sequence[str] | None) -> str | None:
@@ -77,19 +125,37 @@ def _ethertype(cidr: str) -> str:
 
 
 def security_rules(args: OpenStackArgs) -> list[dict[str, Any]]:
-    """The ingress rules of the lab security group, exactly (snake_case rule args)."""
-    assert args.admin_cidr and args.lab_cidr
+    """The ingress rules of the lab security group, exactly (snake_case rule args).
+
+    Between lab hosts: anything from the lab subnet (``gpulab:lab_cidr``) on the network
+    the lab makes; on an existing network, which other projects' hosts may share, anything
+    from members of the lab's own group only (``remote_group``: the group's id, filled in by
+    :func:`build_base`), over IPv4 and IPv6."""
+    assert args.admin_cidr
+    ssh = {
+        "name": "ssh-admin",
+        "description": f"gpulab {args.lab}: SSH from the admin network",
+        "direction": "ingress",
+        "ethertype": _ethertype(args.admin_cidr),
+        "protocol": "tcp",
+        "port_range_min": 22,
+        "port_range_max": 22,
+        "remote_ip_prefix": args.admin_cidr,
+    }
+    if existing_network(args):
+        return [ssh] + [
+            {
+                "name": f"lab-internal{suffix}",
+                "description": f"gpulab {args.lab}: any traffic between lab hosts",
+                "direction": "ingress",
+                "ethertype": ethertype,
+                "remote_group": True,
+            }
+            for suffix, ethertype in (("", "IPv4"), ("-v6", "IPv6"))
+        ]
+    assert args.lab_cidr
     return [
-        {
-            "name": "ssh-admin",
-            "description": f"gpulab {args.lab}: SSH from the admin network",
-            "direction": "ingress",
-            "ethertype": _ethertype(args.admin_cidr),
-            "protocol": "tcp",
-            "port_range_min": 22,
-            "port_range_max": 22,
-            "remote_ip_prefix": args.admin_cidr,
-        },
+        ssh,
         {
             "name": "lab-internal",
             "description": f"gpulab {args.lab}: any traffic between lab hosts",
@@ -100,26 +166,12 @@ def security_rules(args: OpenStackArgs) -> list[dict[str, Any]]:
     ]
 
 
-def build_base(
-    args: OpenStackArgs, parent: pulumi.Resource, *, secgroup: bool = True
-) -> OpenStackBase:
-    """Create the shared parts as children of ``parent``."""
+def make_network(args: OpenStackArgs, external: Any, opts: pulumi.ResourceOptions) -> MadeNetwork:
+    """The lab's own network, subnet (``gpulab:lab_cidr``, DHCP, ``gpulab:dns_nameservers``
+    when set: else the cloud's default) and a router to the external network."""
     lab = args.lab
     tags = lab_tags(args)
-    provider = openstack.Provider(
-        f"{lab}-openstack",
-        cloud=args.os_cloud,
-        password=args.os_password,
-        opts=pulumi.ResourceOptions(parent=parent),
-    )
-    opts = pulumi.ResourceOptions(parent=parent, provider=provider)
-    invoke = pulumi.InvokeOptions(parent=parent, provider=provider)
-    external = openstack.networking.get_network_output(
-        name=args.external_network, external=True, opts=invoke
-    )
-    image = openstack.images.get_image_output(name=args.image, most_recent=True, opts=invoke)
     assert args.lab_cidr
-    version = ipaddress.ip_network(args.lab_cidr).version
     network = openstack.networking.Network(
         f"{lab}-net", name=f"{lab}-net", admin_state_up=True, tags=tags, opts=opts
     )
@@ -128,7 +180,7 @@ def build_base(
         name=f"{lab}-subnet",
         network_id=network.id,
         cidr=args.lab_cidr,
-        ip_version=version,
+        ip_version=ipaddress.ip_network(args.lab_cidr).version,
         enable_dhcp=True,
         dns_nameservers=list(args.dns_nameservers) or None,
         tags=tags,
@@ -144,6 +196,38 @@ def build_base(
     router_interface = openstack.networking.RouterInterface(
         f"{lab}-router-if", router_id=router.id, subnet_id=subnet.id, opts=opts
     )
+    return MadeNetwork(network, subnet, router, router_interface)
+
+
+def build_base(
+    args: OpenStackArgs, parent: pulumi.Resource, *, secgroup: bool = True
+) -> OpenStackBase:
+    """Create the shared parts as children of ``parent``: on ``gpulab:network`` (an existing
+    network) no network, subnet or router, and the external network is looked up only when
+    named (floating IPs)."""
+    lab = args.lab
+    tags = lab_tags(args)
+    provider = openstack.Provider(
+        f"{lab}-openstack",
+        cloud=args.os_cloud,
+        password=args.os_password,
+        opts=pulumi.ResourceOptions(parent=parent),
+    )
+    opts = pulumi.ResourceOptions(parent=parent, provider=provider)
+    invoke = pulumi.InvokeOptions(parent=parent, provider=provider)
+    external = None
+    if args.external_network:
+        external = openstack.networking.get_network_output(
+            name=args.external_network, external=True, opts=invoke
+        )
+    image = openstack.images.get_image_output(name=args.image, most_recent=True, opts=invoke)
+    name = existing_network(args)
+    if name:
+        found = openstack.networking.get_network_output(name=name, opts=invoke)
+        net = LabNetwork(found.id, None, None, existing=found)
+    else:
+        made = make_network(args, external, opts)
+        net = LabNetwork(made.network.id, made.subnet.id, made)
     keypair = openstack.compute.Keypair(
         f"{lab}-key", name=f"{lab}-key", public_key=args.ssh_public_key, opts=opts
     )
@@ -153,47 +237,42 @@ def build_base(
         group = openstack.networking.SecGroup(
             f"{lab}-secgroup",
             name=f"{lab}-secgroup",
-            description=f"gpulab lab {lab}: SSH from admin_cidr, all from lab_cidr",
+            description=f"gpulab lab {lab}: SSH from admin_cidr, all between lab hosts",
             tags=tags,
             opts=opts,
         )
         for rule in security_rules(args):
-            inputs = {k: v for k, v in rule.items() if k != "name"}
+            inputs = {k: v for k, v in rule.items() if k not in ("name", "remote_group")}
+            if rule.get("remote_group"):
+                inputs["remote_group_id"] = group.id
             rules.append(
                 openstack.networking.SecGroupRule(
                     f"{lab}-rule-{rule['name']}", security_group_id=group.id, **inputs, opts=opts
                 )
             )
-    return OpenStackBase(
-        provider,
-        external,
-        image,
-        network,
-        subnet,
-        router,
-        router_interface,
-        keypair,
-        group,
-        rules,
-    )
+    return OpenStackBase(provider, external, image, net, keypair, group, rules)
 
 
 def server_port(
-    args: OpenStackArgs, base: OpenStackBase, name: str, parent: pulumi.Resource
-) -> tuple[openstack.networking.Port, openstack.networking.FloatingIp]:
-    """A lab port carrying the security group, and a floating IP on it for the admin."""
+    args: ServerArgs, base: OpenStackBase, name: str, parent: pulumi.Resource
+) -> tuple[openstack.networking.Port, openstack.networking.FloatingIp | None]:
+    """A lab port carrying the security group, and a floating IP on it for the admin when
+    ``gpulab:floating_ips`` (else None: the port's fixed IP is the host's address)."""
     assert base.secgroup is not None
     opts = pulumi.ResourceOptions(parent=parent, provider=base.provider)
+    subnet = base.net.subnet_id
     port = openstack.networking.Port(
         f"{name}-port",
         name=f"{name}-port",
-        network_id=base.network.id,
-        fixed_ips=[openstack.networking.PortFixedIpArgs(subnet_id=base.subnet.id)],
+        network_id=base.net.network_id,
+        fixed_ips=[openstack.networking.PortFixedIpArgs(subnet_id=subnet)] if subnet else None,
         security_group_ids=[base.secgroup.id],
         admin_state_up=True,
         tags=lab_tags(args),
         opts=opts,
     )
+    if not args.floating_ips:
+        return port, None
     fip = openstack.networking.FloatingIp(
         f"{name}-fip",
         pool=args.external_network,
@@ -201,7 +280,7 @@ def server_port(
         description=f"gpulab lab {args.lab}: {name}",
         tags=lab_tags(args),
         opts=pulumi.ResourceOptions(
-            parent=parent, provider=base.provider, depends_on=[base.router_interface]
+            parent=parent, provider=base.provider, depends_on=base.net.ready
         ),
     )
     return port, fip
@@ -219,8 +298,13 @@ def build_servers(
 ) -> list[Any]:
     """``host_count`` Nova servers on the lab network; returns their :class:`Host` entries."""
     hosts: list[Host] = []
+    # A replaced server must give up its port first: Nova refuses a port that another server
+    # still holds (PortInUse), so the old server goes before the new one is created.
     opts = pulumi.ResourceOptions(
-        parent=parent, provider=base.provider, depends_on=[base.router_interface]
+        parent=parent,
+        provider=base.provider,
+        depends_on=base.net.ready,
+        delete_before_replace=True,
     )
     hints = (
         [openstack.compute.InstanceSchedulerHintArgs(group=server_group.id)]
@@ -230,7 +314,7 @@ def build_servers(
     for i in range(args.host_count or 1):
         name = f"{args.lab}-gpu-{i}"
         port, fip = server_port(args, base, name, parent)
-        openstack.compute.Instance(
+        server = openstack.compute.Instance(
             name,
             name=name,
             flavor_id=flavor.id,
@@ -245,17 +329,19 @@ def build_servers(
             tags=lab_tags(args),
             opts=opts,
         )
+        private = port.all_fixed_ips.apply(_first)
         hosts.append(
             Host(
                 name=name,
-                address=fip.address,
+                address=fip.address if fip is not None else private,
                 ssh_user=args.ssh_user,
                 groups=host_groups(args),
                 gpu_path=gpu_path,
                 vars={
                     "lab": args.lab,
-                    "private_address": port.all_fixed_ips.apply(_first),
+                    "private_address": private,
                 },
+                identity=server.id,
             )
         )
     return hosts

@@ -12,7 +12,7 @@ from infra.clouds import Check, CloudError, connected, fail, ironic, ok, opensta
 from infra.clouds import openstack_preflight as op
 from infra.clouds.openstack_audit import audit_openstack
 from infra.topologies.contract import Conns
-from infra.topologies.openstack.args import OpenStackArgs, ServerArgs
+from infra.topologies.openstack.args import OpenStackArgs, ServerArgs, existing_network
 
 CONNECTION_FIX = (
     "check gpulab:os_cloud and its clouds.yaml entry, or the OS_* variables (OS_AUTH_URL, "
@@ -29,17 +29,27 @@ def connection(args: OpenStackArgs, conns: Conns) -> tuple[Any, list[Check]]:
 
 
 def image_and_network(args: OpenStackArgs, conn: Any, os_distro: str | None = None) -> list[Check]:
-    """The rows every OpenStack topology starts with: its image and external network."""
-    assert args.image and args.external_network
+    """The rows every OpenStack topology starts with: its image, the existing network the
+    hosts go on (``gpulab:network``) and the external network, each where the stack names it."""
+    assert args.image
     rows = op.check_image(conn, args.image, os_distro=os_distro)
-    return rows + op.check_external_network(conn, args.external_network)
+    network = existing_network(args)
+    if network:
+        rows += op.check_network(conn, network)
+    if args.external_network:
+        rows += op.check_external_network(conn, args.external_network)
+    return rows
 
 
 def servers_demand(args: ServerArgs) -> op.Demand:
-    """Quota demand of ``host_count`` servers of the lab's flavor."""
+    """Quota demand of ``host_count`` servers of the lab's flavor (a floating IP each when
+    ``gpulab:floating_ips``)."""
     hosts = args.host_count or 1
     return op.Demand(
-        hosts, hosts * (args.flavor_vcpus or 0), hosts * (args.flavor_ram_mb or 0), hosts
+        hosts,
+        hosts * (args.flavor_vcpus or 0),
+        hosts * (args.flavor_ram_mb or 0),
+        hosts if args.floating_ips else 0,
     )
 
 

@@ -1,25 +1,45 @@
 // vcsim for gpulab's tests: govmomi's vCenter simulator (Debian's golang-github-vmware-govmomi-dev
 // ships the simulator packages but not vcsim's main) with GPU fixtures on every HostSystem:
 // an NVIDIA PCI device (vendor 0x10de), its passthrough entry and the vGPU (grid_*) profiles the
-// host supports. Built by scripts/parts/vcsim.sh; started by tests/parts/fixtures_vcsim.py.
+// host supports; and, from esx_host.go (compiled into the simulator package), the ESXi behaviour
+// vcsim 0.24 lacks: a kernel module system on every host (the NVIDIA vGPU manager's `nvidia`
+// module on the GPU hosts) whose option changes take effect only when the host reboots, host
+// reboots that need maintenance mode, and maintenance mode that waits for powered-on VMs to go.
+// Built by scripts/parts/vcsim.sh; started by tests/parts/fixtures_vcsim.py.
 //
 // It listens on -listen (default 127.0.0.1:0, a free port), prints its SDK URL (without
 // credentials) on stdout and writes it to -url-file, then serves until SIGTERM/SIGINT.
+//
+// Guests boot as real ones do (guestModel): vCenter's power-on task ends while the guest OS is
+// still booting. Powering a VM off stops VMware Tools and drops the guest's address at once;
+// powering it on brings them back -guest-boot later (the address the guest had, e.g. one set
+// with the "SET.guest.ipAddress" extraConfig key, else one made up from the VM's id).
+//
+// A rebooting host is away for -reboot-seconds. GET /gpulab/esx (basic auth, the same user)
+// shows each host as its shell would: the modules' configured and loaded option strings, boot
+// time, connection state, maintenance mode; POST /gpulab/esx {"host": NAME, "hang_reboot": true}
+// makes that host's next reboot never come back. Neither is part of the vSphere API.
 package main
 
 import (
+	"crypto/subtle"
 	"crypto/tls"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io/ioutil"
 	"log"
+	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/vmware/govmomi/simulator"
+	"github.com/vmware/govmomi/vim25/mo"
 	"github.com/vmware/govmomi/vim25/types"
 )
 
@@ -64,12 +84,118 @@ func addGPU(host *simulator.HostSystem, gpu gpuModel) {
 	host.Config.SharedPassthruGpuTypes = append([]string(nil), gpu.profiles...)
 }
 
+const (
+	toolsRunning    = string(types.VirtualMachineToolsRunningStatusGuestToolsRunning)
+	toolsNotRunning = string(types.VirtualMachineToolsRunningStatusGuestToolsNotRunning)
+)
+
+// guestModel is a RegisterObject handler: it sees every power state change of every VM.
+type guestModel struct {
+	self  types.ManagedObjectReference
+	delay time.Duration
+	mu    sync.Mutex
+	ips   map[types.ManagedObjectReference]string
+	boots map[types.ManagedObjectReference]int
+}
+
+func (g *guestModel) Reference() types.ManagedObjectReference   { return g.self }
+func (g *guestModel) PutObject(mo.Reference)                    {}
+func (g *guestModel) RemoveObject(types.ManagedObjectReference) {}
+
+func (g *guestModel) UpdateObject(obj mo.Reference, changes []types.PropertyChange) {
+	ref := obj.Reference()
+	if ref.Type != "VirtualMachine" {
+		return
+	}
+	for _, c := range changes {
+		if c.Name != "runtime.powerState" {
+			continue
+		}
+		vm, ok := simulator.Map.Get(ref).(*simulator.VirtualMachine)
+		if !ok || vm.Guest == nil {
+			return
+		}
+		g.mu.Lock()
+		g.boots[ref]++ // every change of power state ends the guest that ran
+		boot := g.boots[ref]
+		if vm.Guest.IpAddress != "" {
+			g.ips[ref] = vm.Guest.IpAddress
+		}
+		ip := g.ips[ref]
+		g.mu.Unlock()
+		simulator.Map.Update(vm, []types.PropertyChange{
+			{Name: "guest.toolsRunningStatus", Val: toolsNotRunning},
+			{Name: "guest.ipAddress", Val: ""},
+		})
+		if fmt.Sprint(c.Val) != string(types.VirtualMachinePowerStatePoweredOn) {
+			return
+		}
+		if ip == "" {
+			var n int
+			fmt.Sscanf(strings.TrimPrefix(ref.Value, "vm-"), "%d", &n)
+			ip = fmt.Sprintf("198.18.%d.%d", (n/250)%250, n%250+1)
+		}
+		go func() {
+			time.Sleep(g.delay)
+			g.mu.Lock()
+			current := g.boots[ref] == boot
+			g.mu.Unlock()
+			if !current { // powered off (or on again) meanwhile: that boot never finished
+				return
+			}
+			simulator.Map.WithLock(vm, func() {
+				simulator.Map.Update(vm, []types.PropertyChange{
+					{Name: "guest.toolsRunningStatus", Val: toolsRunning},
+					{Name: "guest.ipAddress", Val: ip},
+				})
+			})
+		}()
+		return
+	}
+}
+
+// esxHandler serves GET/POST /gpulab/esx (see the file comment) to the one user.
+func esxHandler(user, password string) http.HandlerFunc {
+	same := func(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+	return func(w http.ResponseWriter, r *http.Request) {
+		u, p, ok := r.BasicAuth()
+		if !ok || !same(u, user) || !same(p, password) {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		switch r.Method {
+		case http.MethodGet:
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(simulator.EsxStatus())
+		case http.MethodPost:
+			var req struct {
+				Host       string `json:"host"`
+				HangReboot bool   `json:"hang_reboot"`
+			}
+			if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			if err := simulator.SetRebootHang(req.Host, req.HangReboot); err != nil {
+				http.Error(w, err.Error(), http.StatusNotFound)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			http.Error(w, "GET or POST", http.StatusMethodNotAllowed)
+		}
+	}
+}
+
 func main() {
 	listen := flag.String("listen", "127.0.0.1:0", "address to listen on (port 0: a free port)")
 	urlFile := flag.String("url-file", "", "write the SDK URL (without credentials) to this file")
 	username := flag.String("username", "gpulab", "the one user that may log in")
 	password := flag.String("password", "", "its password (default: from VCSIM_PASSWORD)")
 	plain := flag.Bool("http", false, "serve plain HTTP instead of HTTPS")
+	guestBoot := flag.Duration("guest-boot", 2*time.Second,
+		"how long a powered-on guest takes until VMware Tools run and it has an address")
+	reboot := flag.Float64("reboot-seconds", 2, "how long a rebooting host does not respond")
 	flag.Parse()
 	if *password == "" {
 		*password = os.Getenv("VCSIM_PASSWORD")
@@ -83,6 +209,7 @@ func main() {
 		log.Fatalf("vcsim: error: model: %v", err)
 	}
 	defer model.Remove()
+	simulator.RebootDelay = time.Duration(*reboot * float64(time.Second))
 
 	hosts := 0
 	for _, e := range simulator.Map.All("HostSystem") {
@@ -92,13 +219,24 @@ func main() {
 			gpu = t4 // the standalone host
 		}
 		addGPU(host, gpu)
+		// the NVIDIA vGPU manager's module, with no options: best effort scheduling
+		simulator.AddKernelModuleSystem(host, map[string]string{"nvidia": ""})
 		hosts++
 	}
+
+	guests := &guestModel{
+		self:  types.ManagedObjectReference{Type: "GuestModel", Value: "gpulab-guest-model"},
+		delay: *guestBoot,
+		ips:   map[types.ManagedObjectReference]string{},
+		boots: map[types.ManagedObjectReference]int{},
+	}
+	simulator.Map.AddHandler(guests)
 
 	if !*plain {
 		model.Service.TLS = new(tls.Config)
 	}
 	model.Service.Listen = &url.URL{Host: *listen, User: url.UserPassword(*username, *password)}
+	model.Service.HandleFunc("/gpulab/esx", esxHandler(*username, *password))
 	server := model.Service.NewServer()
 	defer server.Close()
 
