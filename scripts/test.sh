@@ -8,10 +8,49 @@
 # the tests that use the nspawn hosts or the chroot target go to one worker in collection
 # order, the others are spread by file (tests/conftest.py). pytest prints the 25 slowest tests last.
 # Extra arguments go to pytest. LINT=0 skips the static checks (a rerun of a few test files).
+#
+# --fast: the first tier, before every commit (under 3 minutes on 2 cores, no root): the unit and
+# in-process tests alone, picked by marker (FAST_MARKERS: no real part, no TensorFlow, nothing
+# slow, no network); no static checks (scripts/lint.sh), no apt packages, no test parts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Every marker of pyproject.toml names something heavy: the first tier leaves them all out.
+FAST_MARKERS="not slow and not tf and not nspawn and not docker and not ironic and not vcsim"
+FAST_MARKERS+=" and not pushgateway and not network"
+usage() {
+  cat <<USAGE
+usage: bash scripts/test.sh [--fast] [PYTEST_ARGS ...]
+  (no option)  the whole suite, as CI: venv, static checks (scripts/lint.sh) beside the real
+               test parts (scripts/test-parts.sh prepare, as root), then every test
+  --fast       the first tier, before every commit (under 3 minutes on 2 cores, no root): venv,
+               then the tests with none of the markers, no static checks, no test parts:
+               pytest -m "$FAST_MARKERS"
+  --help       this text
+Environment: GPULAB_TEST_WORKERS (pytest-xdist workers, default 2; 0: one process),
+LINT=0 (the whole suite without the static checks). Other arguments go to pytest.
+USAGE
+}
+fast=0
+case "${1:-}" in
+  -h | --help)
+    usage
+    exit 0
+    ;;
+  --fast)
+    fast=1
+    shift
+    ;;
+esac
 t0=$SECONDS
 scripts/venv.sh
+workers=${GPULAB_TEST_WORKERS:-2}
+dist=()
+if [ "$workers" != 0 ]; then
+  dist=(-n "$workers" --dist loadgroup)
+fi
+if [ "$fast" = 1 ]; then
+  exec .venv/bin/python -m pytest "${dist[@]}" -m "$FAST_MARKERS" --durations=10 "$@"
+fi
 lint_pid=
 lint_log=
 if [ "${LINT:-1}" != 0 ]; then
@@ -33,9 +72,4 @@ if [ -n "$lint_pid" ]; then
   fi
 fi
 echo "==> test setup took $((SECONDS - t0)) s" >&2
-workers=${GPULAB_TEST_WORKERS:-2}
-dist=()
-if [ "$workers" != 0 ]; then
-  dist=(-n "$workers" --dist loadgroup)
-fi
 .venv/bin/python -m pytest "${dist[@]}" --durations=25 "$@"

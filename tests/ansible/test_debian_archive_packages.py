@@ -54,14 +54,20 @@ def test_the_roles_install_literal_debian_packages() -> None:
     assert {"pciutils", "python3-venv", "python3-packaging", "docker.io"} <= set(names), names
 
 
-@pytest.mark.parametrize("name", sorted(literal_apt_names()))
-def test_each_is_in_debian_12s_archive(name: str) -> None:
+@pytest.fixture(scope="module")
+def debian_12_package_lists() -> None:
+    """This machine is Debian 12 with its apt package lists (looked at once per file)."""
     need_command("apt-cache", "the Debian archive lookup")
     need(this_machine_is_debian_12(), f"this machine to be {DISTROS['debian12'].title}")
     probe = subprocess.run(["apt-cache", "policy", "python3"], capture_output=True, text=True,
                            check=False)  # fmt: skip
     need("Candidate: (none)" not in probe.stdout and "Candidate:" in probe.stdout,
          "this machine's apt package lists (apt-get update)")  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sorted(literal_apt_names()))
+@pytest.mark.usefixtures("debian_12_package_lists")
+def test_each_is_in_debian_12s_archive(name: str) -> None:
     r = subprocess.run(["apt-cache", "show", "--no-all-versions", name], capture_output=True,
                        text=True, check=False)  # fmt: skip
     assert r.returncode == 0 and f"Package: {name}\n" in r.stdout, (name, r.stderr)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from workloads.data import mnist
@@ -18,6 +19,8 @@ from workloads.records import read_records
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.tf
+@pytest.mark.slow
 def test_catalogue_entries_run_through_python_m_workloads_bench(tmp_path: Path) -> None:
     shards = tmp_path / "imagenet"
     write_imagenet_like(shards, images=16, shards=2, image_size=80, classes=10)

@@ -32,6 +32,7 @@ def _record(fields: dict) -> dict:
     )
 
 
+@pytest.mark.tf
 def test_parameter_server_one_ps_two_workers() -> None:
     """Synchronous parameter-server training (sync: a step barrier per round): one round
     time per timed step, and the mode in the record."""
@@ -58,6 +59,7 @@ def test_parameter_server_one_ps_two_workers() -> None:
     assert p["nvml_window"]["parts"]["chief:0"]["present"] is False  # no driver here
 
 
+@pytest.mark.tf
 def test_worker_whose_peer_never_comes_is_killed_at_the_deadline() -> None:
     # Only worker:0 of a 2-worker all-reduce job starts here (its peer would be another
     # host's task): it waits for the peer forever, so the deadline must SIGKILL it.
@@ -194,6 +196,7 @@ def _free_block(n: int) -> int:
     raise RuntimeError("no block of free ports")
 
 
+@pytest.mark.tf
 def test_one_task_per_host_launch_as_across_hosts() -> None:
     # What each host of a lab does: start only its own task from the same host list and base
     # port. Here the four "hosts" are four concurrent scenario runs on 127.0.0.1.
@@ -231,6 +234,7 @@ def test_one_task_per_host_launch_as_across_hosts() -> None:
     assert len(pids) == 4 and not any(pid_alive(p) for p in pids)
 
 
+@pytest.mark.tf
 def test_multi_worker_all_reduce_on_real_tfrecord_shards(tmp_path) -> None:
     from workloads.data.imagenet_writer import write_imagenet_like
 

@@ -12,6 +12,7 @@ from workloads.records import make_record
 from workloads.scenarios import Job
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("name", fathom.FATHOM_MODELS)
 def test_fathom_model_trains_and_is_timed(name: str) -> None:
     job = Job(
@@ -37,6 +38,7 @@ def test_fathom_model_trains_and_is_timed(name: str) -> None:
     assert rec["params"]["param_count"] > 0 and rec["params"]["size"] == "tiny"
 
 
+@pytest.mark.tf
 def test_fathom_losses_are_finite_and_fall() -> None:
     import keras
 

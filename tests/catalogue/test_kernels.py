@@ -27,6 +27,7 @@ def _job(kernel: str, **options: object) -> Job:
     )
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("kernel", ["gemm", "conv", "rnn"])
 def test_compute_kernel_records(kernel: str) -> None:
     fields = kernels.run(_job(kernel))
@@ -62,6 +63,7 @@ def test_compute_kernel_records(kernel: str) -> None:
         assert rec["params"]["not_comparable"]  # the vanilla rows at least
 
 
+@pytest.mark.tf
 def test_gemm_flops_follow_the_shape() -> None:
     res = compute.gemm((64, 32, 16, False, True), warmup=1, iters=3)
     assert math.isclose(res.tflops * res.time_per_call_s * 1e12, 2 * 64 * 32 * 16, rel_tol=1e-9)
@@ -76,6 +78,8 @@ def test_conv_output_size_and_forward_flops() -> None:
     assert math.isclose(res.tflops * res.time_per_call_s * 1e12, flops, rel_tol=1e-9)
 
 
+@pytest.mark.tf
+@pytest.mark.slow
 def test_allreduce_sums_across_two_devices_in_a_child_process() -> None:
     # TensorFlow is initialised in this process with one CPU device, so the kernel re-runs
     # itself in a child that configures two logical devices.
@@ -201,6 +205,7 @@ def test_buffer_node_is_read_from_the_page() -> None:
     assert comm.page_node(int(buf.ctypes.data)) in comm.numa_nodes()
 
 
+@pytest.mark.tf
 @pytest.mark.parametrize("kernel", ["gemm", "conv"])
 def test_jax_kernels_loop_inside_one_jit(kernel: str) -> None:
     job = _job(kernel)

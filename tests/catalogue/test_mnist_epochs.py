@@ -24,6 +24,7 @@ def _job(data: str, **options: object) -> Job:
     )
 
 
+@pytest.mark.tf
 def test_epochs_on_real_idx_files(tmp_path) -> None:
     mnist.write_mnist_like(tmp_path, train=640, test=200, gz=True)
     fields = mnist_epochs.run(_job("real", epochs=3, data_dir=str(tmp_path), learning_rate=0.1))

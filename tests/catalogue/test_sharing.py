@@ -42,6 +42,8 @@ def _record(fields: dict, scenario: str) -> dict:
     )
 
 
+@pytest.mark.tf
+@pytest.mark.slow
 def test_shared_foreground_alone_then_beside_a_background_job() -> None:
     """Order alternated: repeat 1 runs the shared measurement first, then the alone one
     (after the background is stopped); each instance's CUDA_VISIBLE_DEVICES recorded."""
@@ -88,6 +90,8 @@ def test_shared_foreground_alone_then_beside_a_background_job() -> None:
     assert set(rec["params"]["nvml_window"]["parts"]) == {"alone", "shared"}
 
 
+@pytest.mark.tf
+@pytest.mark.slow
 def test_sharing_jobs_start_together_and_the_aggregate_is_over_the_union() -> None:
     rec = _record(sharing.run(_job("sharing", jobs=2, min_overlap=0.0)), "sharing")
     assert rec["status"] == "ok", rec.get("error")

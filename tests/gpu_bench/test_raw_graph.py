@@ -30,6 +30,7 @@ def test_same_pads_match_tensorflow_rule() -> None:
     assert same_pads(8, 1, 2) == (0, 0)
 
 
+@pytest.mark.tf
 def test_mnist_macs_and_params_by_hand() -> None:
     from workloads.models import MODELS
 
@@ -42,6 +43,7 @@ def test_mnist_macs_and_params_by_hand() -> None:
     assert [op.kind for op in plan.ops][:3] == ["Conv2D", "Conv2D", "MaxPooling2D"]
 
 
+@pytest.mark.tf
 def test_resnet50_macs_standard() -> None:
     from workloads.models import MODELS
 
@@ -78,6 +80,8 @@ FRAMEWORKS = {
 }
 
 
+@pytest.mark.tf
+@pytest.mark.slow
 @pytest.mark.parametrize("framework", list(FRAMEWORKS))
 @pytest.mark.parametrize(
     "model, size, batch, training",

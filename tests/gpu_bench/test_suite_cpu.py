@@ -62,11 +62,15 @@ def smoke(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Complete
     return proc, out
 
 
+@pytest.mark.tf
+@pytest.mark.slow
 def test_cpu_smoke_exits_ok(smoke: tuple[subprocess.CompletedProcess, Path]) -> None:
     proc, _ = smoke
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
 
 
+@pytest.mark.tf
+@pytest.mark.slow
 def test_records_schema_and_fingerprint(smoke: tuple[subprocess.CompletedProcess, Path]) -> None:
     _, out = smoke
     recs = list(iter_records(out / "records.jsonl", strict=True))
@@ -90,6 +94,8 @@ def test_records_schema_and_fingerprint(smoke: tuple[subprocess.CompletedProcess
     assert ratio_keys and all(rnn["metrics"][k] > 0 for k in ratio_keys)
 
 
+@pytest.mark.tf
+@pytest.mark.slow
 def test_ratio_and_mfu_arithmetic(smoke: tuple[subprocess.CompletedProcess, Path]) -> None:
     _, out = smoke
     recs = {(r["experiment"], r["scenario"]): r for r in iter_records(out / "records.jsonl")}
@@ -113,12 +119,16 @@ def test_ratio_and_mfu_arithmetic(smoke: tuple[subprocess.CompletedProcess, Path
     assert math.isclose(run["images_per_sec"], 4 * 3 / m["timed_wall_s"], rel_tol=1e-9)
 
 
+@pytest.mark.tf
+@pytest.mark.slow
 def test_report_built(smoke: tuple[subprocess.CompletedProcess, Path]) -> None:
     proc, out = smoke
     assert (out / "report" / "report.html").is_file(), proc.stdout[-1500:]
     assert "report: " in proc.stdout
 
 
+@pytest.mark.tf
+@pytest.mark.slow
 def test_table_printed_last_with_record_numbers(
     smoke: tuple[subprocess.CompletedProcess, Path],
 ) -> None:
@@ -138,6 +148,8 @@ def test_table_printed_last_with_record_numbers(
     assert claims < start and any("GRU takes" in ln for ln in lines[claims:start])
 
 
+@pytest.mark.tf
+@pytest.mark.slow
 def test_from_records_rebuilds_the_table(smoke: tuple[subprocess.CompletedProcess, Path]) -> None:
     _, out = smoke
     proc = _run("--from-records", str(out / "records.jsonl"), "--no-report", timeout=60)
@@ -167,6 +179,8 @@ def test_bad_input_one_line_exit_2(args: list[str], names: str, tmp_path: Path) 
     assert not (tmp_path / "o" / "records.jsonl").exists()
 
 
+@pytest.mark.tf
+@pytest.mark.slow
 def test_records_state_their_setting(smoke: tuple[subprocess.CompletedProcess, Path]) -> None:
     """The suite states where it ran (default: this machine, native, as bare metal) and the
     fingerprint cross-check flags what it sees otherwise (this test machine is a KVM VM)."""
@@ -185,6 +199,8 @@ def test_records_state_their_setting(smoke: tuple[subprocess.CompletedProcess, P
             assert "hypervisor" not in flags
 
 
+@pytest.mark.tf
+@pytest.mark.slow
 def test_from_records_of_two_runs_pools_only_when_asked(
     smoke: tuple[subprocess.CompletedProcess, Path], tmp_path: Path
 ) -> None:
@@ -212,6 +228,8 @@ def test_from_records_of_two_runs_pools_only_when_asked(
     assert (tmp_path / "b" / "report" / "report.html").exists(), pooled.stdout[-1500:]
 
 
+@pytest.mark.tf
+@pytest.mark.slow
 def test_records_file_is_jsonl(smoke: tuple[subprocess.CompletedProcess, Path]) -> None:
     _, out = smoke
     lines = (out / "records.jsonl").read_text().splitlines()

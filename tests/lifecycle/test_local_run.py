@@ -27,6 +27,16 @@ experiments:
 """
 
 
+def file_state(path: Path) -> tuple[int, int, int] | None:
+    """A file's inode, size and modification time in nanoseconds, or None when it is absent:
+    equal before and after a run when the run left the file alone."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def gpulab(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
     env = dict(os.environ, COLUMNS="160", TERM="dumb")
     return subprocess.run(
@@ -320,6 +330,10 @@ def test_run_local_script_from_another_directory_writes_results_there(tmp_path: 
     work.mkdir()
     env = dict(os.environ, COLUMNS="160", TERM="dumb", DOCKER_HOST="unix:///nonexistent.sock")
     env.pop("GPULAB_RESULTS", None)
+    # The clone's own results (from a run the user made there before) must be left as they were:
+    # compare the file's state before and after, never its mtime with another clock.
+    clone_study = REPO / "results" / "study-local-first-run" / "study.json"
+    clone_before = file_state(clone_study)
     t0 = time.monotonic()
     r = subprocess.run(
         ["bash", str(REPO / "scripts" / "run-local.sh"), "--suite", str(tmp_path / "tiny.yaml")],
@@ -341,9 +355,7 @@ def test_run_local_script_from_another_directory_writes_results_there(tmp_path: 
     assert reason in r.stderr
     records = [json.loads(ln) for f in (out / "units").glob("*.jsonl") for ln in f.open()]
     assert records and all(x["status"] == "ok" for x in records)
-    assert not (REPO / "results" / "study-local-first-run" / "study.json").exists() or (
-        (REPO / "results" / "study-local-first-run" / "study.json").stat().st_mtime < t0
-    )
+    assert file_state(clone_study) == clone_before, "the run wrote into the clone's results/"
     # a CPU run: the table says so, and gives no verdict word (the tiny suite measures no claim)
     verdicts = json.loads((out / "report" / "study.json").read_text())["verdicts"]
     assert {v["label"] for v in verdicts} == {"CPU"}
