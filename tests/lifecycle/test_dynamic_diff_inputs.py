@@ -18,6 +18,7 @@ import pytest
 
 from infra.dynamic import ansible_run, vgpu, workload_run
 from infra.dynamic.ansible_run import AnsibleRun, AnsibleRunProvider
+from infra.dynamic.cleanup_run import CleanupRun, CleanupRunProvider
 from infra.dynamic.vgpu import VgpuPolicy, VgpuPolicyProvider, VgpuProfile, VgpuProfileProvider
 from infra.dynamic.workload_run import WorkloadRun, WorkloadRunProvider
 
@@ -52,6 +53,12 @@ CASES: dict[str, dict[str, Any]] = {
             "results_dir": "results/lab-a",
             "triggers": ["r1"],
         },
+    },
+    "CleanupRun": {
+        "cls": CleanupRun,
+        "provider": CleanupRunProvider,
+        "outputs": set(),
+        "args": {"hosts": [HOST], "enabled": True, "variables": {"workload_env_dir": "/opt/x"}},
     },
     "VgpuProfile": {
         "cls": VgpuProfile,

@@ -1,0 +1,148 @@
+"""The SSH routes are checked before anything is built, one line per problem naming the key
+and the host: a key file ssh would refuse (missing, a directory, readable by others), a
+bastion that does not answer or refuses, a listed machine that does not answer. The logins
+are real ``ssh`` runs against a closed port of this machine (nothing listens on it) or, where
+a test needs an answer, a recorder of the argv instead of ssh (named in the test); the nspawn
+end-to-end test (tests/e2e/test_static_e2e.py) runs them against real sshd."""
+
+from __future__ import annotations
+
+import socket
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infra import access
+from infra.config import load_stack_file, validate
+from infra.keys.access import bastion
+from infra.preflight import preflight
+
+
+def closed_port() -> int:
+    """A TCP port of 127.0.0.1 where nothing listens (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def key(tmp_path: Path, mode: int = 0o600, name: str = "id") -> str:
+    path = tmp_path / name
+    path.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nnot a key\n")
+    path.chmod(mode)
+    return str(path)
+
+
+def static(**over: Any) -> Any:
+    raw: dict[str, Any] = {
+        "topology": "static",
+        "lab": "own",
+        "hosts": [{"name": "gpu-a", "address": "127.0.0.1", "machine": "bare-metal"}],
+    }
+    raw.update(over)
+    return validate(raw).args
+
+
+def test_a_key_file_ssh_would_refuse_is_named_with_its_hosts(tmp_path: Path) -> None:
+    assert access.key_problem(key(tmp_path)) is None
+    loose = key(tmp_path, 0o644, "loose")
+    assert access.key_problem(loose) == (
+        f"permissions 0644 are too open: ssh refuses a private key that group or others can "
+        f"read (chmod 600 {loose})"
+    )
+    assert access.key_problem(str(tmp_path / "missing")) == "no such file"
+    assert access.key_problem(str(tmp_path)) == "is not a file"
+    args = static(ssh_private_key_file=loose, bastion={"host": "127.0.0.1", "key": loose})
+    tried: list[list[str]] = []
+    found = access.problems(args.routes(), run=lambda argv: tried.append(argv))
+    assert found == [
+        f"gpulab:ssh_private_key_file {loose} (for host gpu-a): permissions 0644 are too open: "
+        f"ssh refuses a private key that group or others can read (chmod 600 {loose})",
+        f"gpulab:bastion.key {loose} (for host gpu-a): permissions 0644 are too open: ssh "
+        f"refuses a private key that group or others can read (chmod 600 {loose})",
+    ]
+    assert tried == []  # nothing is tried with a key ssh would refuse
+
+
+def test_a_bastion_that_does_not_answer_is_one_line_and_hides_no_host(tmp_path: Path) -> None:
+    """Real ssh: the bastion is a closed port of this machine."""
+    port = closed_port()
+    args = static(ssh_private_key_file=key(tmp_path), bastion={"host": "127.0.0.1", "port": port})
+    (line,) = access.problems(args.routes())
+    assert line.startswith(
+        f"gpulab:bastion: bastion 127.0.0.1:{port} (user ubuntu, key {tmp_path / 'id'}) does "
+        "not answer on the way to host gpu-a: "
+    ), line
+    assert "Connection refused" in line and "\n" not in line
+
+
+def test_a_machine_that_does_not_answer_is_one_line_naming_its_entry(tmp_path: Path) -> None:
+    """Real ssh: the machine is a closed port of this machine, reached directly."""
+    port = closed_port()
+    args = static(
+        hosts=[
+            {"name": "gpu-a", "address": "127.0.0.1", "port": port, "machine": "bare-metal"},
+        ]
+    )
+    with pytest.raises(access.AccessError) as err:
+        access.check(args.routes())
+    (line,) = err.value.problems
+    assert line.startswith(
+        f"gpulab:hosts[0]: host gpu-a (127.0.0.1:{port}) does not answer SSH: "
+    ) and line.endswith("Connection refused"), line
+
+
+def test_a_refusing_bastion_and_a_refused_login_say_whose_key(tmp_path: Path) -> None:
+    """A recorder stands in for ssh here: it answers as a bastion that takes no key would."""
+    lab_key = key(tmp_path)
+    args = static(
+        ssh_private_key_file=lab_key,
+        bastion={"host": "10.0.0.2", "user": "jump"},
+        hosts=[
+            {"name": "gpu-a", "address": "10.0.0.11", "machine": "bare-metal"},
+            {"name": "gpu-b", "address": "10.0.0.12", "machine": "vgpu", "bastion": False},
+        ],
+    )
+    denied = "jump@10.0.0.2: Permission denied (publickey)."
+
+    def ssh(argv: list[str]) -> str | None:
+        return denied if argv[-2] in ("10.0.0.2", "10.0.0.12") else None
+
+    assert access.problems(args.routes(), run=ssh) == [
+        f"gpulab:bastion: bastion 10.0.0.2:22 (user jump, key {lab_key}) refused the login on "
+        f"the way to host gpu-a: {denied}",
+        f"gpulab:hosts[1]: host gpu-b (10.0.0.12:22) refused the login of user ubuntu with "
+        f"gpulab:ssh_private_key_file {lab_key}: {denied}",
+    ]
+
+
+def test_preflight_has_a_row_per_key_bastion_and_machine(tmp_path: Path) -> None:
+    """Every topology gets the rows of its routes; a cloud lab's only its key and bastion."""
+    port = closed_port()
+    path = tmp_path / "Pulumi.own.yaml"
+    path.write_text(
+        "config:\n  gpulab:topology: static\n  gpulab:lab: own\n"
+        f"  gpulab:ssh_private_key_file: {key(tmp_path)}\n"
+        "  gpulab:hosts:\n"
+        f"    - {{name: gpu-a, address: 127.0.0.1, port: {port}, machine: bare-metal}}\n"
+    )
+    rows = preflight(load_stack_file(path))
+    assert [(r.name, r.passed) for r in rows] == [
+        ("topology static", True), ("ssh key file", True), ("host gpu-a", False),
+    ]  # fmt: skip
+    assert rows[0].detail == "1 machines listed (1 bare-metal): nothing to build"
+    assert "does not answer SSH" in rows[2].detail and rows[2].fix
+
+
+def test_a_cloud_labs_bastion_is_checked_before_its_hosts_exist() -> None:
+    """nova-pci's example with a bastion: the route has no address yet, the bastion is tried
+    (real ssh, a closed port of this machine)."""
+    nova = Path(__file__).resolve().parents[2] / "examples/nova-pci/Pulumi.nova-pci.yaml"
+    args = load_stack_file(nova, allow_placeholders=True).args
+    assert access.problems(args.routes()) == []  # no key, no bastion: nothing to check
+    port = closed_port()
+    args = replace(args, bastion=bastion({"host": "127.0.0.1", "port": port}))
+    (line,) = access.problems(args.routes())
+    assert line.startswith(f"gpulab:bastion: bastion 127.0.0.1:{port} (user ubuntu) does not "
+                           "answer on the way to the lab's hosts: ")  # fmt: skip
