@@ -112,7 +112,18 @@ def _ssh(argv: list[str]) -> str | None:
     if r.returncode == 0:
         return None
     lines = [ln.strip() for ln in (r.stderr or "").splitlines() if ln.strip()]
-    return lines[-1] if lines else f"ssh exited with {r.returncode}"
+    return _telling(lines) or f"ssh exited with {r.returncode}"
+
+
+# What ssh says first when a login fails (through a bastion, the jump's own line comes before
+# the outer ssh's "Connection closed"): the line worth showing.
+_TELLING = ("permission denied", "open failed", "connect to host", "could not resolve")
+
+
+def _telling(lines: list[str]) -> str | None:
+    """The line of ssh's stderr that says why: the first telling one, else the last."""
+    found = [ln for ln in lines if any(t in ln.lower() for t in _TELLING)]
+    return found[0] if found else (lines[-1] if lines else None)
 
 
 Run = Callable[[list[str]], "str | None"]
@@ -181,6 +192,8 @@ def _host_lines(
         elif _refused(why):
             key = f"{r.key_from} {r.key}" if r.key else "ssh's default keys"
             out.append((r, what, f"{what} refused the login of user {r.user} with {key}: {why}"))
+        elif "open failed" in why:  # the bastion's sshd could not connect on to it
+            out.append((r, what, f"{what} does not answer SSH from the bastion: {why}"))
         else:
             out.append((r, what, f"{what} does not answer SSH: {why}"))
     return out
