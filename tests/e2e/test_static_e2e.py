@@ -18,6 +18,7 @@ wall time is printed (run with ``-s``).
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -58,6 +59,7 @@ class Owned:
     results: Path
     workdir: Path
     site: dict[str, Any]
+    restricted: str  # when the machines began to take logins from the bastion only
 
     def jump(self) -> dict[str, Any]:
         return {"host": self.bastion.address, "user": USER, "port": 22,
@@ -86,6 +88,7 @@ class Owned:
             "site": self.site,
         }
         config.update(over)
+        config = {k: v for k, v in config.items() if v is not None}  # None: the key unset
         path = self.workdir / f"Pulumi.{name}.yaml"
         path.write_text(yaml.safe_dump({"config": {f"gpulab:{k}": v for k, v in config.items()}}))
         load_stack_file(path)  # `gpulab validate` passes on it
@@ -124,10 +127,14 @@ def owned(nspawn_lab: NspawnLab, wheelhouse: Path, tmp_path_factory) -> Iterator
     bastion, gpus = booted[0], booted[1:]
     key = workdir / "bastion_ed25519"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
-    # Only the stack's keys: nothing in the environment may name one.
-    old = os.environ.pop("ANSIBLE_PRIVATE_KEY_FILE", None)
+    # Only the stack's keys: nothing in the environment may name one. The results root: what
+    # a user's shell gives `gpulab up` (the program and the provider host both read it).
+    old = {k: os.environ.pop(k, None) for k in ("ANSIBLE_PRIVATE_KEY_FILE", "GPULAB_RESULTS")}
+    os.environ["GPULAB_RESULTS"] = str(results)
     try:
         _configure(bastion, gpus, key)
+        time.sleep(1.1)  # the journal counts in seconds: the direct logins above come before
+        restricted = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())  # the hosts' clock
         wheel_url = nspawn_lab.serve(wheelhouse)
         reqs = [ln.strip() for ln in (wheelhouse / "requirements.txt").read_text().splitlines()
                 if ln.strip()]  # fmt: skip
@@ -142,10 +149,14 @@ def owned(nspawn_lab: NspawnLab, wheelhouse: Path, tmp_path_factory) -> Iterator
         with ProviderHost(stack="e2e-static", env={"GPULAB_RESULTS": str(results)}) as provider:
             say(f"\n[e2e-static] bastion {bastion.address}, machines "
                 f"{[nh.address for nh in gpus]} up in {time.monotonic() - t0:.1f} s")  # fmt: skip
-            yield Owned(nspawn_lab, bastion, gpus, key, provider, results, workdir, site)
+            yield Owned(nspawn_lab, bastion, gpus, key, provider, results, workdir, site,
+                        restricted)  # fmt: skip
     finally:
-        if old is not None:
-            os.environ["ANSIBLE_PRIVATE_KEY_FILE"] = old
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
         nspawn_lab.stop(booted)
 
 
@@ -199,6 +210,36 @@ def test_direct_logins_are_refused_so_the_path_is_the_bastion(owned: Owned) -> N
         assert r.returncode == 0 and r.stdout.strip() == "root", r.stderr
 
 
+def _checks(doc: Any) -> list[dict[str, Any]]:
+    """The rows of ``gpulab preflight --json``, wherever its envelope puts them."""
+    if isinstance(doc, dict):
+        if isinstance(doc.get("checks"), list):
+            return list(doc["checks"])
+        return next((c for v in doc.values() if (c := _checks(v))), [])
+    return []
+
+
+def test_preflight_shows_the_bastion_and_each_machine_with_sudo(owned: Owned) -> None:
+    bm, vm = owned.gpus
+    owned.stack("own-pre", [
+        {"name": "own-bm", "address": bm.address, "machine": "bare-metal"},
+        {"name": "own-vm", "address": vm.address, "machine": "vm-passthrough"},
+    ])  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "-m", "infra.cli", "preflight", str(owned.workdir / "Pulumi.own-pre.yaml"),
+         "--json"],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stdout[-1500:] + r.stderr[-1500:]
+    rows = {(c["name"], c["passed"]) for c in _checks(json.loads(r.stdout))}
+    assert rows == {
+        ("topology static", True), ("ssh key file", True), ("bastion", True),
+        ("host own-bm", True), ("host own-vm", True),
+    }, rows  # fmt: skip
+    for c in _checks(json.loads(r.stdout)):
+        say(f"[e2e-static] preflight {c['name']}: {c['detail']}")
+
+
 def test_static_labs_configure_measure_and_state_each_machines_setting(
     owned: Owned, ups: dict[str, Any]
 ) -> None:
@@ -216,7 +257,7 @@ def test_static_labs_configure_measure_and_state_each_machines_setting(
         recap = result.exports["provision"]["hosts"][name]
         assert recap["failed"] == 0 and recap["unreachable"] == 0 and recap["changed"] > 0, recap
         recs = read_records(record_files(result))
-        assert len(recs) == 1, recs
+        assert len(recs) == 1 and owned.results / name in record_files(result)[0].parents, recs
         (rec,) = recs
         assert rec["status"] == "ok" and rec["images_per_sec"] > 0, rec
         assert rec["host"] == ups[name]["machine"].name
@@ -227,9 +268,11 @@ def test_static_labs_configure_measure_and_state_each_machines_setting(
         say(f"[e2e-static] {name}: record host={rec['host']} gpu_path={rec['gpu_path']} "
             f"virtualization={rec['virtualization']} images/s={rec['images_per_sec']:.1f} "
             f"-> {record_files(result)[0]}")  # fmt: skip
-    # every login the runs made reached the machines from the bastion's address
+    # since the machines took logins from the bastion only, every one came from its address
     for nh in owned.gpus:
-        log = owned.through(nh, "journalctl -u ssh --no-pager -o cat").stdout
+        log = owned.through(
+            nh, f"journalctl -u ssh --no-pager -o cat --since '{owned.restricted}'"
+        ).stdout
         accepted = [ln for ln in log.splitlines() if ln.startswith("Accepted publickey")]
         assert len(accepted) >= 2 and all(f" from {owned.bastion.address} " in ln
                                          for ln in accepted), accepted[:5]  # fmt: skip
@@ -256,7 +299,8 @@ def test_one_report_compares_the_two_machines(owned: Owned, ups: dict[str, Any])
     assert "static/bm" in md and "static/vm" in md, md[:2000]
     say(f"[e2e-static] gpulab report -> {out} ({', '.join(made)}) in "
         f"{time.monotonic() - t0:.1f} s")  # fmt: skip
-    say("[e2e-static] report (Markdown, first lines):\n" + "\n".join(md.splitlines()[:40]))
+    shown = [ln for ln in md.splitlines() if "static/" in ln or ln.startswith("#")]
+    say("[e2e-static] report (Markdown, its headings and the arms' lines):\n" + "\n".join(shown))
 
 
 def test_down_leaves_the_machines_and_removes_gpulab_only_when_asked(
@@ -309,11 +353,12 @@ def test_faults_are_refused_before_anything_runs(owned: Owned, tmp_path: Path) -
         "no answer": (
             {"hosts": [*one, {"name": "own-dead", "address": dead, "machine": "vgpu"}]},
             f"gpulab:hosts[1]: host own-dead ({dead}:22 through bastion "
-            f"{owned.bastion.address}:22) does not answer SSH: ",
+            f"{owned.bastion.address}:22) does not answer SSH from the bastion: channel 0: open "
+            "failed: connect failed: ",
         ),
     }
     for what, (over, start) in cases.items():
-        raw = owned.stack("own-fault", one, **over)
+        raw = owned.stack("own-fault", **{"hosts": one, **over})
         engine = owned.engine()
         t0 = time.monotonic()
         result = engine.up("own-fault", raw)
