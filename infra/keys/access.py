@@ -11,7 +11,9 @@ variables (:mod:`infra.ansible.ssh_route`), never as text.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,8 +31,13 @@ KEY_FILE_WHAT = (
     "letters, digits and _ . @ + / -"
 )
 BASTION_WHAT = (
-    "a mapping {host: <IP address or host name>, user: <login name>, port: <1-65535, "
-    "default 22>, key: <private key file>}"
+    "[user@]host[:port] (an IPv6 address in brackets to give a port), or a mapping "
+    "{host: <IP address or host name>, user: <login name>, port: <1-65535, default 22>, "
+    "key: <private key file>}"
+)
+# ``[user@]host[:port]``: split here, then each part checked as the mapping's field is.
+_BASTION_TEXT_RE = re.compile(
+    r"^(?:(?P<user>[^@]*)@)?(?:\[(?P<v6>[^\]]*)\]|(?P<host>[^:@\[\]]*))(?::(?P<port>[^:]*))?$"
 )
 
 
@@ -67,12 +74,34 @@ class Bastion:
         return f"{self.host}:{self.port}"
 
 
+def _bastion_text(text: str) -> dict[str, Any]:
+    """``[user@]host[:port]`` (an IPv6 address bare, or ``[addr]:port``) as the mapping's
+    fields; the fields are checked by :func:`bastion` like a mapping's."""
+    text = text.strip()
+    try:
+        if ipaddress.ip_address(text).version == 6:
+            return {"host": text}  # a bare IPv6 address: its colons are not a port
+    except ValueError:
+        pass
+    m = _BASTION_TEXT_RE.match(text)
+    if m is None:
+        raise BadValue(f"{BASTION_WHAT}; cannot read {text!r} as [user@]host[:port]")
+    out: dict[str, Any] = {"host": m["v6"] if m["v6"] is not None else m["host"]}
+    if m["user"] is not None:
+        out["user"] = m["user"]
+    if m["port"] is not None:
+        out["port"] = m["port"]
+    return out
+
+
 def bastion(raw: Any) -> Bastion:
-    """A bastion mapping (YAML, or the engine's JSON text), each field checked; the
-    :class:`BadValue` names the bad field."""
+    """A bastion: ``[user@]host[:port]`` text or a mapping (YAML, or the engine's JSON text),
+    each field checked; the :class:`BadValue` names the bad field."""
     raw = maybe_json(raw)
     if isinstance(raw, Bastion):
         return raw
+    if isinstance(raw, str) and raw.strip():
+        raw = _bastion_text(raw)
     if not isinstance(raw, dict):
         raise ValueError
     extra = sorted(str(k) for k in raw if k not in BASTION_FIELDS)

@@ -47,8 +47,9 @@ SSH_PRIVATE_KEY_FILE = K(
     KeyFile, "private key file (on the machine that runs gpulab) that logs in to the lab hosts; "
     "default: ssh's own (~/.ssh/id_*, the agent)")  # fmt: skip
 BASTION = K(
-    BastionValue, "SSH jump host (ProxyJump) the lab hosts are reached through: {host, user, "
-    "port, key}; user and key default to the lab hosts' own")  # fmt: skip
+    BastionValue, "SSH jump host (ProxyJump) the lab hosts are reached through: "
+    "[user@]host[:port] or {host, user, port, key}; user and key default to the lab hosts' "
+    "own")  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)

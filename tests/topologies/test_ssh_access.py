@@ -7,6 +7,7 @@ end-to-end test (tests/e2e/test_static_e2e.py) runs them against real sshd."""
 
 from __future__ import annotations
 
+import shlex
 import socket
 from dataclasses import replace
 from pathlib import Path
@@ -15,7 +16,9 @@ from typing import Any
 import pytest
 
 from infra import access
-from infra.config import load_stack_file, validate
+from infra.ansible.inventory import build_inventory
+from infra.config import ConfigError, load_stack_file, validate
+from infra.hosts import Host
 from infra.keys.access import bastion
 from infra.preflight import preflight
 
@@ -146,3 +149,58 @@ def test_a_cloud_labs_bastion_is_checked_before_its_hosts_exist() -> None:
     (line,) = access.problems(args.routes())
     assert line.startswith(f"gpulab:bastion: bastion 127.0.0.1:{port} (user ubuntu) does not "
                            "answer on the way to the lab's hosts: ")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("bastion.lab.example.net", ("bastion.lab.example.net", 22, None)),
+        ("jump@192.0.2.10", ("192.0.2.10", 22, "jump")),
+        ("jump@192.0.2.10:2200", ("192.0.2.10", 2200, "jump")),
+        ("fd00::10", ("fd00::10", 22, None)),  # a bare IPv6 address: its colons are no port
+        ("jump@[fd00::10]:2200", ("fd00::10", 2200, "jump")),
+    ],
+)
+def test_a_bastion_may_be_written_as_proxyjumps_text(text: str, want: tuple[Any, ...]) -> None:
+    b = static(bastion=text).bastion
+    assert (b.host, b.port, b.user, b.key) == (*want, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "needle"),
+    [
+        ("-oProxyCommand=id", "host must be an IP address or a host name"),
+        ("jump@192.0.2.10 -oProxyCommand=id", "host must be an IP address or a host name"),
+        ("$(id)@192.0.2.10", "user must be a login name"),
+        ("u -oProxyCommand=id@192.0.2.10", "user must be a login name"),
+        ("jump@192.0.2.10:22;id", "port must be 1-65535"),
+        ("jump@192.0.2.10:0", "port must be 1-65535"),
+        ("jump@192.0.2.10:", "port must be 1-65535"),
+        ("a@b@192.0.2.10", "cannot read 'a@b@192.0.2.10' as [user@]host[:port]"),
+        ("[fd00::10:22", "cannot read '[fd00::10:22' as [user@]host[:port]"),
+    ],
+)
+def test_a_bastion_text_that_is_not_plain_user_host_port_is_refused(text: str, needle: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        static(bastion=text)
+    line = str(err.value)
+    assert line.startswith("gpulab:bastion must be [user@]host[:port] "), line
+    assert needle in line and "\n" not in line, line
+
+
+def test_a_text_bastion_reaches_the_inventory_as_the_checked_proxy_command() -> None:
+    """From the stack's text to ``ansible_ssh_common_args``: the writer makes the command of
+    the parsed fields, the lab host's key standing in for the bastion's."""
+    args = static(ssh_private_key_file="/keys/lab", bastion="hop@192.0.2.10:2200")
+    (h,) = access.apply(args.routes(), [Host("gpu-a", "127.0.0.1", ssh_user="ubuntu")])
+    hv = build_inventory([h])["all"]["hosts"]["gpu-a"]
+    assert hv["gpulab_bastion"] == {
+        "host": "192.0.2.10", "user": "hop", "port": 2200, "key": "/keys/lab",
+    }  # fmt: skip
+    (opt, proxy) = shlex.split(hv["ansible_ssh_common_args"])
+    assert opt == "-o" and proxy.startswith("ProxyCommand=ssh ")
+    command = shlex.split(proxy.removeprefix("ProxyCommand="))
+    assert command[command.index("-l") :] == [
+        "-l", "hop", "-p", "2200", "-i", "/keys/lab", "-o", "IdentitiesOnly=yes",
+        "-W", "[%h]:%p", "192.0.2.10",
+    ]  # fmt: skip

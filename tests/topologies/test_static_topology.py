@@ -121,10 +121,14 @@ def test_a_machine_listed_twice_is_refused_naming_both_entries() -> None:
         ([{"address": "10.0.0.1", "machine": "vgpu", "port": 0}], "; hosts[0].port must be"),
         ([{"address": "10.0.0.1", "machine": "vgpu", "key": "id_rsa"}],
          "; hosts[0].key must be an absolute path"),
-        ([{"address": "10.0.0.1", "machine": "vgpu", "bastion": "jump"}],
-         "; hosts[0].bastion must be a bastion mapping"),
+        ([{"address": "10.0.0.1", "machine": "vgpu", "bastion": 5}],
+         "; hosts[0].bastion must be [user@]host[:port], a mapping {host, user, port, key}, or "
+         "false, got"),
+        ([{"address": "10.0.0.1", "machine": "vgpu", "bastion": "jump;id"}],
+         "; hosts[0].bastion must be [user@]host[:port] (an IPv6 address in brackets to give a "
+         "port), or a mapping {host: <IP address or host name>, "),
         ([{"address": "10.0.0.1", "machine": "vgpu", "bastion": {"host": "j", "port": "x"}}],
-         "; hosts[0].bastion must be a mapping {host"),
+         "; port must be 1-65535"),
         ([{"address": "10.0.0.1", "machine": "vgpu", "vars": {"ansible_ssh_common_args": "x"}}],
          "; hosts[0] has vars, which is not a field"),
     ],
@@ -145,10 +149,12 @@ def test_each_machine_takes_its_own_route_else_the_stacks() -> None:
                 {"name": "b", "address": "10.0.0.2", "machine": "vgpu", "user": "cloud",
                  "key": "/keys/b", "port": 2222, "bastion": {"host": "10.9.9.9", "key": "/k/j"}},
                 {"name": "c", "address": "10.0.0.3", "machine": "vgpu", "bastion": False},
+                {"name": "d", "address": "10.0.0.4", "machine": "vgpu",
+                 "bastion": "hop2@[fd00::9]:2200"},
             ],
         )
     )  # fmt: skip
-    a, b, c = cfg.args.routes()
+    a, b, c, d = cfg.args.routes()
     assert (a.user, a.key, a.key_from, a.bastion_from) == (
         "ops", "/keys/lab", "gpulab:ssh_private_key_file", "gpulab:bastion",
     )  # fmt: skip
@@ -157,6 +163,9 @@ def test_each_machine_takes_its_own_route_else_the_stacks() -> None:
     assert b.bastion_from == "gpulab:hosts[1].bastion"
     assert b.bastion_vars() == {"host": "10.9.9.9", "user": "cloud", "port": 22, "key": "/k/j"}
     assert c.bastion is None and c.bastion_vars() is None  # false: reached directly
+    # ProxyJump's text form: [user@]host[:port], each part checked as a mapping's field
+    assert d.bastion_from == "gpulab:hosts[3].bastion"
+    assert d.bastion_vars() == {"host": "fd00::9", "user": "hop2", "port": 2200, "key": "/keys/lab"}
 
 
 def test_local_refuses_a_key_file_or_bastion_it_would_ignore() -> None:

@@ -9,8 +9,8 @@ Each entry of ``gpulab:hosts`` is one machine that already exists::
       user: ubuntu                # login user with passwordless sudo (default gpulab:ssh_user)
       port: 22                    # SSH port (default 22)
       key: ~/.ssh/lab_ed25519     # private key file (default gpulab:ssh_private_key_file)
-      bastion: {host: 192.0.2.10, user: jump}   # jump host (default gpulab:bastion);
-                                                # false: reached directly
+      bastion: jump@192.0.2.10:22 # jump host, [user@]host[:port] or {host, user, port, key}
+                                  # (default gpulab:bastion); false: reached directly
 
 ``machine`` is the setting the records state: bare-metal -> gpu_path ``whole-machine``
 (virtualization none), vm-passthrough -> ``pci-passthrough`` (vm), vgpu -> ``vgpu`` (vm, GPU
@@ -100,7 +100,7 @@ _PARSERS = {
     "user": (_login, "a login name"),
     "port": (port, "1-65535"),
     "key": (key_file, "an absolute path (or ~/...) of a private key file"),
-    "bastion": (_bastion, "a bastion mapping {host, user, port, key}, or false"),
+    "bastion": (_bastion, "[user@]host[:port], a mapping {host, user, port, key}, or false"),
 }
 
 
