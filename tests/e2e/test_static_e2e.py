@@ -210,15 +210,6 @@ def test_direct_logins_are_refused_so_the_path_is_the_bastion(owned: Owned) -> N
         assert r.returncode == 0 and r.stdout.strip() == "root", r.stderr
 
 
-def _checks(doc: Any) -> list[dict[str, Any]]:
-    """The rows of ``gpulab preflight --json``, wherever its envelope puts them."""
-    if isinstance(doc, dict):
-        if isinstance(doc.get("checks"), list):
-            return list(doc["checks"])
-        return next((c for v in doc.values() if (c := _checks(v))), [])
-    return []
-
-
 def test_preflight_shows_the_bastion_and_each_machine_with_sudo(owned: Owned) -> None:
     bm, vm = owned.gpus
     owned.stack("own-pre", [
@@ -231,12 +222,15 @@ def test_preflight_shows_the_bastion_and_each_machine_with_sudo(owned: Owned) ->
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert r.returncode == 0, r.stdout[-1500:] + r.stderr[-1500:]
-    rows = {(c["name"], c["passed"]) for c in _checks(json.loads(r.stdout))}
+    doc = json.loads(r.stdout)  # the envelope of every --json (docs/cli-json.schema.json)
+    assert doc["ok"] is True and doc["command"] == "preflight" and doc["data"]["failed"] == 0
+    checks = doc["data"]["checks"]
+    rows = {(c["name"], c["passed"]) for c in checks}
     assert rows == {
         ("topology static", True), ("ssh key file", True), ("bastion", True),
         ("host own-bm", True), ("host own-vm", True),
     }, rows  # fmt: skip
-    for c in _checks(json.loads(r.stdout)):
+    for c in checks:
         say(f"[e2e-static] preflight {c['name']}: {c['detail']}")
 
 
