@@ -204,3 +204,36 @@ def test_a_text_bastion_reaches_the_inventory_as_the_checked_proxy_command() -> 
         "-l", "hop", "-p", "2200", "-i", "/keys/lab", "-o", "IdentitiesOnly=yes",
         "-W", "[%h]:%p", "192.0.2.10",
     ]  # fmt: skip
+
+
+def test_preflight_names_a_machine_whose_login_user_has_no_passwordless_sudo(
+    tmp_path: Path,
+) -> None:
+    """A recorder of the ssh argv stands in for ssh (the logins answer; ``sudo -n`` asks for a
+    password on gpu-b): the row names the entry, the host, the user and the command."""
+    args = static(
+        ssh_private_key_file=key(tmp_path),
+        bastion="jump@127.0.0.1:2200",
+        hosts=[{"name": "gpu-a", "address": "10.0.0.11", "machine": "bare-metal"},
+               {"name": "gpu-b", "address": "10.0.0.12", "machine": "vgpu", "user": "ops"}],
+    )  # fmt: skip
+
+    def ssh(argv: list[str]) -> str | None:
+        if argv[-1] == "sudo -n true" and "10.0.0.12" in argv:
+            return "sudo: a password is required"
+        return None
+
+    rows = access.rows(args.routes(), run=ssh)
+    assert [(r.name, r.passed) for r in rows] == [
+        ("ssh key file", True), ("bastion", True), ("host gpu-a", True), ("host gpu-b", False),
+    ]  # fmt: skip
+    assert rows[1].detail == (
+        "gpulab:bastion: bastion 127.0.0.1:2200 (user jump, key "
+        f"{tmp_path / 'id'}) on the way to host gpu-a, host gpu-b: logged in"
+    )
+    assert rows[3].detail == (
+        "gpulab:hosts[1]: host gpu-b (10.0.0.12:22 through bastion 127.0.0.1:2200): user ops "
+        "cannot run `sudo -n true`: sudo: a password is required"
+    )
+    assert rows[3].fix == "give the login user passwordless sudo"
+    assert rows[2].detail.endswith(": login as ubuntu, passwordless sudo")

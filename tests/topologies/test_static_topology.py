@@ -17,6 +17,7 @@ from infra.config import ConfigError, load_stack_file, validate
 from infra.keys.access import Bastion
 from infra.topologies import get
 from infra.topologies.contract import facts
+from report.mapping import SETTING_LABELS, Arm, arm_settings
 from tests.pulumi.mocks import LabMocks
 
 REPO = Path(__file__).resolve().parents[2]
@@ -72,6 +73,25 @@ def test_each_machine_states_its_setting_in_the_records() -> None:
             gpu_path, virtualization, setting,
         )  # fmt: skip
     assert facts(spec, "whole-machine", "docker")["virtualization"] == "container"
+
+
+def test_machines_of_two_kinds_in_one_lab_make_its_arm_mixed() -> None:
+    """docs/topologies.md: one lab is one arm per execution environment; a bare-metal and a
+    passthrough VM in it make that arm "mixed" (flagged), so kinds are compared as stacks."""
+    spec = get("static")
+    two = [
+        {"address": "10.0.0.9", "machine": "bare-metal"},
+        {"address": "10.0.0.10", "machine": "vm-passthrough"},
+    ]
+    cfg = validate(stack(hosts=two))
+    records = [facts(spec, h.gpu_path, "native") for h in cfg.args.hosts]
+    (got,) = arm_settings(records, lambda _rec: Arm("static", "native")).values()
+    assert got.setting == "mixed" and SETTING_LABELS[got.setting] == "mixed settings"
+    assert got.flags == ["records of this arm state different settings: bm (1 records), vm (1 "
+                         "records)"]  # fmt: skip
+    one_kind = [facts(spec, cfg.args.hosts[0].gpu_path, "native")] * 2
+    (alone,) = arm_settings(one_kind, lambda _rec: Arm("static", "bm")).values()
+    assert (alone.setting, alone.flags) == ("bm", [])
 
 
 def test_a_machine_listed_twice_is_refused_naming_both_entries() -> None:
