@@ -237,3 +237,13 @@ def test_preflight_names_a_machine_whose_login_user_has_no_passwordless_sudo(
     )
     assert rows[3].fix == "give the login user passwordless sudo"
     assert rows[2].detail.endswith(": login as ubuntu, passwordless sudo")
+
+
+def test_ssh_command_options_are_never_taken_from_gpulab_site() -> None:
+    """docs/topologies.md: the bastion is the one way to a ProxyCommand; gpulab:site cannot
+    add one (nor the host's variables: tests/ansible/test_ssh_route.py)."""
+    with pytest.raises(ConfigError) as err:
+        static(bastion="jump@192.0.2.10", site={"ansible_ssh_common_args": "-o ProxyCommand=id"})
+    line = str(err.value)
+    assert line.startswith("gpulab:site ") and "\n" not in line, line
+    assert "'ansible_ssh_common_args': ansible_* connection variables are not role inputs" in line
