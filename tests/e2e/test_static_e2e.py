@@ -71,8 +71,11 @@ class Owned:
                           f"sudo -n sh -c {shlex.quote(command)}")  # fmt: skip
         return subprocess.run(argv, capture_output=True, text=True, timeout=60, check=False)
 
-    def stack(self, name: str, hosts: list[dict[str, Any]], **over: Any) -> dict[str, Any]:
-        """A stack file written out and read back as ``gpulab up`` reads one."""
+    def stack(
+        self, name: str, hosts: list[dict[str, Any]], *, valid: bool = True, **over: Any
+    ) -> dict[str, Any]:
+        """A stack file written out and read back as ``gpulab up`` reads one (``valid``: and
+        ``gpulab validate`` passes on it)."""
         config: dict[str, Any] = {
             "topology": "static",
             "lab": name,
@@ -91,7 +94,8 @@ class Owned:
         config = {k: v for k, v in config.items() if v is not None}  # None: the key unset
         path = self.workdir / f"Pulumi.{name}.yaml"
         path.write_text(yaml.safe_dump({"config": {f"gpulab:{k}": v for k, v in config.items()}}))
-        load_stack_file(path)  # `gpulab validate` passes on it
+        if valid:
+            load_stack_file(path)  # `gpulab validate` passes on it
         return raw_from_stack_file(path)
 
     def engine(self) -> Engine:
@@ -329,9 +333,10 @@ def test_faults_are_refused_before_anything_runs(owned: Owned, tmp_path: Path) -
     loose.chmod(0o644)
     dead = f"{owned.lab.net}.250"  # on the lab's bridge, nothing there
     cases = {
-        # the bastion takes only its own key: with the lab's it refuses
+        # the bastion takes only its own key: with the lab's it refuses (ProxyJump's text
+        # form, [user@]host[:port]: no key of its own, so the lab's)
         "bastion refuses": (
-            {"bastion": {"host": owned.bastion.address}},
+            {"bastion": f"{USER}@{owned.bastion.address}:22"},
             f"gpulab:bastion: bastion {owned.bastion.address}:22 (user {USER}, key "
             f"{owned.lab.key}) refused the login on the way to host own-x: ",
         ),
@@ -339,6 +344,11 @@ def test_faults_are_refused_before_anything_runs(owned: Owned, tmp_path: Path) -
             {"bastion": None},
             f"gpulab:hosts[0]: host own-x ({bm.address}:22) refused the login of user {USER} "
             f"with gpulab:ssh_private_key_file {owned.lab.key}: ",
+        ),
+        "missing key": (
+            {"ssh_private_key_file": str(tmp_path / "missing_ed25519")},
+            f"gpulab:ssh_private_key_file {tmp_path / 'missing_ed25519'} (for host own-x): no "
+            "such file",
         ),
         "loose key": (
             {"ssh_private_key_file": str(loose)},
@@ -350,9 +360,15 @@ def test_faults_are_refused_before_anything_runs(owned: Owned, tmp_path: Path) -
             f"{owned.bastion.address}:22) does not answer SSH from the bastion: channel 0: open "
             "failed: connect failed: ",
         ),
+        # the program validates the stack first, as `gpulab validate` does (below)
+        "listed twice": (
+            {"hosts": [*one, {"name": "own-y", "address": bm.address, "machine": "vgpu"}]},
+            f"invalid stack config: gpulab:hosts[1] (own-y, {bm.address}:22) is the machine of "
+            "gpulab:hosts[0] (own-x) again: list each machine once",
+        ),
     }
     for what, (over, start) in cases.items():
-        raw = owned.stack("own-fault", **{"hosts": one, **over})
+        raw = owned.stack("own-fault", valid=what != "listed twice", **{"hosts": one, **over})
         engine = owned.engine()
         t0 = time.monotonic()
         result = engine.up("own-fault", raw)
@@ -360,3 +376,14 @@ def test_faults_are_refused_before_anything_runs(owned: Owned, tmp_path: Path) -
         assert result.error is not None and result.error.startswith(start), result.error
         assert "\n" not in result.error
         assert engine.state == {} and result.steps == [], (what, engine.state)
+    # `gpulab validate` refuses the machine listed twice, exit 2, the same one line
+    twice = owned.workdir / "Pulumi.own-fault.yaml"  # the last case's file
+    r = subprocess.run(
+        [sys.executable, "-m", "infra.cli", "validate", str(twice)],
+        cwd=REPO, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 2 and r.stderr == (
+        f"gpulab: error: gpulab:hosts[1] (own-y, {bm.address}:22) is the machine of "
+        "gpulab:hosts[0] (own-x) again: list each machine once\n"
+    ), (r.returncode, r.stderr)
+    say(f"[e2e-static] gpulab validate (listed twice), exit {r.returncode}: {r.stderr.strip()}")
