@@ -116,8 +116,13 @@ def _ssh(argv: list[str]) -> str | None:
 
 
 # What ssh says first when a login fails (through a bastion, the jump's own line comes before
-# the outer ssh's "Connection closed"): the line worth showing.
-_TELLING = ("permission denied", "open failed", "connect to host", "could not resolve")
+# the outer ssh's "kex_exchange_identification: Connection closed"): the line worth showing.
+# The jump's "channel 0: open failed" is an INFO line (hidden by LogLevel=ERROR in OpenSSH 9);
+# its fatal "stdio forwarding failed" is what says the bastion could not connect on.
+_TELLING = (
+    "permission denied", "open failed", "forwarding failed", "connect to host",
+    "could not resolve",
+)  # fmt: skip
 
 
 def _telling(lines: list[str]) -> str | None:
@@ -192,7 +197,7 @@ def _host_lines(
         elif _refused(why):
             key = f"{r.key_from} {r.key}" if r.key else "ssh's default keys"
             out.append((r, what, f"{what} refused the login of user {r.user} with {key}: {why}"))
-        elif "open failed" in why:  # the bastion's sshd could not connect on to it
+        elif r.bastion is not None:  # the bastion let us in (checked first): not on to it
             out.append((r, what, f"{what} does not answer SSH from the bastion: {why}"))
         else:
             out.append((r, what, f"{what} does not answer SSH: {why}"))

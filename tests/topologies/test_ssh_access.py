@@ -247,3 +247,28 @@ def test_ssh_command_options_are_never_taken_from_gpulab_site() -> None:
     line = str(err.value)
     assert line.startswith("gpulab:site ") and "\n" not in line, line
     assert "'ansible_ssh_common_args': ansible_* connection variables are not role inputs" in line
+
+
+def test_a_machine_the_bastion_cannot_reach_says_so_with_ssh_s_telling_line() -> None:
+    """Through a bastion, OpenSSH 9's jump ssh prints its fatal "stdio forwarding failed"
+    (the "open failed" line is INFO, hidden by LogLevel=ERROR), then the outer ssh its
+    "Connection closed": the first is the one shown. A recorder stands in for ssh here; the
+    nspawn end-to-end test meets the real lines."""
+    assert access._telling([
+        "stdio forwarding failed",
+        "kex_exchange_identification: Connection closed by remote host",
+    ]) == "stdio forwarding failed"  # fmt: skip
+    assert access._telling(["x", "Connection closed by 10.0.0.2 port 22"]) == (
+        "Connection closed by 10.0.0.2 port 22"
+    )
+    args = static(bastion="jump@127.0.0.1:2200")
+
+    def ssh(argv: list[str]) -> str | None:  # the bastion lets us in; nothing beyond it
+        through = any(a.startswith("ProxyCommand=") for a in argv)
+        return "stdio forwarding failed" if through else None
+
+    (line,) = access.problems(args.routes(), run=ssh)
+    assert line == (
+        "gpulab:hosts[0]: host gpu-a (127.0.0.1:22 through bastion 127.0.0.1:2200) does not "
+        "answer SSH from the bastion: stdio forwarding failed"
+    )
