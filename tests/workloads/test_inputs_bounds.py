@@ -1,5 +1,5 @@
-"""workloads.inputs: the one YAML loader (alias budget, depth, duplicate keys);
-workloads.json_bounded: bounded JSON."""
+"""workloads.inputs: the one YAML loader (alias budget, depth, duplicate keys); bounded JSON
+(workloads.json_bounded)."""
 
 from __future__ import annotations
 
