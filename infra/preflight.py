@@ -6,13 +6,16 @@
 topology has (:mod:`infra.lab_net`: the names of its package sources, its proxy). A caller
 may hand in the connections (tests pass a double of the OpenStack connection, a real Ironic
 one and a vCenter simulator's); otherwise each topology makes its own from the stack.
+Preflight then checks how the hosts are reached, for every topology alike
+(:func:`infra.access.rows`: the key files, the bastion, each machine a stack lists with its
+login and passwordless sudo).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from infra import lab_net
+from infra import access, lab_net
 from infra.clouds import Check
 from infra.config import LabConfig
 from infra.topologies import get
@@ -30,7 +33,11 @@ def preflight(
     """Every check for ``cfg``'s topology. ``provide`` first moves ``manageable`` Ironic nodes
     of the lab's resource class to ``available``."""
     conns = Conns(os_conn=os_conn, bm_conn=bm_conn, si=si, provide=provide)
-    return get(cfg.topology).preflight(cfg.args, conns) + lab_net.checks(cfg)
+    return (
+        get(cfg.topology).preflight(cfg.args, conns)
+        + lab_net.checks(cfg)
+        + access.rows(cfg.args.routes())
+    )
 
 
 def audit(

@@ -14,6 +14,7 @@ from typing import Any
 
 import pulumi
 
+from infra import access
 from infra.config import LabConfig
 from infra.dynamic import measure
 from infra.hosts import Host
@@ -21,8 +22,10 @@ from infra.topologies import get
 
 
 def build(cfg: LabConfig) -> tuple[pulumi.ComponentResource, list[Host]]:
-    """Create ``cfg.topology``'s resources from its Args; returns its component and hosts."""
-    return get(cfg.topology).build(cfg.args)
+    """Create ``cfg.topology``'s resources from its Args; returns its component and hosts, each
+    with its SSH route (key file, bastion) as inventory variables (:func:`infra.access.apply`)."""
+    component, hosts = get(cfg.topology).build(cfg.args)
+    return component, access.apply(cfg.args.routes(), hosts)
 
 
 def export_lab(cfg: LabConfig, component: Any, hosts: list[Host]) -> None:
@@ -37,7 +40,12 @@ def export_lab(cfg: LabConfig, component: Any, hosts: list[Host]) -> None:
 def run(cfg: LabConfig) -> dict[str, Any]:
     """The whole program for a validated config: topology -> (vGPU attach) -> site
     ``AnsibleRun`` -> one ``WorkloadRun`` per execution environment, one after another ->
-    outputs. Returns the component, the hosts and what :func:`infra.dynamic.measure` made."""
+    outputs. Returns the component, the hosts and what :func:`infra.dynamic.measure` made.
+
+    Before any resource: the SSH routes to the hosts are checked (a key file ssh would refuse,
+    a bastion that refuses, a listed machine that does not answer: :class:`AccessError`, one
+    line each), so nothing is built that could not be reached."""
+    access.check(cfg.args.routes())
     component, hosts = build(cfg)
     export_lab(cfg, component, hosts)
     made = measure(cfg, component, hosts)

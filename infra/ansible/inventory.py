@@ -38,6 +38,11 @@ connection to use (:data:`CONNECTION_VARS`: ``ansible_connection``,
 ``ProxyCommand``), ``ansible_ssh_executable`` and the rest would let data choose a command.
 A bad field raises :class:`InventoryError`, one line naming the host and the field.
 
+A bastion (jump host) is the structured var ``gpulab_bastion`` (``host``, ``user``, ``port``,
+``key``; None: reached directly), each field checked (:func:`check_bastion`); the writer then
+sets ``ansible_ssh_common_args`` itself, a ProxyCommand made from those fields alone
+(:func:`infra.ansible.ssh_route.common_args`). No text of a host's reaches that option.
+
 The values are data: whoever writes the inventory for Ansible marks every string unsafe
 (:mod:`infra.ansible.untrusted`); the only templates are the fixed expressions this module
 writes itself (:data:`TRUSTED_HOST_TEMPLATES`), as :class:`~infra.ansible.untrusted.Template`.
@@ -51,6 +56,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from infra.ansible.ssh_route import BASTION_FIELDS, BASTION_VAR, common_args
 from infra.ansible.untrusted import Template
 from infra.hosts import Host
 
@@ -137,6 +143,53 @@ CONNECTION_VARS: dict[str, tuple[Callable[[Any], bool], str]] = {
 }
 
 
+def _port(value: Any) -> int | None:
+    """A TCP port (an int, or the engine's double or decimal string of one), else None."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # the engine hands numbers over gRPC as doubles (a Struct): 22.0
+    elif isinstance(value, str) and value.isascii() and value.isdigit():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 65535:
+        return value
+    return None
+
+
+def check_bastion(value: Any, where: str) -> dict[str, Any] | None:
+    """``value`` (a host's ``gpulab_bastion``) as a checked mapping: ``host`` an IP address or
+    a host name, ``user`` a login name, ``port`` 1-65535 (default 22), ``key`` an absolute path
+    or None, nothing else; None stays None (reached directly). Else an :class:`InventoryError`
+    naming ``where`` and the field."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise InventoryError(
+            f"{where}: {BASTION_VAR} must be a mapping of {', '.join(BASTION_FIELDS)}, "
+            f"got {_show(value)}"
+        )
+    extra = sorted(str(k) for k in value if k not in BASTION_FIELDS)
+    if extra:
+        raise InventoryError(
+            f"{where}: {BASTION_VAR} has {', '.join(extra)}: only {', '.join(BASTION_FIELDS)}"
+        )
+    host, user, key = value.get("host"), value.get("user"), value.get("key")
+    port = _port(value.get("port", 22))
+    if not is_host_address(host):
+        raise InventoryError(
+            f"{where}: {BASTION_VAR}.host must be an IP address or a host name, got {_show(host)}"
+        )
+    if not isinstance(user, str) or not LOGIN_RE.match(user):
+        raise InventoryError(f"{where}: {BASTION_VAR}.user must be a login name, got {_show(user)}")
+    if port is None:
+        raise InventoryError(
+            f"{where}: {BASTION_VAR}.port must be 1-65535, got {_show(value.get('port'))}"
+        )
+    if key is not None and not _path_ok(key):
+        raise InventoryError(
+            f"{where}: {BASTION_VAR}.key must be an absolute path, got {_show(key)}"
+        )
+    return {"host": host, "user": user, "port": port, "key": key}
+
+
 def check_vars(vars_: Any, where: str) -> None:
     """Variable names are Ansible's; ``ansible_*`` only those of :data:`CONNECTION_VARS`."""
     if not isinstance(vars_, Mapping):
@@ -153,6 +206,8 @@ def check_vars(vars_: Any, where: str) -> None:
                 )
             if not check[0](value):
                 raise InventoryError(f"{where}: {key} must be {check[1]}, got {_show(value)}")
+        elif key == BASTION_VAR:
+            check_bastion(value, where)
 
 
 def check_host(host: Host) -> None:
@@ -180,12 +235,7 @@ def check_host(host: Host) -> None:
             f"{where}: ssh_user must be a login name (letters, digits, '_', '.', '-', not "
             f"first, up to 32), got {_show(host.ssh_user)}"
         )
-    port: Any = host.ssh_port
-    if isinstance(port, str) and port.isascii() and port.isdigit():
-        port = int(port)
-    elif isinstance(port, float) and port.is_integer():
-        port = int(port)  # the engine hands numbers over gRPC as doubles (a Struct): 22.0
-    if not isinstance(port, int) or isinstance(port, bool) or not 1 <= port <= 65535:
+    if _port(host.ssh_port) is None:
         raise InventoryError(f"{where}: ssh_port must be 1-65535, got {_show(host.ssh_port)}")
     if not isinstance(host.groups, list | tuple):
         raise InventoryError(f"{where}: groups must be a list, got {_show(host.groups)}")
@@ -219,6 +269,10 @@ def host_vars(host: Host) -> dict[str, Any]:
     if (os.geteuid() == 0) if local else host.ssh_user == "root":
         hv["ansible_become"] = False
     hv.update({k: _trusted(k, v) for k, v in host.vars.items()})
+    bastion = check_bastion(host.vars.get(BASTION_VAR), f"host {host.name!r}")
+    if bastion is not None:
+        hv[BASTION_VAR] = bastion
+        hv["ansible_ssh_common_args"] = common_args(bastion)
     return hv
 
 

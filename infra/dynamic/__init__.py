@@ -8,6 +8,8 @@ vsphere-gpu mode vgpu, every vGPU attach) exists, preparing every execution envi
 for the previous one: the environments share the same GPUs), then the ``provision`` and
 ``results`` stack outputs. Only the site run reads ``execution_envs`` and only the workload runs
 read ``measure_envs``: measuring in another prepared environment re-runs no site play.
+A lab whose topology takes ``gpulab:cleanup_on_down`` (machines gpulab did not make) also holds
+a ``CleanupRun``, which ``down`` uses to remove what gpulab installed, when asked.
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ def measure(cfg: LabConfig, component: Any, hosts: list[Host]) -> dict[str, Any]
     import pulumi
 
     from infra.dynamic.ansible_run import AnsibleRun
+    from infra.dynamic.cleanup_run import CleanupRun
     from infra.dynamic.workload_run import WorkloadRun
     from infra.summary import merge_summaries
 
@@ -103,6 +106,17 @@ def measure(cfg: LabConfig, component: Any, hosts: list[Host]) -> dict[str, Any]
             depends_on=[component, *(getattr(component, "vgpus", None) or [])]
         ),
     )
+    cleanup_on_down = getattr(cfg.args, "cleanup_on_down", None)
+    if cleanup_on_down is not None:
+        # Beside the site run, not after it: a site run that fails half way has still
+        # installed something, which `down` then removes when asked.
+        CleanupRun(
+            f"{cfg.lab}-cleanup",
+            hosts=all_hosts,
+            enabled=cleanup_on_down,
+            variables=site_variables(cfg, envs),
+            opts=pulumi.ResourceOptions(depends_on=[component]),
+        )
     runs: list[Any] = []
     previous: Any = site
     measure_id = cfg.measure_id

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Annotated as A  # the key tables' lines stay short
 from typing import Any
 
+from infra.keys.access import EVERY_HOST, Bastion, BastionValue, KeyFile, Route
 from infra.keys.key import K
 from infra.keys.types import LAB_RE, NAME_RE, Count, Name, Text
 
@@ -42,15 +43,39 @@ def family_user(values: Mapping[str, Any]) -> str:
 SSH_USER = K(Name, "login user on the lab hosts (default: the image family's, see "
              "docs/topologies.md)", default=family_user)  # fmt: skip
 HOST_COUNT = K(Count, "number of GPU hosts", default=1)
+SSH_PRIVATE_KEY_FILE = K(
+    KeyFile, "private key file (on the machine that runs gpulab) that logs in to the lab hosts; "
+    "default: ssh's own (~/.ssh/id_*, the agent)")  # fmt: skip
+BASTION = K(
+    BastionValue, "SSH jump host (ProxyJump) the lab hosts are reached through: "
+    "[user@]host[:port] or {host, user, port, key}; user and key default to the lab hosts' "
+    "own")  # fmt: skip
 
 
 @dataclass(frozen=True, kw_only=True)
 class LabArgs:
-    """The keys of every topology: which one, the lab's name, the hosts' login user."""
+    """The keys of every topology: which one, the lab's name, how its hosts are reached (the
+    login user, a private key file, a bastion)."""
 
     # fmt: off
     topology: A[str, K(Text(NAME_RE, "a topology name"), "which lab to build", True)]
     lab: A[str, K(Text(LAB_RE, "2-32 characters: lowercase letters, digits and '-', starting "
                        "with a letter"), "lab name; prefixes and tags every resource", True)]
     ssh_user: A[str, SSH_USER] = "ubuntu"
+    ssh_private_key_file: A[str | None, SSH_PRIVATE_KEY_FILE] = None
+    bastion: A[Bastion | None, BASTION] = None
     # fmt: on
+
+    def routes(self) -> list[Route]:
+        """How gpulab reaches the lab's hosts: one route for every host a cloud makes (a
+        topology whose stack lists its machines gives one per machine)."""
+        return [
+            Route(
+                host=EVERY_HOST,
+                user=self.ssh_user,
+                key=self.ssh_private_key_file,
+                key_from="gpulab:ssh_private_key_file",
+                bastion=self.bastion,
+                bastion_from="gpulab:bastion",
+            )
+        ]

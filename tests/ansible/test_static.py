@@ -28,15 +28,18 @@ ENV = {
 
 
 def test_the_playbooks_the_program_runs_are_plays_of_existing_roles() -> None:
-    """site.yml (AnsibleRun), workloads.yml (WorkloadRun) and validate.yml resolve to plays
-    that target hosts and apply only roles that exist; the workload run applies its role."""
+    """site.yml (AnsibleRun), workloads.yml (WorkloadRun), cleanup.yml (CleanupRun) and
+    validate.yml resolve to plays that target hosts and apply only roles that exist; the
+    workload run applies its role."""
     from infra.ansible.runner import resolve_playbook
+    from infra.dynamic.cleanup_run import PLAYBOOK as CLEANUP
     from infra.dynamic.workload_run import PLAYBOOK
 
-    assert [p.name for p in PLAYBOOKS] == ["site.yml", "validate.yml", "workloads.yml"]
+    assert [p.name for p in PLAYBOOKS] == ["cleanup.yml", "site.yml", "validate.yml",
+                                           "workloads.yml"]  # fmt: skip
     roles_dir = REPO / "playbooks" / "roles"
     applied: dict[str, set[str]] = {}
-    for name in ("site.yml", PLAYBOOK, "validate.yml"):
+    for name in ("site.yml", PLAYBOOK, "validate.yml", CLEANUP):
         plays = yaml.safe_load(resolve_playbook(name).read_text())
         assert isinstance(plays, list) and plays, name
         for play in plays:

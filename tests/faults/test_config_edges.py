@@ -206,13 +206,14 @@ def test_missing_unknown_and_misplaced_keys() -> None:
     with pytest.raises(ConfigError) as err:
         validate({})
     assert err.value.problems == [
-        "gpulab:topology is required: one of ironic-bm, nova-pci, magnum-k8s, vsphere-gpu, local"
+        "gpulab:topology is required: one of ironic-bm, nova-pci, magnum-k8s, vsphere-gpu, "
+        "static, local"
     ]
     with pytest.raises(ConfigError) as err:
         validate({"topology": "openstack", "zzzz": 1})
     assert err.value.problems[0] == (
-        "gpulab:topology must be one of ironic-bm, nova-pci, magnum-k8s, vsphere-gpu, local, "
-        "got 'openstack'"
+        "gpulab:topology must be one of ironic-bm, nova-pci, magnum-k8s, vsphere-gpu, static, "
+        "local, got 'openstack'"
     )
     assert err.value.problems[1].startswith("gpulab:zzzz is not a known key; allowed: admin_cidr")
     found = problems(flavor_vcpus=None, labels={"a": "b"})

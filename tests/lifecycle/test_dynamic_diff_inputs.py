@@ -20,6 +20,7 @@ import pytest
 
 from infra.dynamic import ansible_run, vgpu, workload_run
 from infra.dynamic.ansible_run import AnsibleRun, AnsibleRunProvider
+from infra.dynamic.cleanup_run import CleanupRun, CleanupRunProvider
 from infra.dynamic.vgpu import VgpuPolicy, VgpuPolicyProvider, VgpuProfile, VgpuProfileProvider
 from infra.dynamic.workload_run import WorkloadRun, WorkloadRunProvider
 
@@ -56,6 +57,12 @@ CASES: dict[str, dict[str, Any]] = {
             "triggers": ["r1"],
         },
         "not_compared": set(workload_run.LOCATION),
+    },
+    "CleanupRun": {
+        "cls": CleanupRun,
+        "provider": CleanupRunProvider,
+        "outputs": set(),
+        "args": {"hosts": [HOST], "enabled": True, "variables": {"workload_env_dir": "/opt/x"}},
     },
     "VgpuProfile": {
         "cls": VgpuProfile,

@@ -89,7 +89,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "nova-pci",
         {"topology": None},
-        "gpulab:topology is required: one of ironic-bm, nova-pci, magnum-k8s, vsphere-gpu, local",
+        "gpulab:topology is required: one of ironic-bm, nova-pci, magnum-k8s, vsphere-gpu, "
+        "static, local",
     ),
     (
         "vsphere-gpu",
@@ -111,7 +112,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         "nova-pci",
         {"topology": "openstack"},
         "gpulab:topology must be one of ironic-bm, "
-        "nova-pci, magnum-k8s, vsphere-gpu, local, got 'openstack'",
+        "nova-pci, magnum-k8s, vsphere-gpu, static, local, got 'openstack'",
     ),
     (
         "vsphere-gpu",

@@ -21,7 +21,7 @@ from workloads.setting import NO_GPU, SETTINGS
 from workloads.setting import where as setting
 
 REPO = Path(__file__).resolve().parents[2]
-NAMES = ("ironic-bm", "nova-pci", "magnum-k8s", "vsphere-gpu", "local")
+NAMES = ("ironic-bm", "nova-pci", "magnum-k8s", "vsphere-gpu", "static", "local")
 
 
 def test_registry_finds_every_package_in_order() -> None:

@@ -140,10 +140,11 @@ def fake_pool(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]
 
 def test_the_registry_finds_it(fake_pool: Path) -> None:
     assert names()[-1] == "fake-pool" and names()[:-1] == (
-        "ironic-bm", "nova-pci", "magnum-k8s", "vsphere-gpu", "local",
+        "ironic-bm", "nova-pci", "magnum-k8s", "vsphere-gpu", "static", "local",
     )  # fmt: skip
     assert {k.key for k in get("fake-pool").keys} == {
-        "topology", "lab", "ssh_user", "pool", "host_count", "addresses",
+        "topology", "lab", "ssh_user", "ssh_private_key_file", "bastion", "pool", "host_count",
+        "addresses",
     }  # fmt: skip
 
 
@@ -228,4 +229,4 @@ def test_generated_files_and_docs_pick_it_up(fake_pool: Path) -> None:
     assert header.split(" | ")[-3] == "`fake-pool`"
     (pool,) = [r for r in rows if r.startswith("| `pool` |")]
     assert pool.split(" | ")[-3] == "R"  # required, and only there
-    assert pool.split(" | ")[1:-3] == [""] * 5
+    assert pool.split(" | ")[1:-3] == [""] * (len(names()) - 1)
