@@ -91,6 +91,9 @@ class PlaybookResult:
     elapsed_s: float = 0.0
     artifact_dir: str | None = None  # only set when keep_artifacts was given
     stdout_tail: str = ""
+    # The host patterns of the plays that matched no host (Ansible skips such a play and
+    # still exits 0): a caller that needs the play to have run somewhere checks this.
+    unmatched: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -126,6 +129,23 @@ class PlaybookError(RuntimeError):
                 " | ".join(tail) or "no output"
             )
         super().__init__(msg)
+
+
+# The host var that names a lab's kubeconfig on the controller (magnum-k8s's API host).
+KUBECONFIG_VAR = "gpulab_kubeconfig"
+KUBE_ENV = ("KUBECONFIG", "K8S_AUTH_KUBECONFIG")  # kubectl/helm, and kubernetes.core's modules
+
+
+def kube_env(hosts: Iterable[Host]) -> dict[str, str]:
+    """The environment that names the kubeconfig of a run: the lab's (the file a host's
+    ``gpulab_kubeconfig`` names), else none at all (``/dev/null``). Never the operator's
+    ``$KUBECONFIG`` or ``~/.kube/config``: a Helm release or a Job of one lab must not land in
+    whatever cluster the operator's shell points at."""
+    paths = {str(h.vars[KUBECONFIG_VAR]) for h in hosts if h.vars.get(KUBECONFIG_VAR)}
+    if len(paths) > 1:
+        raise ValueError(f"the hosts name {len(paths)} kubeconfigs ({', '.join(sorted(paths))})")
+    path = paths.pop() if paths else os.devnull
+    return dict.fromkeys(KUBE_ENV, path)
 
 
 def resolve_playbook(playbook: str | os.PathLike[str]) -> Path:
@@ -308,6 +328,15 @@ def _failures(events: Iterable[Mapping[str, Any]]) -> list[TaskFailure]:
     return out
 
 
+def _unmatched(events: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The host pattern of every play that matched no host, in play order."""
+    return [
+        str((ev.get("event_data") or {}).get("play_pattern") or "?")
+        for ev in events
+        if ev.get("event") == "playbook_on_no_hosts_matched"
+    ]
+
+
 SUDO_PASSWORD_SIGNS = ("missing sudo password", "a password is required", "incorrect sudo password")
 
 
@@ -386,6 +415,7 @@ def run_playbook(
         if check_mode:
             cmdline += ["--check", "--diff"]
         env = dict(ANSIBLE_ENV)
+        env.update(kube_env(hosts))
         env["ANSIBLE_LOCAL_TEMP"] = str(data_dir / "tmp")
         env["ANSIBLE_CONTROL_PATH_DIR"] = str(data_dir / "cp")
         # ansible-playbook must be on PATH: the interpreter's bin dir (the venv) first.
@@ -423,6 +453,7 @@ def run_playbook(
             failures=_failures(events),
             elapsed_s=elapsed,
             stdout_tail=stdout_tail,
+            unmatched=_unmatched(events),
         )
         _explain_sudo(result.failures, inventory)
         if keep_artifacts is not None:
