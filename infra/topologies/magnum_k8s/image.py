@@ -1,0 +1,27 @@
+"""The name of the Job image of a magnum-k8s lab: ``<gpulab:registry>/gpulab-workloads:<tag>``,
+the tag a digest of what the image holds (the runner, ``workloads/``, and its Dockerfile
+template), so an edited runner is a new image the cluster pulls, and an unchanged one is not
+pushed again. The site run (k8s_gpu) builds and pushes it; the Jobs run it."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+IMAGE_NAME = "gpulab-workloads"
+DOCKERFILE = REPO / "templates" / "Dockerfile.j2"
+
+
+def image_tag() -> str:
+    """12 hex digits of sha256 over the Dockerfile template and the workloads/ tree."""
+    from infra.dynamic.ansible_run import tree_digest
+
+    h = hashlib.sha256(DOCKERFILE.read_bytes())
+    h.update(tree_digest(REPO / "workloads").encode())
+    return h.hexdigest()[:12]
+
+
+def job_image(registry: str) -> str:
+    """``<registry>/gpulab-workloads:<tag>``."""
+    return f"{registry.rstrip('/')}/{IMAGE_NAME}:{image_tag()}"
