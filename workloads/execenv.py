@@ -225,8 +225,9 @@ ENVS: dict[str, ExecEnv] = {
         ExecEnv(
             name="k8s",
             container=True,
-            # nothing on the nodes over SSH: k8s_gpu installs the GPU stack through the API
-            roles=(),
+            # inert on magnum-k8s (its nodes are no inventory hosts: k8s_gpu installs the GPU
+            # stack through the API); a cluster whose GPU nodes are hosts of the lab gets it
+            roles=("nvidia_container_toolkit",),
             launch=None,
             job=JOB_TEMPLATE,
             runs_on="k8s_control",  # the Job is created through the cluster's API host

@@ -97,6 +97,8 @@ def check_config(raw: dict[str, Any], values: dict[str, Any], problems: list[str
             "gpulab:docker_volume_size is only allowed with gpulab:server_type vm "
             "(bare-metal nodes have no Cinder docker volume)"
         )
+    if "labels" in raw and "labels" not in values:
+        return  # the labels were refused already; the driver's rules read them
     problems.extend(
         driver.problems(
             values.get("master_count") or 1,

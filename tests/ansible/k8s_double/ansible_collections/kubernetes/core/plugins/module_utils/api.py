@@ -55,7 +55,7 @@ def _check_credentials(module: AnsibleModule, api: str, cfg: dict[str, Any]) -> 
         if theirs != ca:
             raise ValueError("certificate signed by unknown authority")
         cert.verify_directly_issued_by(ca)
-    except Exception as e:  # noqa: BLE001 - any bad credential is the API's 401
+    except Exception as e:
         module.fail_json(msg=f"Unauthorized: the API refused the kubeconfig's credentials ({e})")
 
 
@@ -149,7 +149,9 @@ def pull_error(api: str, namespace: str, job: dict[str, Any]) -> str | None:
     if users is not None:
         creds = _pull_credentials(api, namespace, job, host)
         if not creds or users.get(creds.get("username")) != creds.get("password"):
-            return f'failed to authorize: failed to fetch anonymous token: "{image}": 401 Unauthorized'
+            return (
+                f'failed to authorize: failed to fetch anonymous token: "{image}": 401 Unauthorized'
+            )
     if not os.path.exists(os.path.join(reg or "", "images", image.replace("/", "%2F"))):
         return f'failed to resolve reference "{image}": {image}: not found'
     return None

@@ -15,7 +15,15 @@ def repo_config() -> str:
 
 REPOS = {
     "https://helm.ngc.nvidia.com/nvidia": {
-        "gpu-operator": ["v24.9.0", "v24.9.1", "v24.9.2", "v25.3.0", "v25.3.1", "v25.10.0", "v25.10.1"],
+        "gpu-operator": [
+            "v24.9.0",
+            "v24.9.1",
+            "v24.9.2",
+            "v25.3.0",
+            "v25.3.1",
+            "v25.10.0",
+            "v25.10.1",
+        ],
     },
     "https://nvidia.github.io/k8s-device-plugin": {
         "nvidia-device-plugin": ["0.16.2", "0.17.0", "0.17.1"],

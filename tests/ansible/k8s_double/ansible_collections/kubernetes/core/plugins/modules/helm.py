@@ -37,11 +37,12 @@ def main() -> None:
     repo, _, chart = p["chart_ref"].partition("/")
     url = read_json(repo_config(), {}).get(repo)
     if url is None:
-        module.fail_json(msg=f'Error: repo {repo} not found')
+        module.fail_json(msg=f"Error: repo {repo} not found")
     versions = REPOS[url].get(chart)
     if versions is None or (p["chart_version"] and p["chart_version"] not in versions):
         module.fail_json(
-            msg=f'Error: chart "{chart}" version "{p["chart_version"]}" not found in {url} repository'
+            msg=f'Error: chart "{chart}" version "{p["chart_version"]}" not found in {url} '
+            "repository"
         )
     values = {}
     for vf in p["values_files"]:
@@ -55,12 +56,19 @@ def main() -> None:
         os.makedirs(os.path.join(api, "namespaces"), exist_ok=True)
         open(os.path.join(api, "namespaces", ns), "w").close()
     require_namespace(module, api, ns)
-    release = {"name": p["name"], "chart": p["chart_ref"], "version": p["chart_version"], "values": values}
+    release = {
+        "name": p["name"],
+        "chart": p["chart_ref"],
+        "version": p["chart_version"],
+        "values": values,
+    }
     path = os.path.join(api, "helm", "releases", ns, p["name"] + ".json")
     changed = read_json(path) != release
     write_json(path, release)
     open(os.path.join(api, "gpu_stack"), "w").close()
-    module.exit_json(changed=changed, status={"status": "deployed", "chart": f"{chart}-{p['chart_version']}"})
+    module.exit_json(
+        changed=changed, status={"status": "deployed", "chart": f"{chart}-{p['chart_version']}"}
+    )
 
 
 if __name__ == "__main__":

@@ -4,8 +4,6 @@ publishes (module_utils/charts.py) can be added; it needs no cluster (as helm re
 
 from __future__ import annotations
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kubernetes.core.plugins.module_utils.api import read_json, write_json
 from ansible_collections.kubernetes.core.plugins.module_utils.charts import REPOS, repo_config
@@ -17,7 +15,9 @@ def main() -> None:
     )
     url = module.params["repo_url"].rstrip("/")
     if url not in REPOS:
-        module.fail_json(msg=f"Error: looks like \"{url}\" is not a valid chart repository or cannot be reached")
+        module.fail_json(
+            msg=f'Error: looks like "{url}" is not a valid chart repository or cannot be reached'
+        )
     path = repo_config()
     repos = read_json(path, {})
     changed = repos.get(module.params["name"]) != url

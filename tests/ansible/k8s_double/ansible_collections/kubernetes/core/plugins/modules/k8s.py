@@ -43,7 +43,9 @@ def main() -> None:
         obj = yaml.safe_load(obj)
     kind = obj.get("kind")
     if KINDS.get(kind) != obj.get("apiVersion"):
-        module.fail_json(msg=f"the double knows {sorted(KINDS)} only, not {obj.get('apiVersion')} {kind}")
+        module.fail_json(
+            msg=f"the double knows {sorted(KINDS)} only, not {obj.get('apiVersion')} {kind}"
+        )
     meta = obj["metadata"]
     namespace = None if kind in CLUSTER_SCOPED else (meta.get("namespace") or "default")
     if namespace is not None:
@@ -51,7 +53,9 @@ def main() -> None:
     path = object_path(api, kind, namespace, meta["name"])
     changed = read_json(path) != obj
     if changed and kind == "Job" and os.path.exists(path):
-        module.fail_json(msg=f'Job.batch "{meta["name"]}" is invalid: spec.template: field is immutable')
+        module.fail_json(
+            msg=f'Job.batch "{meta["name"]}" is invalid: spec.template: field is immutable'
+        )
     write_json(path, obj)
     if kind == "Namespace":
         os.makedirs(os.path.join(api, "namespaces"), exist_ok=True)

@@ -36,7 +36,12 @@ def main() -> None:
             {
                 "kind": "Node",
                 "metadata": {"name": n["name"]},
-                "status": {"allocatable": {"cpu": "8", **({"nvidia.com/gpu": str(n["gpus"])} if gpus else {})}},
+                "status": {
+                    "allocatable": {
+                        "cpu": "8",
+                        **({"nvidia.com/gpu": str(n["gpus"])} if gpus else {}),
+                    }
+                },
             }
             for n in read_json(os.path.join(api, "nodes.json"), [])
         ]

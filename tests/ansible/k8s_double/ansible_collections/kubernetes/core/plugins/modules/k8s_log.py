@@ -1,7 +1,7 @@
 #!/usr/bin/python
 """Test double of kubernetes.core.k8s_log for kind Job (README.md): <api>/pod.log of a Job
-whose pod ran (``{run_id}`` in it: the Job's run id); a Job that was not created fails as the API's 404 does, a pod that never
-started (its image not pulled) as the API's 400 does."""
+whose pod ran (``{run_id}`` in it: the Job's run id); a Job that was not created fails as the
+API's 404 does, a pod that never started (its image not pulled) as the API's 400 does."""
 
 from __future__ import annotations
 
