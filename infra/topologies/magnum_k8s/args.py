@@ -72,7 +72,7 @@ class MagnumK8sArgs(openstack.OpenStackArgs):
                                         "images (GB, vm only)")] = None
     labels: A[dict[str, str], K(Parsed(p_labels, "a mapping of label names to string values",
                                        dict[str, str]), "Magnum cluster labels (the driver's: "
-                                "kube_tag required)", default={})] = field(default_factory=dict)
+                                "kube_tag required)", True)] = field(default_factory=dict)
     k8s_gpu_mode: A[str | None, K(OneOf("operator", "device-plugin"), "GPU stack: NVIDIA GPU "
                                   "Operator (driver and toolkit in containers) or the device "
                                   "plugin (the image has the driver and toolkit)",
@@ -103,7 +103,7 @@ def check_config(raw: dict[str, Any], values: dict[str, Any], problems: list[str
         driver.problems(
             values.get("master_count") or 1,
             values.get("network_driver") or "calico",
-            values.get("labels") or {},
+            values.get("labels"),
         )
     )
     if ("registry_user" in raw) != ("registry_password" in raw):

@@ -40,8 +40,11 @@ CNI_LABELS = {"calico_tag": "calico", "calico_ipv4pool": "calico", "cilium_tag":
               "cilium_ipv4pool": "cilium", "cilium_hubble_ui_enabled": "cilium"}  # fmt: skip
 
 
-def problems(master_count: int, network_driver: str, labels: Mapping[str, str]) -> list[str]:
-    """One line per rule of the driver that the stack breaks, naming the key and value."""
+def problems(
+    master_count: int, network_driver: str, labels: Mapping[str, str] | None
+) -> list[str]:
+    """One line per rule of the driver that the stack breaks, naming the key and value
+    (``labels`` None: absent, which the key's own check reports)."""
     out = []
     if master_count % 2 == 0:
         out.append(
@@ -53,6 +56,8 @@ def problems(master_count: int, network_driver: str, labels: Mapping[str, str]) 
             f"gpulab:network_driver {network_driver}: the Cluster API driver takes "
             + " or ".join(NETWORK_DRIVERS)
         )
+    if labels is None:
+        return out
     kube_tag = labels.get("kube_tag")
     if kube_tag is None:
         out.append(
