@@ -78,6 +78,10 @@ class LabMocks(pulumi.runtime.Mocks):
             outs["nodeAddresses"] = [f"198.51.100.{201 + i}" for i in range(count)]
             outs["masterAddresses"] = ["198.51.100.199"]
             outs["kubeconfig"] = {"raw_config": KUBECONFIG, "host": outs["apiAddress"]}
+        elif typ == "pulumi-python:dynamic:Resource" and args.name.endswith("-kubeconfig"):
+            # MagnumKubeconfig (its provider talks to Magnum, which the mock runtime skips)
+            outs["api_address"] = "https://198.51.100.200:6443"
+            outs["kubeconfig"] = KUBECONFIG
         elif typ == "vsphere:index/virtualMachine:VirtualMachine":
             outs["defaultIpAddress"] = f"192.0.2.{n}"
             outs["moid"] = f"vm-{n}"

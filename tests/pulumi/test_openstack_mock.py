@@ -274,26 +274,19 @@ def test_magnum_mock_template_cluster_and_secret_kubeconfig(pulumi_mocks: LabMoc
         assert secret and kube.startswith("apiVersion: v1")
         hosts, hosts_secret = await resolve(exports["hosts"])
         assert not hosts_secret
+        # the API host on the controller only: the nodes are never logged in to
         assert [(h["name"], h["address"], h["gpu_path"], h["groups"]) for h in hosts] == [
             ("k8s-lab-k8s-api", "198.51.100.200", "none", ["k8s_control"]),
-            (
-                "k8s-lab-k8s-node-0",
-                "198.51.100.201",
-                "container-vm",
-                ["gpu_hosts", "magnum_k8s", "k8s_nodes"],
-            ),
-            (
-                "k8s-lab-k8s-node-1",
-                "198.51.100.202",
-                "container-vm",
-                ["gpu_hosts", "magnum_k8s", "k8s_nodes"],
-            ),
         ]
-        assert hosts[0]["vars"]["api_url"] == "https://198.51.100.200:6443"
-        # GPU enablement and the Jobs run from the controller with the kubeconfig
-        assert hosts[0]["vars"]["ansible_connection"] == "local"
-        assert hosts[0]["vars"]["ansible_become"] is False
-        assert "KUBECONFIG" in hosts[0]["vars"]["workload_run_k8s_kubeconfig"]
+        v = hosts[0]["vars"]
+        assert v["api_url"] == "https://198.51.100.200:6443"
+        assert v["ansible_connection"] == "local" and v["ansible_become"] is False
+        # the kubeconfig the lab fetched from Magnum, never the operator's $KUBECONFIG
+        assert v["gpulab_kubeconfig"].endswith("/.kube/gpulab-test-stack.yaml") or v[
+            "gpulab_kubeconfig"
+        ].endswith(".yaml")
+        assert v["workload_run_k8s_kubeconfig"] == v["gpulab_kubeconfig"]
+        assert "KUBECONFIG" not in str(v)
         assert all(h["ssh_user"] == "ubuntu" for h in hosts)
 
     return check(go())
@@ -306,7 +299,9 @@ def test_magnum_mock_bare_metal_nodes(pulumi_mocks: LabMocks) -> Any:
     async def go() -> None:
         await settle()
         [tpl] = pulumi_mocks.of_type("openstack:containerinfra/clusterTemplate:ClusterTemplate")
-        assert tpl.inputs["serverType"] == "bm" and "dockerVolumeSize" not in tpl.inputs
-        assert [h.gpu_path for h in hosts] == ["none", "container-bm"]
+        # the driver provides server type vm only: bare-metal workers are an Ironic flavor
+        assert tpl.inputs["serverType"] == "vm" and "dockerVolumeSize" not in tpl.inputs
+        assert [h.gpu_path for h in hosts] == ["none"]
+        assert hosts[0].vars["workload_run_k8s_gpu_path"] == "container-bm"
 
     return check(go())
