@@ -8,9 +8,10 @@ from typing import Any
 import pulumi
 import pytest
 
+from infra.clouds.magnum import kubeconfig_path
 from infra.config import validate
 from tests.pulumi.helpers import Exports, check, resolve, run_stack, settle
-from tests.pulumi.mocks import LabMocks, stack_raw
+from tests.pulumi.mocks import MAGNUM_KUBECONFIG, LabMocks, stack_raw
 
 FLAVOR = "openstack:compute/flavor:Flavor"
 INSTANCE = "openstack:compute/instance:Instance"
@@ -282,10 +283,12 @@ def test_magnum_mock_template_cluster_and_secret_kubeconfig(pulumi_mocks: LabMoc
         assert v["api_url"] == "https://198.51.100.200:6443"
         assert v["ansible_connection"] == "local" and v["ansible_become"] is False
         # the kubeconfig the lab fetched from Magnum, never the operator's $KUBECONFIG
-        assert v["gpulab_kubeconfig"].endswith("/.kube/gpulab-test-stack.yaml") or v[
-            "gpulab_kubeconfig"
-        ].endswith(".yaml")
-        assert v["workload_run_k8s_kubeconfig"] == v["gpulab_kubeconfig"]
+        path = str(kubeconfig_path("test"))  # the mock runtime's stack
+        assert v["gpulab_kubeconfig"] == path and path.endswith("/.kube/gpulab-test.yaml")
+        assert v["workload_run_k8s_kubeconfig"] == v["k8s_gpu_kubeconfig"] == path
+        # fetched from Magnum's API by the lab's own resource, after the cluster
+        [kc] = pulumi_mocks.of_type(MAGNUM_KUBECONFIG)
+        assert (kc.inputs["cluster"], kc.inputs["path"]) == ("k8s-lab-k8s-id", path)
         assert "KUBECONFIG" not in str(v)
         assert all(h["ssh_user"] == "ubuntu" for h in hosts)
 

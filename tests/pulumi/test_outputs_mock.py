@@ -13,14 +13,22 @@ import pytest
 
 from infra.hosts import GPU_PATHS, Host
 from tests.pulumi.helpers import TIMINGS, Exports, check, resolve, run_stack, settle
-from tests.pulumi.mocks import KUBECONFIG, SECRET_VALUES, STACKS, LabMocks, SecretRef
+from tests.pulumi.mocks import (
+    KUBECONFIG,
+    MAGNUM_KUBECONFIG,
+    SECRET_VALUES,
+    STACKS,
+    LabMocks,
+    SecretRef,
+)
 
 HOST_KEYS = {"name", "address", "ssh_user", "groups", "gpu_path", "ssh_port", "vars"}
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
 EXPECTED = {  # topology -> (number of hosts, gpu paths)
     "ironic-bm": (2, {"whole-machine"}),
     "nova-pci": (2, {"pci-passthrough"}),
-    "magnum-k8s": (3, {"none", "container-vm"}),
+    # the API host on the controller only: the cluster's nodes are no inventory hosts
+    "magnum-k8s": (1, {"none"}),
     "vsphere-gpu": (2, {"pci-passthrough"}),
     "local": (1, {"local"}),
 }
@@ -139,8 +147,9 @@ def test_no_output_or_input_holds_a_secret_in_plain_text_mock(
                 "pulumi:providers:openstack",
                 "pulumi:providers:vsphere",
                 "pulumi-python:dynamic:Resource",  # the vGPU attach
-                "pulumi-python:dynamic/gpulab:AnsibleRun",
-            }  # license token
+                "pulumi-python:dynamic/gpulab:AnsibleRun",  # license token
+                MAGNUM_KUBECONFIG,  # the OpenStack password it connects with
+            }
 
         return check(go())
 
