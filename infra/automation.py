@@ -122,9 +122,13 @@ class Lab:
         env: dict[str, str] | None = None,
         pulumi_path: str | None = None,
         results: str | os.PathLike[str] | None = None,
+        make_project: Callable[[], None] | None = None,
     ) -> None:
         self.stack_name = stack
         self.repo = Path(repo)
+        # writes Pulumi.yaml (and the program's entry) into ``repo`` when it has none, before
+        # the first update of a stack whose file is there (gpulab up from a lab's directory)
+        self.make_project = make_project
         self._auto = auto
         self.on_output = on_output
         self.pulumi_path = pulumi_path
@@ -137,7 +141,13 @@ class Lab:
 
     def _check_files(self) -> None:
         if not (self.repo / "Pulumi.yaml").is_file():
-            raise UsageError(f"no Pulumi.yaml in {self.repo}: not a gpulab project")
+            raise UsageError(
+                f"no Pulumi.yaml in {self.repo}: stack {self.stack_name} was never brought up "
+                f"from there (`gpulab up {self.stack_name}` makes it a gpulab project)"
+            )
+        self._check_stack_file()
+
+    def _check_stack_file(self) -> None:
         stack_file = self.repo / f"Pulumi.{self.stack_name}.yaml"
         if not stack_file.is_file():
             known = sorted(p.name[7:-5] for p in self.repo.glob("Pulumi.*.yaml"))
@@ -146,8 +156,8 @@ class Lab:
                 f"known stacks: {', '.join(known) or 'none'}"
             )
 
-    def _check(self) -> Any:
-        self._check_files()
+    def _check(self, create: bool = False) -> Any:
+        self._check_stack_file()
         if self._auto is None:
             pulumi = self.pulumi_path or find_pulumi()
             if pulumi is None:
@@ -156,15 +166,18 @@ class Lab:
             import pulumi.automation as auto  # lazily: only a lab command drives the engine
 
             self._auto = auto
+        if create and self.make_project and not (self.repo / "Pulumi.yaml").is_file():
+            self.make_project()
+        self._check_files()
         return self._auto
 
     def validate_config(self) -> None:
         """Validate the stack file before the engine starts."""
-        self._check_files()
+        self._check_stack_file()
         load_stack_file(self.repo / f"Pulumi.{self.stack_name}.yaml")
 
     def _stack(self, create: bool) -> Any:
-        auto = self._check()
+        auto = self._check(create)
         opts_kw: dict[str, Any] = {"work_dir": str(self.repo), "env_vars": self.env}
         if self.pulumi_path and not shutil.which("pulumi") and hasattr(auto, "PulumiCommand"):
             opts_kw["pulumi_command"] = auto.PulumiCommand(

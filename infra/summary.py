@@ -14,7 +14,8 @@ in the JSON Lines files it points to. Shape::
       "rows": [                       # one per (arm, model, scenario, batch size)
         {"arm": "native", "model": "alexnet", "scenario": "single", "batch_size": 8,
          "kind": "training", "hosts": ["lab-0"], "n": 1, "ok": 1, "failed": 0,
-         "images_per_sec_median": 41.2, "elapsed_s_median": 12.3, "errors": []}
+         "images_per_sec_median": 41.2, "elapsed_s_median": 12.3, "startup_s_median": 6.1,
+         "timed_s_median": 4.9, "errors": []}
       ],
       "ratios": [                     # images/sec of each arm over native, when both ran
         {"arm": "docker", "model": "alexnet", "scenario": "single", "batch_size": 8,
@@ -76,6 +77,8 @@ def summarize(
         ok = [r for r in group if r.get("status") == "ok"]
         ips = [float(r["images_per_sec"]) for r in ok if r.get("images_per_sec") is not None]
         elapsed = [float(r["elapsed_s"]) for r in ok if r.get("elapsed_s") is not None]
+        startup = [float(r["startup_s"]) for r in ok if r.get("startup_s") is not None]
+        timed = [float(r["timed_s"]) for r in ok if r.get("timed_s") is not None]
         errors = sorted({str(r["error"]) for r in group if r.get("error")})[:_MAX_ERRORS]
         rows.append(
             {
@@ -90,6 +93,8 @@ def summarize(
                 "failed": len(group) - len(ok),
                 "images_per_sec_median": _median(ips),
                 "elapsed_s_median": _median(elapsed),
+                "startup_s_median": _median(startup),  # launch to the first step
+                "timed_s_median": _median(timed),  # the window images/sec is measured over
                 "errors": errors,
             }
         )
@@ -169,12 +174,13 @@ def summary_table(summary: dict[str, Any], title: str = "results") -> Any:
         ("batch", "right"),
         ("ok/n", "right"),
         ("images/sec (median)", "right"),
-        ("elapsed s (median)", "right"),
+        ("start-up s (median)", "right"),
+        ("timed s (median)", "right"),
     ):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     for row in summary.get("rows", []):
         ips = row.get("images_per_sec_median")
-        el = row.get("elapsed_s_median")
+        seconds = [row.get("startup_s_median"), row.get("timed_s_median")]
         table.add_row(
             row["arm"],
             row["model"],
@@ -182,7 +188,7 @@ def summary_table(summary: dict[str, Any], title: str = "results") -> Any:
             "" if row.get("batch_size") is None else str(row["batch_size"]),
             f"{row['ok']}/{row['n']}",
             "-" if ips is None else f"{ips:.2f}",
-            "-" if el is None else f"{el:.1f}",
+            *("-" if v is None else f"{v:.2f}" for v in seconds),
         )
     return table
 

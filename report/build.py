@@ -171,15 +171,23 @@ def build_report(
     report_threads()  # a bad $GPULAB_REPORT_THREADS fails here, before anything is read or made
     problems: list[str] = []
     load = _duckdb if engine == "duckdb" else _python
-    warm_up()  # beside the scan; figures.draw waits for it before it forks
-    got = load(inputs, baseline, pool, problems)
-    table = got.table
-    pub = load_published(published)
-    verdicts = claims_mod.verdicts(table, pub, got.claim_lists)
-    out = Path(out_dir)
-    with staging(out) as stage:
-        drawn = _write(stage, title, got, table, pub, verdicts, embed_figures, problems)
-        figures, what_ran = publish(stage, out, drawn)
+    warm = warm_up()  # beside the scan; figures.draw waits for it before it forks
+    try:
+        got = load(inputs, baseline, pool, problems)
+        table = got.table
+        pub = load_published(published)
+        verdicts = claims_mod.verdicts(table, pub, got.claim_lists)
+        out = Path(out_dir)
+        with staging(out) as stage:
+            drawn = _write(stage, title, got, table, pub, verdicts, embed_figures, problems)
+            figures, what_ran = publish(stage, out, drawn)
+    except BaseException:
+        # A daemon thread still inside matplotlib's C++ code when the interpreter exits aborts
+        # the process ("terminate called without an active exception", exit -6): a report that
+        # fails early waits for the warm-up before it says why.
+        if warm is not None:
+            warm.join()
+        raise
     lines = [f"{what}: {text}" for what, text in what_ran.lines]
     if what_ran.single_arm:
         lines.append(what_ran.single_arm)

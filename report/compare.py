@@ -66,12 +66,14 @@ class Comparison:
     fingerprint: list[tuple[str, str, str]]  # (field, A, B) where they differ
     changes: list[Change] = field(default_factory=list)
     method: str = METHOD
+    unpaired: str = ""  # why no group has a ratio B / A ("" when one has)
 
     def as_json(self) -> dict[str, Any]:
         return {
             "a": {"label": self.a_label, "runs": self.a_runs, "records": self.a_records},
             "b": {"label": self.b_label, "runs": self.b_runs, "records": self.b_records},
             "method": self.method,
+            "unpaired": self.unpaired or None,
             "fingerprint": [{"field": f, "a": a, "b": b} for f, a, b in self.fingerprint],
             "groups": [
                 {
@@ -199,7 +201,38 @@ def compare(
             ch.significant = not few and (ch.lo > 1.0 or ch.hi < 1.0)
             ch.note = f"n < {MIN_N}: not testable" if few else ""
         out.changes.append(ch)
+    out.unpaired = nothing_pairs(ca.values, cb.values, out.changes)
     return out
+
+
+def _listed(items: set[str]) -> str:
+    shown = sorted(items)
+    return ", ".join(shown[:6]) + (f" and {len(shown) - 6} more" if len(shown) > 6 else "")
+
+
+def nothing_pairs(a: dict[Any, Any], b: dict[Any, Any], changes: list[Change]) -> str:
+    """Why no group of ``a`` and ``b`` (``collect().values``: (group, arm, metric) -> values)
+    has a ratio, or "" when one has: the arms differ, the groups differ, or the settings of
+    every common group differ (the changes' notes)."""
+    if any(c.ratio is not None for c in changes):
+        return ""
+    arms_a, arms_b = {k[1].label for k in a}, {k[1].label for k in b}
+    if not arms_a & arms_b:
+        return (
+            f"nothing pairs: the sides have no arm in common (A: {_listed(arms_a)}; B: "
+            f"{_listed(arms_b)}); compare two runs of one arm, or normalize arms to a "
+            "baseline with `gpulab report A B`"
+        )
+    if not changes:
+        common = arms_a & arms_b
+        groups_a = {k[0].label() for k in a if k[1].label in common}
+        groups_b = {k[0].label() for k in b if k[1].label in common}
+        return (
+            f"nothing pairs: arm {_listed(common)} ran no group (model, batch, variant) on both "
+            f"sides (A: {_listed(groups_a)}; B: {_listed(groups_b)})"
+        )
+    notes = {c.note for c in changes if c.note} or {"no median on side A"}
+    return "nothing pairs: " + "; ".join(sorted(notes)[:3])
 
 
 def _same(a: GroupKey, b: GroupKey) -> bool:
@@ -217,4 +250,6 @@ def _median(values: list[float]) -> float | None:
     return float(statistics.median(values)) if values else None
 
 
-__all__ = ["PAIRED_FIELDS", "Comparison", "by_date", "compare", "load_side", "parse_date"]
+__all__ = [
+    "PAIRED_FIELDS", "Comparison", "by_date", "compare", "load_side", "nothing_pairs", "parse_date",
+]  # fmt: skip

@@ -20,7 +20,7 @@ A value the report reads (``images_per_sec``, ``elapsed_s``, ``metrics``) that i
 number (NaN, infinity, a number beyond a double's range) is left out with a note naming how
 many, which fields and where. A record file must be a regular file (a FIFO in a results
 directory would block the read forever); JSON nested deeper than
-workloads.inputs.MAX_JSON_DEPTH levels is refused naming the file and line.
+workloads.json_bounded.MAX_JSON_DEPTH levels is refused naming the file and line.
 Skipped lines and setting notes go to ``problems`` (else a RecordWarning each); bad input is an
 InputError with one line naming the file (and line).
 """
@@ -41,7 +41,7 @@ from typing import Any
 from report.parquet import is_parquet, read_records
 from workloads.errors import InputError
 from workloads.files import reason
-from workloads.inputs import MAX_JSON_DEPTH, JSONDepthError, loads_json
+from workloads.json_bounded import MAX_JSON_DEPTH, JSONDepthError, loads_json
 from workloads.records import (
     READABLE_VERSIONS,
     Problems,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from workloads.errors import InputError
-from workloads.inputs import MAX_JSON_DEPTH, JSONDepthError, loads_json
+from workloads.json_bounded import MAX_JSON_DEPTH, JSONDepthError, loads_json
 from workloads.records import REQUIRED
 
 COLUMNS: dict[str, str] = {

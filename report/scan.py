@@ -26,7 +26,7 @@ unusual, the Python code decides:
   values, or refuses the record naming file and line);
 * a file whose path DuckDB cannot take (not UTF-8, or a glob character) is read through a
   link of a plain name in the scan's temporary directory; notes still name the file;
-* JSON nested deeper than workloads.inputs.MAX_JSON_DEPTH levels in a field Python decodes
+* JSON nested deeper than workloads.json_bounded.MAX_JSON_DEPTH levels in a field Python decodes
   is located by report.load, which refuses it naming file and line; any other DuckDB error
   is one line (InputError).
 
@@ -58,7 +58,7 @@ from report.scan_route import duckdb_name, needs_python, standin_ok
 from report.table import Collected, GroupKey
 from workloads.errors import InputError
 from workloads.files import reason
-from workloads.inputs import JSONDepthError, loads_json
+from workloads.json_bounded import JSONDepthError, loads_json
 
 ORD = "(fi::BIGINT * 1099511627776 + r)"  # the record's place: input order, then line
 

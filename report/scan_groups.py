@@ -11,7 +11,7 @@ from typing import Any
 
 from report.mapping import SETTING_OF_VIRTUALIZATION, Arm, arm_settings_from, paired_settings
 from report.table import Collected, GroupKey, key_of
-from workloads.inputs import loads_json
+from workloads.json_bounded import loads_json
 
 ARM_SQL = "coalesce(nullif(topology, ''), 'unknown'), coalesce(nullif(arm, ''), 'native')"
 # records whose group or metrics need report.table's Python (metrics, odd variants, sharing)

@@ -16,7 +16,7 @@ from typing import Any
 
 from report import parquet
 from report import scan_sql as q
-from workloads.inputs import loads_json
+from workloads.json_bounded import loads_json
 from workloads.records import RecordError, validate_record
 
 _STANDIN = {"s": "x", "i": 1, "f": 1.5, "o": {}, "a": [], "n": None, "b": True, "x": math.nan}

@@ -70,16 +70,17 @@ class BenchOption:
 OPTIONS: tuple[BenchOption, ...] = (
     BenchOption("--suite", "suite name under workloads/suites/ or a .yaml path", metavar="NAME",
                 group="what"),
-    BenchOption("--model", "one model instead of a suite (python -m workloads list)",
-                metavar="M", group="what"),
+    BenchOption("--model", "one model instead of a suite (gpulab list models)",
+                metavar="MODEL", group="what"),
     BenchOption("--batch", "per-device batch (default: the model's; --model only)", int, "N",
                 1, MAX_BATCH),
-    BenchOption("--steps", "timed steps (default 100)", int, "T", 1, MAX_STEPS),
-    BenchOption("--warmup", "warm-up steps, not timed (default 10)", int, "W", 0, MAX_WARMUP),
+    BenchOption("--steps", "timed steps (default 100)", int, "STEPS", 1, MAX_STEPS),
+    BenchOption("--warmup", "warm-up steps, not timed (default 10)", int, "STEPS", 0,
+                MAX_WARMUP),
     BenchOption("--repeats", "repetitions, each its own process (default: the suite's, else 3; "
-                "10000 measurements in all)", int, "R", 1, MAX_REPEATS),
+                "10000 measurements in all)", int, "N", 1, MAX_REPEATS),
     BenchOption("--image-size", "square input size in px (default: the model's; --model only)",
-                int, "PX", 1, MAX_IMAGE_SIZE),
+                int, "PIXELS", 1, MAX_IMAGE_SIZE),
     BenchOption("--out", "JSON Lines file the records are appended to", metavar="FILE",
                 runner_required=True),
     BenchOption("--topology", "topology label", metavar="NAME", env="GPULAB_TOPOLOGY",
@@ -97,7 +98,7 @@ OPTIONS: tuple[BenchOption, ...] = (
                 metavar="NAME", choices=KERAS_BACKENDS, deprecated=("--backend",)),
     BenchOption("--sync-every", "timed steps per host sync: auto (blocks of at least 1 s at "
                 "the warm-up's speed), N, or tf_cnn (every step, as tf_cnn_benchmarks)",
-                metavar="K", env="GPULAB_SYNC_EVERY", default="auto"),
+                metavar="auto|N|tf_cnn", env="GPULAB_SYNC_EVERY", default="auto"),
 )  # fmt: skip
 BY_DEST = {o.dest: o for o in OPTIONS}
 

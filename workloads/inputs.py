@@ -11,15 +11,13 @@ is read by PyYAML's safe loader with three bounds: aliases may not expand the do
 billions), nesting stops at :data:`MAX_YAML_DEPTH` levels, and a key given twice in one
 mapping is refused naming the key and both lines (YAML would silently keep the last one).
 
-JSON (:func:`loads_json`) is refused past :data:`MAX_JSON_DEPTH` levels of nesting, before
-Python's parser would recurse that deep (5,000 levels, 13 KB of brackets, were a traceback).
+JSON within bounds is :mod:`workloads.json_bounded` (no PyYAML there: the runner on a host
+imports it with the standard library alone).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -34,7 +32,6 @@ from workloads.errors import InputError
 MAX_INPUT_BYTES = 16 * 1024 * 1024  # suites, stack files and published results are far smaller
 MAX_YAML_VALUES = 100_000  # values of a document with its aliases expanded (the largest: ~3,000)
 MAX_YAML_DEPTH = 64  # levels of nesting (the deepest: 8)
-MAX_JSON_DEPTH = 64  # levels of nesting of a record or summary (a record's deepest: ~6)
 
 
 def read_input_text(path: str | os.PathLike[str], what: str) -> str:
@@ -178,41 +175,3 @@ def parse_yaml(text: str, name: str) -> Any:
 def load_yaml(path: str | os.PathLike[str], what: str) -> Any:
     """The YAML document of the file ``path`` (read by :func:`read_input_text`)."""
     return parse_yaml(read_input_text(path, what), f"{what} {str(Path(path))!r}")
-
-
-# --- JSON ------------------------------------------------------------------------------------
-
-
-class JSONDepthError(ValueError):
-    """JSON nested deeper than :data:`MAX_JSON_DEPTH` levels."""
-
-
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-
-
-def json_depth(text: str) -> int:
-    """The deepest nesting of arrays and objects in the JSON ``text`` (0 for a scalar)."""
-    depth = deepest = 0
-    for ch in _NOT_BRACKET.sub("", _STRING.sub("", text)):
-        if ch in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth -= 1
-    return deepest
-
-
-def check_json_depth(text: str, limit: int = MAX_JSON_DEPTH) -> None:
-    """Raise :class:`JSONDepthError` when ``text`` nests deeper than ``limit`` levels.
-
-    Cheap where it cannot: text with fewer opening brackets than ``limit`` is not looked at.
-    """
-    if text.count("[") + text.count("{") > limit and json_depth(text) > limit:
-        raise JSONDepthError(f"JSON nested deeper than {limit} levels")
-
-
-def loads_json(text: str, limit: int = MAX_JSON_DEPTH) -> Any:
-    """``json.loads`` of text nested at most ``limit`` levels deep (else JSONDepthError)."""
-    check_json_depth(text, limit)
-    return json.loads(text)

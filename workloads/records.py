@@ -62,7 +62,7 @@ from typing import Any
 
 from workloads.errors import InputError
 from workloads.finite import refuse_nonfinite
-from workloads.inputs import MAX_JSON_DEPTH, JSONDepthError, check_json_depth, loads_json
+from workloads.json_bounded import MAX_JSON_DEPTH, JSONDepthError, check_json_depth, loads_json
 
 SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)

@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from infra.cli.options import JsonOpt, add_examples, print_json
+from infra.cli.options import JsonOpt, add_examples
 from infra.cli.stack_ref import StackArg, StackOpt, resolve
 
 
@@ -44,22 +44,27 @@ def _checks(kind: str, stack: str | None, stack_opt: str | None, as_json: bool, 
     ref = resolve(stack, stack_opt)
     cfg = load_stack_file(ref.file)
     rows = getattr(checks, kind)(cfg, **kw)
+    failed = sum(1 for r in rows if not r.passed)
     if as_json:
-        failed = sum(1 for r in rows if not r.passed)
-        print_json(
-            {
-                "stack": ref.name,
-                "topology": cfg.topology,
-                "lab": cfg.lab,
-                "checks": [
-                    {"name": r.name, "passed": r.passed, "detail": r.detail, "fix": r.fix}
-                    for r in rows
-                ],
-                "failed": failed,
-            }
-        )
+        from infra.cli import output
+
+        data = {
+            "stack": ref.name,
+            "topology": cfg.topology,
+            "lab": cfg.lab,
+            "checks": [
+                {"name": r.name, "passed": r.passed, "detail": r.detail, "fix": r.fix} for r in rows
+            ],
+            "failed": failed,
+        }
+        if not failed:
+            output.emit(data)
+            return
+        first = next(r for r in rows if not r.passed)
+        message = f"{kind}: {failed} of {len(rows)} checks failed (first: {first.name})"
+        output.emit_failure(data, message, 1)
     else:
-        failed = render_checks(rows, f"{kind} {ref.file.name} ({cfg.topology}, lab {cfg.lab})")
+        render_checks(rows, f"{kind} {ref.file.name} ({cfg.topology}, lab {cfg.lab})")
     if failed:
         raise typer.Exit(1)
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from infra.cli.options import JsonOpt, add_examples, print_json
+from infra.cli.options import JsonOpt, add_examples
 
 
 def compare_cmd(
@@ -57,7 +57,12 @@ def compare_cmd(
     ] = False,
     json_out: JsonOpt = False,
 ) -> None:
-    """Differences of fingerprint and of throughput per paired group, with significance."""
+    """Two runs (or two periods) side by side: fingerprint and throughput per paired group.
+
+    For each group (suite, experiment, model, scenario, batch) and arm found on both sides:
+    the medians, the ratio B / A with its 95 % bootstrap interval, and whether the change is
+    significant. Exit 0 when at least one group pairs, 1 when none does (the line says why:
+    the arms or the groups differ, or their settings do), 2 on bad input."""
     from infra.errors import UsageError
     from infra.paths import results_root
     from report.compare import by_date, compare, load_side, parse_date
@@ -83,9 +88,19 @@ def compare_cmd(
         lb, b = load_side(run_b, root)
         res = compare(la, a, lb, b, pool)
     if json_out:
-        print_json(res.as_json())
+        from infra.cli import output
+
+        if res.unpaired:
+            output.emit_failure(res.as_json(), res.unpaired, 1)
+            raise typer.Exit(1)
+        output.emit(res.as_json())
         return
     _print(res)
+    if res.unpaired:
+        from infra.cli.errors import fail
+
+        fail(res.unpaired)
+        raise typer.Exit(1)
 
 
 def _print(res: object) -> None:
@@ -108,6 +123,8 @@ def _print(res: object) -> None:
         console.print(fp)
     else:
         console.print("Environment: no difference in the fingerprints")
+    if not res.changes:
+        return
     t = Table(title="Throughput per paired group (B / A)")
     for col in ("group", "arm", "metric", "n A", "n B", "median A", "median B", "B/A",
                 "95 % CI", "significant"):  # fmt: skip

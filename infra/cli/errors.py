@@ -27,7 +27,12 @@ EXIT_TERMINATED = 143  # SIGTERM (128 + 15; SIGHUP: 129): finished records kept
 
 
 def fail(message: str) -> None:
+    """One line on stderr, ``gpulab: error: <message>`` (and the message of a ``--json``
+    envelope, when the command then exits non-zero)."""
+    from infra.cli.output import note_error
+
     print(f"gpulab: error: {message}", file=sys.stderr)
+    note_error(message)
 
 
 def interrupted_line(exc: BaseException) -> str:

@@ -52,7 +52,10 @@ def export_cmd(
         ),
     ] = DEFAULT_TIMEOUT_S,
 ) -> None:
-    """Write the records' table (Parquet) or their medians (OpenMetrics) to --out FILE."""
+    """Write the records as Parquet, or their medians as OpenMetrics (optionally pushed).
+
+    --format parquet writes one row per record to --out FILE; --format openmetrics the
+    medians per run, group and arm as gauges, to --out FILE and/or --pushgateway URL."""
     from infra.errors import UsageError
     from report.export import FORMATS, export, exposition
     from report.load import load_records

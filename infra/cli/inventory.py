@@ -49,6 +49,8 @@ def _hosts_from_file(path: Path) -> list[dict[str, Any]]:
 
 
 def _hosts_of(outputs: Any, where: str) -> list[dict[str, Any]]:
+    if isinstance(outputs, dict) and {"ok", "command", "data"} <= set(outputs):
+        outputs = outputs["data"]  # the envelope of `gpulab outputs --json`
     hosts = outputs.get("hosts") if isinstance(outputs, dict) else None
     if not isinstance(hosts, list) or not all(isinstance(h, dict) for h in hosts):
         raise UsageError(f"{where} has no 'hosts' list (run `gpulab up` first)")
@@ -100,11 +102,11 @@ def inventory_cmd(
     ] = None,
     state_url: StateUrlOpt = None,
 ) -> None:
-    """Write the Ansible inventory the lab uses (hosts, groups gpu_path_*, site variables, no
-    secrets), every value marked !unsafe (data, never a template).
+    """Write the Ansible inventory the lab uses (no secrets).
 
-    Exit 0 when written, 2 on bad input (no stack, no hosts output, a host field that is not
-    what it claims to be, an output file that cannot be written)."""
+    Hosts, groups gpu_path_*, the site run's variables; every value marked !unsafe (data,
+    never a template). Exit 0 when written, 2 on bad input (no stack, no hosts output, a host
+    field that is not what it claims to be, an output file that cannot be written)."""
     from infra.ansible.untrusted import dump_unsafe_yaml
     from workloads.files import write_text
 

@@ -97,12 +97,6 @@ def run_local_cmd(
 
     Exit 0 when every measurement is ok, 1 when one failed, 2 on bad input, 130 on Ctrl-C,
     143 on SIGTERM (the runner is stopped with gpulab; the records so far stay).
-
-    Examples:
-
-        gpulab run local
-
-        gpulab run local --suite catalogue-smoke --no-docker --results-dir /tmp/res
     """
 
     from rich.console import Console
@@ -161,20 +155,34 @@ def _report_local(run: Any, console: Any) -> None:
 
 
 def _lab(stack: str, state_url: str | None) -> tuple[Lab, Console]:
-    """The Lab of ``stack`` (a name or a path, see infra/cli/stack_ref.py); engine and
-    progress lines go to stderr, so stdout holds only the command's result (JSON)."""
+    """The Lab of ``stack`` (a name or a path, see infra/cli/stack_ref.py), run in the stack
+    file's directory (made a gpulab project on its first up: infra/cli/lab_project.py);
+    engine and progress lines go to stderr, so stdout holds only the command's result."""
     from rich.console import Console
 
     from infra.automation import Lab
+    from infra.cli import lab_project
+    from infra.errors import UsageError
 
     ref = resolve_value(stack)
+    if not ref.pulumi_named:
+        raise UsageError(
+            f"stack file {str(ref.file)!r}: Pulumi reads a stack's config only from "
+            f"Pulumi.<stack>.yaml; rename it to Pulumi.{ref.name}.yaml"
+        )
     console = Console(stderr=True)
     env = {"PULUMI_BACKEND_URL": state_url} if state_url else {}
 
     def echo(line: str) -> None:
-        console.print(line.rstrip("\n"), markup=False, highlight=False)
+        console.print(line.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
 
-    return Lab(ref.name, repo=ref.project, on_output=echo, env=env), console
+    def make_project() -> None:
+        written = lab_project.write(ref.project)
+        names = ", ".join(p.name for p in written)
+        echo(f"==> made {ref.project} a gpulab lab project: wrote {names}")
+
+    lab = Lab(ref.name, repo=ref.project, on_output=echo, env=env, make_project=make_project)
+    return lab, console
 
 
 RefreshOpt = Annotated[
@@ -219,11 +227,16 @@ def _show_runs(console: Any, lines: list[str], title: str) -> None:
 
 
 def _show(console: Console, data: Any, as_json: bool) -> None:
-    """The result on stdout: plain JSON with ``--json`` (or when stdout is not a terminal),
-    else highlighted JSON."""
+    """The result on stdout: the JSON envelope with ``--json`` (infra/cli/output.py), plain
+    JSON when stdout is not a terminal (``gpulab up local > outputs.json``), else highlighted
+    JSON."""
     import sys
 
-    if as_json or not sys.stdout.isatty():
+    if as_json:
+        from infra.cli.output import emit
+
+        emit(data)
+    elif not sys.stdout.isatty():
         print_json(data)
     else:
         from rich.console import Console
@@ -235,11 +248,19 @@ def down(
     stack: StackArg = None,
     stack_opt: StackOpt = None,
     state_url: StateUrlOpt = None,
+    json_out: JsonOpt = False,
     backend_old: BackendOldOpt = None,
 ) -> None:
-    """Destroy the lab's resources; results/<stack>/ and the stack config stay."""
+    """Destroy the lab's resources; results and the stack file stay.
+
+    The last outputs are saved first to <results root>/<stack>/outputs-<time>-down.json."""
     lab, _console = _lab(pick(stack, stack_opt), state_url_of(state_url, backend_old))
     saved = _run(lab.down)
+    if json_out:
+        from infra.cli.output import emit
+
+        emit({"stack": lab.stack_name, "destroyed": True, "outputs_saved": saved})
+        return
     typer.echo(f"destroyed {lab.stack_name}" + (f"; last outputs kept in {saved}" if saved else ""))
 
 
@@ -268,38 +289,53 @@ def _lab_command(
     return command
 
 
-UP_DOC = """Build or update the lab: the topology's hosts (vGPU attach on vsphere-gpu vgpu), then
-the site Ansible run (playbooks/site.yml) on every host, then one workload run per
-execution environment, one after another on the same GPUs; records are fetched to
-results/<stack>/ ($GPULAB_RESULTS, else ./results). Prints the outputs as JSON on stdout
-(engine lines on stderr). Unchanged parts are not re-run; `gpulab measure` re-runs only
-the workloads. Exit 1 on a failed step (one line naming the host and the step, then the
-finished hosts' records on disk; what was made stays for `gpulab down`), 2 on bad input,
-130 on Ctrl-C, 143 on SIGTERM (the engine stops after the steps in flight; the lab and the
-records stay)."""
+UP_DOC = """Build or update the lab, configure its hosts, measure; print the outputs.
 
-MEASURE_DOC = """Measure a built lab again without rebuilding it: sets gpulab:measure_id to a fresh
-UTC time id in Pulumi.<stack>.yaml and runs up; only the workload runs re-run, their records go
-to results/<stack>/. Prints the outputs as JSON."""
+The topology's hosts (vGPU attach on vsphere-gpu vgpu), then the site Ansible run
+(playbooks/site.yml) on every host, then one workload run per execution environment, one
+after another on the same GPUs; records are fetched to <results root>/<stack>/
+($GPULAB_RESULTS, else ./results). The engine runs in the stack file's directory; one without
+a Pulumi.yaml becomes a gpulab lab project first (Pulumi.yaml and __main__.py are written
+there, and the command says so). The outputs go to stdout as JSON (engine lines to stderr).
+Unchanged parts are not re-run; `gpulab measure` re-runs only the workloads.
+
+Exit 1 on a failed step (one line naming the host and the step, then the finished hosts'
+records on disk; what was made stays for `gpulab down`), 2 on bad input (the Pulumi CLI
+missing among it: the line says how to install it), 130 on Ctrl-C, 143 on SIGTERM (the
+engine stops after the steps in flight; the lab and the records stay)."""
+
+MEASURE_DOC = """Measure a built lab again without rebuilding it (only the workload runs re-run).
+
+Sets gpulab:measure_id to a fresh UTC time id in Pulumi.<stack>.yaml and runs up; the records
+go to <results root>/<stack>/. Prints the outputs as JSON."""
 
 up = _lab_command("up", UP_DOC, lambda lab, r: lab.up(refresh=r), refresh=True)
 measure = _lab_command("measure", MEASURE_DOC, lambda lab, r: lab.measure(refresh=r), refresh=True)
 rebuild = _lab_command(
     "rebuild",
-    "Destroy, then up again with the same stack config. Prints the outputs as JSON.",
+    "Destroy, then up again with the same stack config.\n\nPrints the outputs as JSON.",
     lambda lab, _r: lab.rebuild(),
 )
 status = _lab_command(
     "status",
-    "The stack's last update and what its outputs hold, as JSON.",
+    "The stack's last update and what its outputs hold.\n\nPrinted as JSON: the last "
+    "update's kind, result, times and resource changes, the output names, the host count.",
     lambda lab, _r: lab.status(),
 )
 outputs = _lab_command(
     "outputs",
-    "The stack outputs as JSON (secrets masked); when the last up failed in a workload run, "
-    "also results_partial: that run's finished records as found in results/<stack>/.",
+    "The stack outputs (secrets masked).\n\nPrinted as JSON; when the last up failed in a "
+    "workload run, also results_partial: that run's finished records as found in "
+    "<results root>/<stack>/.",
     lambda lab, _r: lab.outputs(),
 )
+
+
+add_examples(
+    run_local_cmd,
+    ["gpulab run local",
+     "gpulab run local --suite catalogue-smoke --no-docker --results-dir /tmp/res"],
+)  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:

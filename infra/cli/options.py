@@ -47,7 +47,11 @@ def bounded(flag: str, minimum: int, maximum: int, help: str, metavar: str = "N"
 
 JsonOpt = Annotated[
     bool,
-    typer.Option("--json", help="Machine-readable JSON on stdout only (logs go to stderr)."),
+    typer.Option(
+        "--json",
+        help="One JSON object on stdout, also on failure: {ok, command, data, error} "
+        "(gpulab docs cli-json); logs go to stderr.",
+    ),
 ]
 StateUrlOpt = Annotated[
     str | None,
@@ -134,7 +138,8 @@ def with_parameters(fn: Callable[..., Any], extra: list[inspect.Parameter]) -> C
 
 
 def add_examples(fn: Callable[..., Any], examples: list[str]) -> Callable[..., Any]:
-    """``fn`` with an "Examples:" block (one command line each) at the end of its help."""
-    lines = "\n\n".join(f"    {e}" for e in examples)
-    fn.__doc__ = f"{inspect.cleandoc(fn.__doc__ or '')}\n\nExamples:\n\n{lines}\n"
+    """``fn`` with an "Examples:" block (one command line each, never rewrapped) at the end of
+    its help."""
+    lines = "\n".join(f"  {e}" for e in examples)
+    fn.__doc__ = f"{inspect.cleandoc(fn.__doc__ or '')}\n\nExamples:\n\n\b\n{lines}\n"
     return fn

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from infra.cli.options import JsonOpt, add_examples, print_json, shown
+from infra.cli.options import JsonOpt, add_examples, shown
 
 VERDICT_STYLE = {"reproduced": "green", "not reproduced": "red", "not measured": "dim"}
 
@@ -16,10 +16,10 @@ def report_cmd(
     inputs: Annotated[
         list[Path] | None,
         typer.Argument(
-            metavar="INPUT...",
+            metavar="INPUT",
             help="Record files (*.jsonl, or *.parquet as `gpulab export --format parquet` "
             "writes them), results directories holding either, or stack-output summaries "
-            "(*.json). Default: ./results.",
+            "(*.json). Default: the results root ($GPULAB_RESULTS, else ./results).",
             show_default=False,
         ),
     ] = None,
@@ -35,7 +35,11 @@ def report_cmd(
     out_dir: Annotated[
         Path | None,
         typer.Option(
-            "--out-dir", metavar="DIR", help="Output directory [default: results/report]."
+            "--out-dir",
+            metavar="DIR",
+            help="Where the report goes (default: <results root>/report, the results root "
+            "being $GPULAB_RESULTS, else ./results).",
+            show_default=False,
         ),
     ] = None,
     out_old: Annotated[Path | None, typer.Option("--out", hidden=True, metavar="DIR")] = None,
@@ -59,18 +63,20 @@ def report_cmd(
 ) -> None:
     """Compare arms normalized to a baseline, judge the published claims, write HTML/MD/CSV.
 
-    Exit 0 when the report is written, 2 on bad input (no records, an unreadable file)."""
+    With --json, the numbers too: every result row (median, 95 % interval, ratio to the
+    baseline and its interval, the estimate a verdict judges) and every claim's verdict with
+    its checks. Exit 0 when the report is written, 2 on bad input (no records, an unreadable
+    file)."""
+    import os
+
     from rich.console import Console
 
     from infra.cli.errors import UsageError
+    from infra.paths import RESULTS_ENV, results_root
     from report import build_report
     from report.render import console_report
 
     if not inputs:
-        import os
-
-        from infra.paths import RESULTS_ENV, results_root
-
         default = results_root()
         if not default.is_dir():
             where = f"${RESULTS_ENV} ({default})" if os.environ.get(RESULTS_ENV) else "./results"
@@ -84,7 +90,7 @@ def report_cmd(
         from workloads.inputs import read_input_text
 
         read_input_text(published, "published results")
-    out = out_dir or out_old or Path("results/report")  # --out: the old name of --out-dir
+    out = out_dir or out_old or results_root() / "report"  # --out: the old name of --out-dir
     res = build_report(
         inputs,
         out,
@@ -95,23 +101,9 @@ def report_cmd(
         pool=pool,
     )
     if json_out:
-        print_json(
-            {
-                "html": str(res.html),
-                "markdown": str(res.markdown),
-                "csv": str(res.csv),
-                "figures": [{"path": str(f.path), "title": f.title} for f in res.figures],
-                "verdicts": [
-                    {"claim": v.claim, "verdict": v.verdict, "text": v.text} for v in res.verdicts
-                ],
-                "banner": list(res.banner),
-                "problems": list(res.problems),
-                "excluded": [
-                    {"record_id": e.record_id, "reason": e.reason, "detail": e.detail}
-                    for e in res.excluded
-                ],
-            }
-        )
+        from infra.cli.output import emit
+
+        emit(report_data(res))
         return
     console = Console()
     console.print(console_report(res))  # what ran, then the checkable claims
@@ -125,6 +117,69 @@ def report_cmd(
         markup=False,
         highlight=False,
     )
+
+
+def _pair(lo: float | None, hi: float | None) -> list[float | None] | None:
+    return None if lo is None and hi is None else [lo, hi]
+
+
+def row_data(row: Any) -> dict[str, Any]:
+    """One result row (a line of the report's CSV) with its numbers: the median over its
+    repetitions and 95 % interval, the ratio to the baseline (``norm``) and its interval, and
+    the estimate a verdict judges (the mean of per-unit values and its t interval)."""
+    s, k, est = row.summary, row.key, row.est
+    interval = est.interval() if est is not None else None
+    return {
+        "suite": k.suite, "experiment": k.experiment, "model": k.model,
+        "scenario": k.scenario, "data": k.data, "batch_size": k.batch_size,
+        "variant": k.variant, "image_sizes": list(row.image_sizes), "steps": list(row.steps),
+        "arm": row.arm.label, "setting": row.setting, "metric": row.metric,
+        "n": s.n, "median": s.median, "ci95": _pair(s.ci_lo, s.ci_hi), "cv": s.cv,
+        "cv_flag": s.cv_flag, "baseline_median": row.baseline_median,
+        "ratio": row.norm, "ratio_ci95": _pair(row.norm_lo, row.norm_hi),
+        "estimate": None if est is None else {
+            "value": est.value, "ci95": list(interval) if interval else None, "n": est.n,
+            "units": "study repeats" if row.study else "runs",
+        },
+    }  # fmt: skip
+
+
+def report_data(res: Any) -> dict[str, Any]:
+    """What ``gpulab report --json`` prints (docs/cli-json.schema.json, command report)."""
+    return {
+        "out_dir": res.out_dir,
+        "html": res.html,
+        "markdown": res.markdown,
+        "csv": res.csv,
+        "baseline": res.table.baseline.label,
+        "figures": [{"path": f.path, "title": f.title} for f in res.figures],
+        "rows": [row_data(r) for r in res.table.rows],
+        "verdicts": [
+            {
+                "claim": v.claim,
+                "verdict": v.verdict,
+                "text": v.text,
+                "tolerance": v.tolerance,
+                "units_needed": v.units_needed,
+                "records_naming": v.records_naming,
+                "checks": [
+                    {
+                        "what": c.what,
+                        "tolerance": c.tolerance,
+                        "status": o.status,
+                        "measured": o.measured,
+                    }
+                    for c, o in v.results
+                ],
+            }
+            for v in res.verdicts
+        ],
+        "banner": list(res.banner),
+        "problems": list(res.problems),
+        "excluded": [
+            {"record_id": e.record_id, "reason": e.reason, "detail": e.detail} for e in res.excluded
+        ],
+    }
 
 
 def register(app: typer.Typer) -> None:

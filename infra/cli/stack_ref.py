@@ -3,11 +3,16 @@
 A stack is given as a positional ``STACK`` or as ``-s/--stack STACK`` (not both), and is:
 
 - a name (``local``, ``nova-pci``): ``Pulumi.<name>.yaml`` in the current directory when it is
-  there, else in the gpulab project (the directory of ``Pulumi.yaml`` that ``gpulab up`` uses);
-- a path to a stack file (``examples/Pulumi.nova-pci.yaml``, ``./lab.yaml``): anything that
-  contains a ``/`` or ends in ``.yaml``/``.yml``, or names an existing file. Its stack name is
-  ``<name>`` of ``Pulumi.<name>.yaml`` (else the file's stem); its project is its directory when
-  that holds a ``Pulumi.yaml``, else the gpulab project.
+  there, else in the gpulab project (the checkout's directory of ``Pulumi.yaml``);
+- a path to a stack file (``examples/nova-pci/Pulumi.nova-pci.yaml``, ``./lab.yaml``): anything
+  that contains a ``/`` or ends in ``.yaml``/``.yml``, or names an existing file. Its stack name
+  is ``<name>`` of ``Pulumi.<name>.yaml`` (else the file's stem);
+- a directory holding one stack file (``examples/nova-pci``): that file.
+
+The stack's Pulumi project is the directory of its file: ``gpulab up`` runs the engine there
+(and, when it has no ``Pulumi.yaml`` yet, makes it a gpulab project first:
+:mod:`infra.cli.lab_project`). So ``validate``, ``preflight`` and ``up`` of one name read the
+same file, wherever the command runs.
 
 Use from a command module::
 
@@ -16,8 +21,9 @@ Use from a command module::
     def cmd(stack: StackArg = None, stack_opt: StackOpt = None) -> None:
         ref = resolve(stack, stack_opt)  # ref.name, ref.file, ref.project
 
-Bad input (no stack, both forms, a name with no stack file) is a UsageError: one line, exit 2.
-A path that does not exist is passed on, so the loader's message names the file.
+Bad input (no stack, both forms, a name with no stack file) is a UsageError: one line naming
+where it looked, exit 2. A path that does not exist is passed on, so the loader's message
+names the file.
 """
 
 from __future__ import annotations
@@ -39,7 +45,8 @@ StackArg = Annotated[
     str | None,
     typer.Argument(
         metavar="STACK",
-        help="Stack name (Pulumi.<name>.yaml here or in the project) or a stack file path.",
+        help="Stack name (Pulumi.<name>.yaml here, else in the gpulab project) or a stack "
+        "file's path.",
         show_default=False,
     ),
 ]
@@ -57,16 +64,20 @@ StackOpt = Annotated[
 
 @dataclass(frozen=True)
 class StackRef:
-    """A resolved stack: its name, its stack file, and the Pulumi project directory."""
+    """A resolved stack: its name and its stack file; its Pulumi project is the file's
+    directory."""
 
     name: str
     file: Path
-    project: Path
 
+    @property
+    def project(self) -> Path:
+        return self.file.parent
 
-def _project_of(path: Path) -> Path:
-    parent = path.absolute().parent
-    return parent if (parent / "Pulumi.yaml").is_file() else PROJECT
+    @property
+    def pulumi_named(self) -> bool:
+        """The file is ``Pulumi.<name>.yaml``, the only name Pulumi reads a stack's config from."""
+        return self.file.name == f"Pulumi.{self.name}.yaml"
 
 
 def known_stacks(*dirs: Path) -> list[str]:
@@ -76,29 +87,48 @@ def known_stacks(*dirs: Path) -> list[str]:
     return sorted(names)
 
 
+def _in_directory(path: Path) -> Path:
+    found = sorted(p for p in path.glob("Pulumi.*.y*ml") if _FILE.match(p.name))
+    if len(found) == 1:
+        return found[0]
+    names = ", ".join(p.name for p in found)
+    raise UsageError(
+        f"stack directory {str(path)!r} holds "
+        + (f"several stack files ({names}): name one" if found else "no Pulumi.<stack>.yaml")
+    )
+
+
 def resolve_value(value: str, cwd: Path | None = None) -> StackRef:
     """The :class:`StackRef` that ``value`` (a name or a path) means."""
     cwd = cwd or Path.cwd()
-    path = Path(value)
-    if "/" in value or value.endswith((".yaml", ".yml")) or (cwd / path).is_file():
-        full = path if path.is_absolute() else cwd / path
-        m = _FILE.match(path.name)
-        return StackRef(m[1] if m else path.stem, full, _project_of(full))
+    path = Path(value).expanduser()
+    full = path if path.is_absolute() else cwd / path
+    if full.is_dir() and ("/" in value or known_stacks(full)):
+        full = _in_directory(full)
+        return StackRef(_FILE.match(full.name)[1], full)  # type: ignore[index]  # matched above
+    if "/" in value or value.endswith((".yaml", ".yml")) or full.is_file():
+        m = _FILE.match(full.name)
+        return StackRef(m[1] if m else full.stem, full)
     if not _NAME.match(value):
         raise UsageError(
             f"stack {value[:60]!r} is not a stack name (letters, digits, '-', '_', '.') "
             "nor a path to a stack file"
         )
-    for project in dict.fromkeys((cwd, PROJECT)):
-        file = project / f"Pulumi.{value}.yaml"
+    places = list(dict.fromkeys((cwd, PROJECT)))
+    for place in places:
+        file = place / f"Pulumi.{value}.yaml"
         if file.is_file():
-            return StackRef(
-                value, file, project if (project / "Pulumi.yaml").is_file() else PROJECT
-            )
-    known = known_stacks(cwd, PROJECT)
+            return StackRef(value, file)
+    known = ", ".join(known_stacks(*places)) or "none"
+    init = f"(`gpulab init TOPOLOGY -s {value}` writes one)"
+    if cwd == PROJECT:
+        raise UsageError(
+            f"stack {value!r} has no stack file Pulumi.{value}.yaml: looked in {cwd} (here, the "
+            f"gpulab project); known stacks: {known} {init}"
+        )
     raise UsageError(
-        f"stack {value!r} has no stack file Pulumi.{value}.yaml (here or in {PROJECT}); "
-        f"known stacks: {', '.join(known) or 'none'}"
+        f"stack {value!r} has no stack file Pulumi.{value}.yaml: looked in {cwd} (here) and "
+        f"{PROJECT} (the gpulab project); known stacks: {known} {init}"
     )
 
 

@@ -265,5 +265,17 @@ def report_cmd(study: StudyArg, results_dir: ResultsOpt = None, strict: StrictOp
         _report(j, strict)
 
 
+EXAMPLES: dict[Any, list[str]] = {
+    run_cmd: ["gpulab study run local-first-run",
+              "gpulab study run closer2018 --on-local --suite smoke"],
+    status_cmd: ["gpulab study status local-first-run"],
+    report_cmd: ["gpulab study report local-first-run --strict"],
+}  # fmt: skip
+
+
 def register(app: typer.Typer) -> None:
+    from infra.cli.options import add_examples
+
+    for fn, examples in EXAMPLES.items():
+        add_examples(fn, examples)
     app.add_typer(study_app, name="study")

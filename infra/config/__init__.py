@@ -23,6 +23,7 @@ from infra.config.model import ConfigError, all_keys, validate
 from infra.config.roles import EngineSecret, secret_role_inputs
 from infra.errors import UsageError
 from infra.keys.types import SecretRef, maybe_json
+from infra.topologies import names
 from workloads.errors import InputError
 from workloads.inputs import load_yaml
 
@@ -82,13 +83,15 @@ def load_stack_file(path: str | Path, *, allow_placeholders: bool = False) -> La
     """
     raw = raw_from_stack_file(path)
     found = [] if allow_placeholders else placeholders.problems(raw)
+    topology = raw.get("topology")
+    if isinstance(topology, str) and topology in names():  # every problem at once
+        found += extras.problems(topology)
     try:
         cfg = validate(raw)
     except ConfigError as exc:
         raise ConfigError(exc.problems + found) from None
     if found:
         raise ConfigError(found)
-    extras.require(cfg.topology)
     return cfg
 
 

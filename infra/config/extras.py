@@ -30,12 +30,17 @@ def missing(topology: str) -> list[tuple[str, list[str]]]:
     return out
 
 
+def problems(topology: str) -> list[str]:
+    """One line per extra ``topology`` needs and this install lacks, naming what to install."""
+    return [
+        f"topology {topology} needs the {extra} extra ({', '.join(absent)} not "
+        f"installed): pip install 'gpulab[{extra}]' (or EXTRAS={extra} scripts/venv.sh)"
+        for extra, absent in missing(topology)
+    ]
+
+
 def require(topology: str) -> None:
     """Raise a one-line :class:`ConfigError` naming the extra to install, if one is missing."""
-    for extra, absent in missing(topology):
-        raise ConfigError(
-            [
-                f"topology {topology} needs the {extra} extra ({', '.join(absent)} not "
-                f"installed): pip install 'gpulab[{extra}]' (or EXTRAS={extra} scripts/venv.sh)"
-            ]
-        )
+    found = problems(topology)
+    if found:
+        raise ConfigError(found)

@@ -18,11 +18,29 @@ from tests.cli.conftest import GPULAB, REPO
 COMMANDS = [
     ["run", "local"], ["up"], ["measure"], ["down"], ["rebuild"], ["status"], ["outputs"],
     ["bench"], ["data", "imagenet-like"], ["data", "mnist-like"], ["validate"], ["preflight"],
-    ["audit"], ["report"], ["inventory"],
+    ["audit"], ["report"], ["inventory"], ["compare"], ["export"], ["list"], ["init"],
+    ["doctor"], ["docs"], ["study", "run"], ["study", "status"], ["study", "report"],
 ]  # fmt: skip
 STACK_COMMANDS = ["up", "measure", "down", "rebuild", "status", "outputs", "validate",
                   "preflight", "audit", "inventory"]  # fmt: skip
-JSON_COMMANDS = ["validate", "preflight", "audit", "outputs", "bench", "report"]
+JSON_COMMANDS = [
+    "validate",
+    "preflight",
+    "audit",
+    "outputs",
+    "bench",
+    "report",
+    "up",
+    "measure",
+    "rebuild",
+    "status",
+    "down",
+    "compare",
+    "list",
+    "init",
+    "doctor",
+    "docs",
+]
 
 
 @pytest.fixture(scope="module")
@@ -151,7 +169,7 @@ def test_preflight_and_validate_json_on_stdout_only(gpulab) -> None:
     for command in ("validate", "preflight"):
         r = gpulab(command, "local", "--json")
         assert r.returncode == 0, r.stderr
-        data = json.loads(r.stdout)  # stdout is exactly one JSON document
+        data = json.loads(r.stdout)["data"]  # stdout is exactly one JSON document
         assert data["stack"] == "local" and data["topology"] == "local"
-    checks = json.loads(gpulab("preflight", "-s", "local", "--json").stdout)["checks"]
+    checks = json.loads(gpulab("preflight", "-s", "local", "--json").stdout)["data"]["checks"]
     assert checks and all({"name", "passed", "detail", "fix"} <= set(c) for c in checks)

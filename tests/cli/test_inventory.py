@@ -41,9 +41,21 @@ def _outputs(tmp_path: Path) -> Path:
         Host("bm-0", "10.0.0.5", ssh_user="ubuntu", gpu_path="whole-machine", groups=["gpu"]),
         Host("api", "10.0.0.9", ssh_user="ubuntu", gpu_path="none", groups=["k8s_control"]),
     ]
-    path = tmp_path / "outputs.json"  # the shape of `gpulab outputs --json`
+    path = tmp_path / "outputs.json"  # the shape of `gpulab outputs` (and of results/*/outputs-*)
     path.write_text(json.dumps({"topology": "local", "hosts": [h.to_output() for h in hosts]}))
     return path
+
+
+def test_inventory_reads_the_envelope_of_outputs_json(gpulab, tmp_path: Path) -> None:
+    """`gpulab outputs mylab --json > outputs.json`, then --outputs outputs.json: the hosts
+    are the envelope's data."""
+    outputs = json.loads(_outputs(tmp_path).read_text())
+    saved = tmp_path / "enveloped.json"
+    saved.write_text(json.dumps({"ok": True, "command": "outputs", "data": outputs,
+                                 "error": None}))  # fmt: skip
+    r = gpulab("inventory", "local", "--outputs", str(saved))
+    assert r.returncode == 0, r.stderr
+    assert "bm-0:" in r.stdout and "api:" in r.stdout
 
 
 def test_inventory_file_is_what_ansible_reads(gpulab, tmp_path: Path) -> None:

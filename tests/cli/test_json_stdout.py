@@ -1,5 +1,6 @@
 """--json: one JSON document on stdout, logs on stderr. `up` with a double of the Pulumi
-engine (the Lab class): its engine lines go to stderr, its outputs alone to stdout."""
+engine (the Lab class): its engine lines go to stderr, its outputs alone to stdout (the
+envelope's data with --json, the outputs themselves without: `gpulab up local > out.json`)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ class LabDouble:
 
     seen: dict[str, Any] = {}
 
-    def __init__(self, stack: str, repo: Path, on_output: Any, env: dict[str, str]) -> None:
+    def __init__(self, stack: str, repo: Path, on_output: Any, env: dict[str, str],
+                 **_: Any) -> None:  # fmt: skip
         self.stack_name, self.on_output = stack, on_output
         LabDouble.seen = {"stack": stack, "repo": repo, "env": env}
 
@@ -35,7 +37,11 @@ def test_up_keeps_stdout_for_the_outputs_double(monkeypatch: pytest.MonkeyPatch,
     rc = infra.cli.main(["up", "local", "--refresh", "--state-url", "file:///tmp/s", *flag])
     out, err = capsys.readouterr()
     assert rc == 0
-    assert json.loads(out) == {"hosts": [{"name": "localhost"}], "refresh": True}
+    got = json.loads(out)
+    if flag:
+        assert got["ok"] and got["command"] == "up" and got["error"] is None
+        got = got["data"]
+    assert got == {"hosts": [{"name": "localhost"}], "refresh": True}
     assert "Updating (local):" in err and "Updating" not in out
     assert LabDouble.seen["env"] == {"PULUMI_BACKEND_URL": "file:///tmp/s"}
     assert LabDouble.seen["stack"] == "local"
@@ -57,7 +63,7 @@ def test_report_json(gpulab, tmp_path: Path) -> None:
     r = gpulab("report", str(records), "--out-dir", str(tmp_path / "rep"), "--json")
     assert r.returncode == 0, r.stderr
     assert r.stdout.startswith("{"), (r.stdout[:300], r.stderr[-800:])
-    data = json.loads(r.stdout)
+    data = json.loads(r.stdout)["data"]
     assert Path(data["html"]).is_file() and data["figures"]
     assert any("Nothing to compare" in line for line in data["banner"])
 

@@ -36,7 +36,9 @@ def results(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _json(args: list[str], capsys: pytest.CaptureFixture[str]) -> Any:
     assert main(["compare", *args, "--json"]) == 0
-    return json.loads(capsys.readouterr().out)
+    got = json.loads(capsys.readouterr().out)
+    assert got["ok"] and got["command"] == "compare" and got["error"] is None
+    return got["data"]
 
 
 def test_two_runs_by_id(results: Path, capsys: pytest.CaptureFixture[str]) -> None:

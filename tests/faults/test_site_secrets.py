@@ -137,8 +137,8 @@ def test_validate_and_inventory_never_print_an_encrypted_token(tmp_path: Path) -
     assert "workload_env_pip_index_url=http://m/simple" in text.stdout
     as_json = _gpulab("validate", str(stack), "--json", cwd=tmp_path)
     assert as_json.returncode == 0, as_json.stderr
-    site = json.loads(as_json.stdout)["settings"]["gpulab:site"]
-    assert "nvidia_vgpu_guest_client_token=(secret, set)" in site
+    site = json.loads(as_json.stdout)["data"]["settings"]["gpulab:site"]  # typed: a mapping
+    assert site["nvidia_vgpu_guest_client_token"] == "[secret]"
     outputs = tmp_path / "outputs.json"
     host = {"name": "h", "address": "10.0.0.5", "ssh_user": "ubuntu", "gpu_path": "vgpu"}
     outputs.write_text(json.dumps({"hosts": [host]}))

@@ -208,3 +208,35 @@ def test_a_warm_up_left_running_is_finished_before_the_fork(
     figures_mod.draw(tasks, 2)  # type: ignore[arg-type]
     assert not left.is_alive()
     assert pids == []  # still drawn by forked workers, after the warm-up ended
+
+
+def test_a_report_that_fails_waits_for_the_figure_warm_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed report must not exit while the warm-up thread is inside matplotlib (the
+    interpreter aborts then: exit -6 instead of the one-line error)."""
+    import report.build as build
+
+    started, release = threading.Event(), threading.Event()
+    threads: list[threading.Thread] = []
+
+    def warm() -> threading.Thread:
+        def body() -> None:
+            started.set()
+            release.wait(5)
+
+        t = threading.Thread(target=body, daemon=True)
+        t.start()
+        threads.append(t)
+        return t
+
+    def failing_load(*_: object) -> object:
+        started.wait(5)
+        threading.Timer(0.2, release.set).start()
+        raise InputError("no records")
+
+    monkeypatch.setattr(build, "warm_up", warm)
+    monkeypatch.setattr(build, "_duckdb", failing_load)
+    with pytest.raises(InputError):
+        build.build_report([tmp_path / "x.jsonl"], tmp_path / "out")
+    assert threads and not threads[0].is_alive()

@@ -44,7 +44,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 def report_json(inp: Path, out: Path) -> dict[str, Any]:
     proc = gpulab("report", inp, "--out-dir", out, "--json", cwd=out.parent)
     assert proc.returncode == 0, proc.stderr
-    data: dict[str, Any] = json.loads(proc.stdout)
+    data: dict[str, Any] = json.loads(proc.stdout)["data"]  # the envelope's (docs/cli.md)
     return data
 
 
