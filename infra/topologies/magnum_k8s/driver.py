@@ -40,9 +40,7 @@ CNI_LABELS = {"calico_tag": "calico", "calico_ipv4pool": "calico", "cilium_tag":
               "cilium_ipv4pool": "cilium", "cilium_hubble_ui_enabled": "cilium"}  # fmt: skip
 
 
-def problems(
-    master_count: int, network_driver: str, labels: Mapping[str, str] | None
-) -> list[str]:
+def problems(master_count: int, network_driver: str, labels: Mapping[str, str] | None) -> list[str]:
     """One line per rule of the driver that the stack breaks, naming the key and value
     (``labels`` None: absent, which the key's own check reports)."""
     out = []
