@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infra.ansible.inventory import build_inventory
+from infra.ansible.inventory import PATH_RE, InventoryError, build_inventory
 from infra.ansible.untrusted import as_unsafe_json
 from infra.hosts import Host
 
@@ -142,8 +142,12 @@ def kube_env(hosts: Iterable[Host]) -> dict[str, str]:
     ``$KUBECONFIG`` or ``~/.kube/config``: a Helm release or a Job of one lab must not land in
     whatever cluster the operator's shell points at."""
     paths = {str(h.vars[KUBECONFIG_VAR]) for h in hosts if h.vars.get(KUBECONFIG_VAR)}
+    for path in sorted(paths):
+        if not PATH_RE.match(path):
+            raise InventoryError(f"{KUBECONFIG_VAR} must be an absolute path, got {path!r}")
     if len(paths) > 1:
-        raise ValueError(f"the hosts name {len(paths)} kubeconfigs ({', '.join(sorted(paths))})")
+        names = ", ".join(sorted(paths))
+        raise InventoryError(f"the hosts name {len(paths)} kubeconfigs ({names})")
     path = paths.pop() if paths else os.devnull
     return dict.fromkeys(KUBE_ENV, path)
 
@@ -395,6 +399,7 @@ def run_playbook(
     if private_key_file is not None:
         cvars.setdefault("ansible_ssh_private_key_file", str(private_key_file))
     inventory = build_inventory(hosts, cvars)
+    kube = kube_env(hosts)  # checked before anything is made
 
     clean_stale_secrets()
     data_dir = Path(tempfile.mkdtemp(prefix="gpulab-ansible-"))
@@ -415,7 +420,7 @@ def run_playbook(
         if check_mode:
             cmdline += ["--check", "--diff"]
         env = dict(ANSIBLE_ENV)
-        env.update(kube_env(hosts))
+        env.update(kube)
         env["ANSIBLE_LOCAL_TEMP"] = str(data_dir / "tmp")
         env["ANSIBLE_CONTROL_PATH_DIR"] = str(data_dir / "cp")
         # ansible-playbook must be on PATH: the interpreter's bin dir (the venv) first.

@@ -4,7 +4,7 @@ The kubeconfig names the cluster's API (``api_address``), its CA (``GET /v1/cert
 <cluster>``) and an ``admin`` client certificate (organization ``system:masters``) signed by
 that CA through Magnum's certificate API (``POST /v1/certificates`` with a CSR whose key never
 leaves this machine). Used by the ``MagnumKubeconfig`` dynamic resource
-(:mod:`infra.topologies.magnum_k8s.kubeconfig`) and by ``gpulab kubeconfig``.
+(:mod:`infra.topologies.magnum_k8s.kubeconfig`), which ``gpulab up`` runs.
 
 The file is written whole, 0600, in a 0700 directory (:func:`write_kubeconfig`); its default
 place is ``~/.kube/gpulab-<stack>.yaml`` (:func:`kubeconfig_path`), never the operator's

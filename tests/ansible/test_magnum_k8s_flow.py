@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from infra.ansible import PlaybookError, run_playbook
+from infra.ansible.inventory import InventoryError
 from infra.clouds import magnum
 from infra.dynamic.workload_run import WorkloadRunError, WorkloadRunProvider
 from infra.hosts import Host
@@ -218,3 +219,10 @@ def test_ansible_runs_never_see_the_operators_kubeconfig(tmp_path: Path) -> None
     }
     h = Host("api", "127.0.0.1", gpu_path="none", vars={"gpulab_kubeconfig": "/k/lab.yaml"})
     assert kube_env([h])["KUBECONFIG"] == "/k/lab.yaml"
+    # the path comes from the stack's hosts output: a plain absolute path, one per run
+    bad = Host("api", "127.0.0.1", gpu_path="none", vars={"gpulab_kubeconfig": "~/x; id"})
+    with pytest.raises(InventoryError, match="gpulab_kubeconfig must be an absolute path"):
+        kube_env([bad])
+    other = Host("api2", "127.0.0.1", gpu_path="none", vars={"gpulab_kubeconfig": "/k/b.yaml"})
+    with pytest.raises(InventoryError, match="the hosts name 2 kubeconfigs"):
+        kube_env([h, other])

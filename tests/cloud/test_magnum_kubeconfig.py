@@ -93,3 +93,43 @@ def test_kubeconfig_path_is_never_the_operators_default(tmp_path: Path) -> None:
     p = magnum.kubeconfig_path("dev/lab 1", home=tmp_path)
     assert p == tmp_path / ".kube" / "gpulab-dev_lab_1.yaml"
     assert p.name != "config"
+
+
+def test_mocked_magnum_kubeconfig_resource_writes_refetches_a_lost_file_and_removes_it(
+    api: MagnumAPI, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The MagnumKubeconfig provider as ``gpulab up``/``down`` drive it, connecting through a
+    clouds.yaml as a user's would: the file lands at ~/.kube/gpulab-<stack>.yaml (0600); a file
+    that is gone is fetched again by the next up (diff sees it); down removes it."""
+    from infra.topologies.magnum_k8s.kubeconfig import MagnumKubeconfigProvider
+
+    clouds = tmp_path / "clouds.yaml"
+    clouds.write_text(
+        yaml.safe_dump(
+            {
+                "clouds": {
+                    "lab": {
+                        "auth_type": "none",
+                        "auth": {"endpoint": api.endpoint},
+                        "container_infrastructure_management_endpoint_override": api.endpoint,
+                    }
+                }
+            }
+        )
+    )
+    monkeypatch.setenv("OS_CLIENT_CONFIG_FILE", str(clouds))
+    path = magnum.kubeconfig_path("k8s-lab", home=tmp_path / "home")
+    props = {"cluster": "0c6f-uuid", "path": str(path), "os_cloud": "lab", "os_password": None}
+    provider = MagnumKubeconfigProvider()
+    created = provider.create(dict(props))
+    outs = created.outs
+    assert outs is not None and outs["api_address"] == "https://192.0.2.10:6443"
+    assert path.read_text() == outs["kubeconfig"] and "client-key-data" in outs["kubeconfig"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert provider.diff(created.id, outs, dict(props)).changes is False
+    path.unlink()  # lost (or another machine's home): the next up fetches it again
+    assert provider.diff(created.id, outs, dict(props)).changes is True
+    updated = provider.update(created.id, outs, dict(props)).outs
+    assert updated is not None and yaml.safe_load(path.read_text())["clusters"]
+    provider.delete(created.id, updated)
+    assert not path.exists()

@@ -12,7 +12,7 @@ The cluster is configured only through its API, from the controller: a ``MagnumK
 resource fetches the kubeconfig from Magnum's API into ``~/.kube/gpulab-<stack>.yaml``; the one
 inventory host is the API host on the controller (``k8s_control``, local connection), whose
 ``gpulab_kubeconfig`` names that file for every Ansible run. The nodes are not inventory hosts.
-The kubeconfig is exported as a secret.
+The kubeconfig is no stack output: the file (0600) and the resource's secret state hold it.
 """
 
 from __future__ import annotations
@@ -140,7 +140,6 @@ class MagnumK8sLab(pulumi.ComponentResource):
             os_password=args.os_password,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[self.cluster]),
         )
-        self.kubeconfig: pulumi.Output[str] = pulumi.Output.secret(self.kubeconfig_file.kubeconfig)
         api = self.kubeconfig_file.api_address
         self.hosts = [
             Host(

@@ -4,10 +4,11 @@ Inputs: ``cluster`` (the Magnum cluster's UUID), ``path`` (the file, default
 :func:`infra.clouds.magnum.kubeconfig_path` of the stack), ``os_cloud`` and ``os_password``
 (secret) for the connection. ``create``/``update`` fetch the kubeconfig through Magnum's API
 (:func:`infra.clouds.magnum.fetch_kubeconfig`: CA + a client certificate signed there) and write
-it 0600; outputs ``path``, ``api_address`` and ``kubeconfig`` (secret). ``delete`` removes the
-file. The site run and the workload Jobs use this file (the API host's ``gpulab_kubeconfig``,
-which :func:`infra.ansible.runner.kube_env` puts in the run's environment), never the
-operator's ``$KUBECONFIG``.
+it 0600; outputs ``path``, ``api_address`` and ``kubeconfig`` (secret). ``diff`` sees a file
+that is gone (deleted, or another machine's home), so the next ``gpulab up`` fetches it again.
+``delete`` removes the file. The site run and the workload Jobs use this file (the API host's
+``gpulab_kubeconfig``, which :func:`infra.ansible.runner.kube_env` puts in the run's
+environment), never the operator's ``$KUBECONFIG``.
 
 A failure is one line naming the cluster and the step; the cluster stays in the stack for
 ``gpulab down``. Runs in the engine's provider host: heavy imports inside the methods.
@@ -40,7 +41,11 @@ class MagnumKubeconfigProvider(ResourceProvider):
         return CreateResult(f"kubeconfig-{props['cluster']}", self._fetch(props))
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        from pathlib import Path
+
         changed = [k for k in INPUTS if olds.get(k) != news.get(k)]
+        if not Path(str(news.get("path"))).is_file():
+            changed.append("path")  # the file is gone: update fetches it again
         return DiffResult(changes=bool(changed), replaces=[], delete_before_replace=False)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
