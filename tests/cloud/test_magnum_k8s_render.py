@@ -131,7 +131,7 @@ def test_workload_job_manifest_has_runtime_class_and_gpu_limit(tmp_path: Path) -
         "workload_run_end_marker": "--- end ---",
         "workload_run_out_file": "/tmp/out.jsonl",
         "workload_run_k8s_gpus": 1,
-        "workload_run_k8s_pull_secret": "gpulab-registry",
+        "workload_run_k8s_pull_secret_name": "gpulab-registry",
     }
     play = {
         "name": "Render the Job",

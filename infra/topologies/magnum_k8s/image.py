@@ -8,6 +8,8 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from infra.dynamic.ansible_run import tree_digest
+
 REPO = Path(__file__).resolve().parents[3]
 IMAGE_NAME = "gpulab-workloads"
 DOCKERFILE = REPO / "templates" / "Dockerfile.j2"
@@ -15,8 +17,6 @@ DOCKERFILE = REPO / "templates" / "Dockerfile.j2"
 
 def image_tag() -> str:
     """12 hex digits of sha256 over the Dockerfile template and the workloads/ tree."""
-    from infra.dynamic.ansible_run import tree_digest
-
     h = hashlib.sha256(DOCKERFILE.read_bytes())
     h.update(tree_digest(REPO / "workloads").encode())
     return h.hexdigest()[:12]

@@ -16,6 +16,7 @@ A failure is one line naming the cluster and the step; the cluster stays in the 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -28,6 +29,7 @@ class MagnumKubeconfigProvider(ResourceProvider):
     serialize_as_secret_always = False
 
     def _fetch(self, props: dict[str, Any]) -> dict[str, Any]:
+        # openstacksdk and cryptography, only in the provider host and only when it fetches
         from infra.clouds import magnum
         from infra.clouds.openstack import connect
 
@@ -41,16 +43,12 @@ class MagnumKubeconfigProvider(ResourceProvider):
         return CreateResult(f"kubeconfig-{props['cluster']}", self._fetch(props))
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        from pathlib import Path
-
         changed = [k for k in INPUTS if olds.get(k) != news.get(k)]
         if not Path(str(news.get("path"))).is_file():
             changed.append("path")  # the file is gone: update fetches it again
         return DiffResult(changes=bool(changed), replaces=[], delete_before_replace=False)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        from pathlib import Path
-
         if olds.get("path") and olds["path"] != news["path"]:
             Path(olds["path"]).unlink(missing_ok=True)
         return UpdateResult(self._fetch(news))
@@ -59,8 +57,6 @@ class MagnumKubeconfigProvider(ResourceProvider):
         return ReadResult(id_, dict(props))
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
-        from pathlib import Path
-
         if props.get("path"):
             Path(props["path"]).unlink(missing_ok=True)
 
