@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -39,9 +40,8 @@ from infra.lab_faults import (
     provider_message,
     runs_since,
 )
-from infra.paths import RESULTS_ENV, results_root
+from infra.paths import PROJECT, RESULTS_ENV, results_root
 
-REPO = Path(__file__).resolve().parents[1]
 SECRET_MASK = "[secret]"
 INSTALL_HINT = "install it with `curl -fsSL https://get.pulumi.com | sh` (https://www.pulumi.com/docs/install/)"
 
@@ -83,6 +83,15 @@ def find_pulumi() -> str | None:
     return str(home) if home.is_file() and os.access(home, os.X_OK) else None
 
 
+def engine_path() -> str:
+    """The engine's ``PATH``: the directory of the Python gpulab runs on first. A project that
+    names a ``virtualenv`` (the checkout's ``.venv``) runs its program there all the same; the
+    project a wheel carries names none (``infra.paths``), so the program and the dynamic
+    provider host run on the ``python3`` found first on ``PATH``: this one."""
+    here = str(Path(sys.executable).parent)
+    return os.pathsep.join(p for p in (here, os.environ.get("PATH", "")) if p)
+
+
 def _last_line(text: str) -> str:
     """The provider's exception line if the text carries a traceback, else the last line
     with ``error:`` in it, else the last line."""
@@ -116,7 +125,7 @@ class Lab:
     def __init__(
         self,
         stack: str,
-        repo: Path = REPO,
+        repo: Path = PROJECT,
         auto: Any = None,
         on_output: OnOutput = print,
         env: dict[str, str] | None = None,
@@ -135,7 +144,7 @@ class Lab:
         root = results_root(results)
         self.results_dir = root / stack
         # the engine runs the program in the project directory: tell it where results go
-        self.env = {**dict(env or {}), RESULTS_ENV: str(root)}
+        self.env = {"PATH": engine_path(), **dict(env or {}), RESULTS_ENV: str(root)}
 
     # -- plumbing -------------------------------------------------------------------------
 

@@ -28,15 +28,17 @@ from pathlib import Path
 from typing import Any
 
 from infra.errors import UsageError
+from infra.paths import PROJECT, shown
+from infra.paths import results_root as default_results_root
 from infra.runner_child import Child, stream
 from infra.runner_child import count_records as _count_records
 from infra.signals import Stopped, signum_of
 from workloads.errors import InputError
 from workloads.execenv import Mount, container_name, render_launch
 from workloads.files import make_dirs, write_text
+from workloads.paths import PACKAGES_DIR, python_path
 
-REPO = Path(__file__).resolve().parents[1]
-TEMPLATE = REPO / "templates" / "Dockerfile.j2"
+TEMPLATE = PROJECT / "templates" / "Dockerfile.j2"
 HOST_SITE = "/opt/gpulab/site"  # where --docker-python host mounts this venv's site-packages
 PYTHON_MODES = ("image", "host")
 # What the runner needs beyond the base image's TensorFlow (installed only when missing).
@@ -149,14 +151,14 @@ def build_image(engine: DockerEngine, base_image: str, python_mode: str, log: Pa
     from infra.dynamic.ansible_run import tree_digest
 
     dockerfile = render_dockerfile(base_image, python_mode)
-    digest = hashlib.sha256((dockerfile + tree_digest(REPO / "workloads")).encode()).hexdigest()[
-        :12
-    ]
+    digest = hashlib.sha256(
+        (dockerfile + tree_digest(PACKAGES_DIR / "workloads")).encode()
+    ).hexdigest()[:12]
     tag = f"gpulab-workloads:{digest}"
     with tempfile.TemporaryDirectory(prefix="gpulab-docker-") as ctx:
         (Path(ctx) / "Dockerfile").write_text(dockerfile)
         shutil.copytree(
-            REPO / "workloads",
+            PACKAGES_DIR / "workloads",
             Path(ctx) / "workloads",
             ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
         )
@@ -204,8 +206,7 @@ def run_native(
 ) -> int:
     args = runner_args(suite, str(out), label, "native", sharing)
     cmd = [sys.executable, "-m", "workloads", *args]
-    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    env = dict(os.environ, PYTHONPATH=path)
+    env = dict(os.environ, PYTHONPATH=python_path())
     return stream(cmd, log, out, label, console, env, on_start=on_start)
 
 
@@ -233,7 +234,7 @@ def run_docker(
     if python_mode == "host":
         mounts.append(Mount(venv_site_packages(), HOST_SITE, read_only=True))
     rev = subprocess.run(
-        ["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True
+        ["git", "-C", str(PACKAGES_DIR), "rev-parse", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
     runner_env = {"GPULAB_GIT_REV": rev or "unknown"}  # passed into the container by name
     records = str(results / out.name)
@@ -302,7 +303,7 @@ def run_local(
     from workloads.suites import load_suite
 
     load_suite(suite)  # a bad suite is refused here, before any file or directory is made
-    results = make_dirs(Path(results_root or REPO / "results") / stack)
+    results = make_dirs((results_root or default_results_root()) / stack)
     run_id = new_run_id()
     out = results / f"{run_id}.jsonl"
     run = LocalRun(run_id, out, results / f"{run_id}.summary.json", {})
@@ -325,7 +326,7 @@ def run_local(
         ) from None
 
     summary = summarize_files([out], suite=Path(suite).stem)
-    summary["records"] = [_rel(out)] if out.is_file() else []
+    summary["records"] = [shown(out)] if out.is_file() else []
     run.summary = {"topology": "local", "lab": stack, "hosts": [local_host()], "results": summary}
     write_text(run.summary_path, json.dumps(run.summary, indent=2, sort_keys=True) + "\n")
     return run
@@ -377,10 +378,3 @@ def _run_arms(
         if note:
             run.notes.append(note)
             console.print(f"[red]gpulab: {note}[/red]", soft_wrap=True)
-
-
-def _rel(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(REPO))
-    except ValueError:
-        return str(path)

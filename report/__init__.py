@@ -10,7 +10,7 @@ Modules, one job each:
   claims      one explicit check per published claim, with its tolerance
   environment the arms' environment fingerprints side by side
   figures     matplotlib PNGs (CLOSER 2018 figs 2-10 style, shared and N-way sharing)
-  render      HTML (templates/report.html.j2), Markdown and CSV
+  render      HTML (report/templates/report.html.j2), Markdown and CSV
   build       the whole pipeline: :func:`build_report`
 
 Controller-side: a top-level package beside ``workloads/`` (the runner shipped to GPU hosts),

@@ -295,25 +295,7 @@ def _write(
             {"field": e.field, "key": e.key, "values": list(e.values), "differs": e.differs}
             for e in env
         ],
-        "verdicts": [
-            {
-                "claim": v.claim,
-                "text": v.text,
-                "verdict": v.verdict,
-                "tolerance": v.tolerance,
-                "records_naming": v.records_naming,
-                "checks": [
-                    {
-                        "what": c.what,
-                        "tolerance": c.tolerance,
-                        "status": o.status,
-                        "measured": o.measured,
-                    }
-                    for c, o in v.results
-                ],
-            }
-            for v in verdicts
-        ],
+        "verdicts": [claims_mod.verdict_data(v) for v in verdicts],
         "verdict_counts": verdict_counts(verdicts),
         "status_words": {"pass": "pass", "fail": "FAIL", "missing": "no records"},
         "sections": table_sections(table),

@@ -85,6 +85,22 @@ class Verdict:
         return "; ".join(dict.fromkeys(c.tolerance for c, _ in self.results))
 
 
+def verdict_data(v: Verdict) -> dict[str, Any]:
+    """A verdict as plain data: the report's context and ``gpulab report --json``."""
+    return {
+        "claim": v.claim,
+        "verdict": v.verdict,
+        "text": v.text,
+        "tolerance": v.tolerance,
+        "units_needed": v.units_needed,
+        "records_naming": v.records_naming,
+        "checks": [
+            {"what": c.what, "tolerance": c.tolerance, "status": o.status, "measured": o.measured}
+            for c, o in v.results
+        ],
+    }
+
+
 def _tol_text(b: Bound) -> str:
     """The tolerance and the bound it gives, e.g. "0.80 ± 0.07" or ">= 0.82 (0.85 - 0.03)"."""
     if b.lo is not None and b.hi is not None and b.lo == b.hi:
@@ -277,5 +293,6 @@ __all__ = [
     "device_kind",
     "on_cpu",
     "units_needed",
+    "verdict_data",
     "verdicts",
 ]

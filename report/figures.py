@@ -15,7 +15,7 @@
 
 Every title's second line says what ran (device, image sizes, timed steps); arms are labelled
 with the setting their records state. Text from records is plain (no TeX, no control
-characters) and file names are safe and bounded (``_slug``).
+characters) and file names are safe and bounded (``file_slug``).
 
 Drawing is the report's largest fixed cost (about half a second a figure, most of it text
 layout), so with 4 figures or more, more than one CPU and no other Python thread running
@@ -40,8 +40,8 @@ from report.figures_common import (
     SPECIAL_SCENARIOS,
     UNITS,
     FigureFile,
-    _plt,
-    _slug,
+    file_slug,
+    pyplot,
 )
 from report.figures_ratio import bar_figure
 from report.figures_special import shared_figure, sharing_figure
@@ -84,12 +84,12 @@ def figure_tasks(table: Table, pub: Published, out_dir: Path) -> list[Task]:
             absolute.setdefault((r.key.suite, r.key.scenario, r.key.data, r.metric), []).append(r)
     for (suite, scenario, data, metric), rows in sorted(absolute.items()):
         title = f"{suite}: {scenario} — {UNITS[metric]}"
-        path = out_dir / f"{_slug(suite, scenario, data, metric)}_absolute.png"
+        path = out_dir / f"{file_slug(suite, scenario, data, metric)}_absolute.png"
         out.append((absolute_figure, (table, rows, metric, title, path)))
     for (suite, scenario, data, metric), rows in sorted(groups.items()):
         exps = sorted({r.key.experiment for r in rows})
         name = exps[0] if len(exps) == 1 else f"{scenario}, {data or 'default'} data"
-        slug = _slug(suite, scenario, data, metric)
+        slug = file_slug(suite, scenario, data, metric)
         title = f"{suite}: {name} — {UNITS[metric]}"
         path = out_dir / f"{slug}_absolute.png"
         out.append((absolute_figure, (table, rows, metric, title, path)))
@@ -147,7 +147,7 @@ def _warm() -> None:
     import io
 
     try:
-        plt = _plt()
+        plt = pyplot()
         fig, ax = plt.subplots(figsize=(3, 2), dpi=40, layout="constrained")
         ax.bar([0, 1], [1.0, 2.0], label="a")
         ax.annotate("1.0", (0, 1.0), xytext=(0, 2), textcoords="offset points", fontsize=7)

@@ -6,21 +6,22 @@ from __future__ import annotations
 from pathlib import Path
 
 from report.figures_common import (
-    COLORS,
     DPI,
     FIG_SIZE_IN,
     LOG_RANGE,
-    MODEL_ORDER,
     UNITS,
     FigureFile,
-    _arm_name,
-    _category_labels,
-    _fmt,
-    _plt,
-    _ran_note,
-    _save,
-    _txt,
-    _whiskers,
+    bar_groups,
+    bar_width,
+    bar_x,
+    category_labels,
+    draw_bars,
+    plain,
+    pyplot,
+    ran_note,
+    save_png,
+    short_number,
+    whiskers,
 )
 from report.table import Row, Table
 
@@ -30,30 +31,18 @@ def absolute_figure(
 ) -> FigureFile:
     """Medians in their unit per model and arm: drawn for any number of arms, from 0 (log
     when the bars span LOG_RANGE or more), n=1 and n=2 marked, whiskers only where n >= 2."""
-    plt = _plt()
-    keys = sorted(
-        {r.key for r in rows},
-        key=lambda k: (k.experiment, MODEL_ORDER.get(k.model, 9), k.model, k.batch_size, k.variant),
-    )
-    arms = [a for a in table.arms if any(r.arm == a for r in rows)]
-    index = {(r.key, r.arm): r for r in rows}
+    plt = pyplot()
+    keys, arms, index = bar_groups(table, rows)
     fig, ax = plt.subplots(figsize=FIG_SIZE_IN, dpi=DPI, layout="constrained")
-    width = min(0.8 / max(len(arms), 1), 0.3)
+    width = bar_width(len(arms))
     meds = [r.summary.median for r in rows if r.summary.median > 0]
     log = bool(meds) and max(meds) / min(meds) >= LOG_RANGE
     for i, arm in enumerate(arms):
         pts = [(j, index[(k, arm)]) for j, k in enumerate(keys) if (k, arm) in index]
-        xs = [j - width * len(arms) / 2 + width * (i + 0.5) for j, _ in pts]
+        xs = [bar_x(j, i, len(arms), width) for j, _ in pts]
         hs = [r.summary.median for _, r in pts]
-        ax.bar(
-            xs,
-            hs,
-            width=width * 0.92,
-            color=COLORS[i % len(COLORS)],
-            label=_arm_name(table, arm),
-            zorder=3,
-        )
-        _whiskers(
+        draw_bars(ax, table, i, arm, xs, hs, width)
+        whiskers(
             ax,
             xs,
             hs,
@@ -63,7 +52,7 @@ def absolute_figure(
         )
         for x, (_, r) in zip(xs, pts, strict=True):
             ax.annotate(
-                _fmt(r.summary.median),
+                short_number(r.summary.median),
                 (x, max(r.summary.ci_hi, r.summary.median)),
                 xytext=(0, 2),
                 textcoords="offset points",
@@ -82,17 +71,17 @@ def absolute_figure(
     ax.set_xticks(range(len(keys)))
     crowded = len(keys) > 6
     ax.set_xticklabels(
-        _category_labels(keys),
+        category_labels(keys),
         fontsize=7 if crowded else 8,
         rotation=30 if crowded else 0,
         ha="right" if crowded else "center",
     )
     unit = UNITS.get(metric, metric)
-    ax.set_ylabel(_txt(f"{unit}, median" + (" (log scale)" if log else "")))
-    ax.set_title(_txt(f"{title}\n{_ran_note(table, rows)}"), fontsize=9)
+    ax.set_ylabel(plain(f"{unit}, median" + (" (log scale)" if log else "")))
+    ax.set_title(plain(f"{title}\n{ran_note(table, rows)}"), fontsize=9)
     ax.grid(axis="y", alpha=0.3, zorder=0)
     ax.legend(fontsize=7, loc="upper left", ncol=2, framealpha=0.9)
-    _save(fig, path)
+    save_png(fig, path)
     caption = (
         f"{title}. Bars: median over repetitions in {unit}, per arm (the setting each arm's "
         "records state); numbers: the medians; whiskers: 95 % bootstrap CI where n >= 2; n=1 "

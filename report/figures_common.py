@@ -41,7 +41,7 @@ class FigureFile:
     caption: str
 
 
-def _plt() -> Any:
+def pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -50,13 +50,13 @@ def _plt() -> Any:
     return plt
 
 
-def _txt(s: str) -> str:
+def plain(s: str) -> str:
     """Text from records as plain text: a "$" would start matplotlib's TeX parser; control
     characters (CR, tab, ESC ...) are spaces, newlines stay line breaks."""
     return re.sub(r"[\x00-\x09\x0b-\x1f\x7f]", " ", s).replace("$", r"\$")
 
 
-def _slug(*parts: str) -> str:
+def file_slug(*parts: str) -> str:
     """A file name from record fields: safe characters only, at most SLUG_MAX long (a long
     one keeps its start and a hash of the whole, so distinct groups stay distinct)."""
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", "_".join(p for p in parts if p)).strip("-.")
@@ -66,7 +66,7 @@ def _slug(*parts: str) -> str:
     return slug or "figure"
 
 
-def _fmt(v: float) -> str:
+def short_number(v: float) -> str:
     if abs(v) >= 100:
         return f"{v:.0f}"
     if abs(v) >= 10:
@@ -74,12 +74,51 @@ def _fmt(v: float) -> str:
     return f"{v:.3g}"
 
 
-def _arm_name(table: Table, arm: Any) -> str:
+def arm_legend(table: Table, arm: Any) -> str:
     flagged = ", flagged" if table.setting_flags.get(arm) else ""
-    return _txt(f"{arm.label} ({SETTING_LABELS.get(table.settings[arm], '?')} as stated{flagged})")
+    return plain(f"{arm.label} ({SETTING_LABELS.get(table.settings[arm], '?')} as stated{flagged})")
 
 
-def _ran_note(table: Table, rows: list[Row]) -> str:
+def arms_of(table: Table, rows: list[Row]) -> list[Any]:
+    """The table's arms that have a row among ``rows``, in the table's order."""
+    return [a for a in table.arms if any(r.arm == a for r in rows)]
+
+
+def bar_groups(table: Table, rows: list[Row]) -> tuple[list[Any], list[Any], dict[Any, Row]]:
+    """The categories of a bar figure in the paper's order (experiment, model as MODEL_ORDER,
+    batch, variant), its arms, and each (category, arm)'s row."""
+    keys = sorted(
+        {r.key for r in rows},
+        key=lambda k: (k.experiment, MODEL_ORDER.get(k.model, 9), k.model, k.batch_size, k.variant),
+    )
+    return keys, arms_of(table, rows), {(r.key, r.arm): r for r in rows}
+
+
+def bar_width(arms: int) -> float:
+    """The width of one arm's bar when ``arms`` bars share a category."""
+    return min(0.8 / max(arms, 1), 0.3)
+
+
+def bar_x(category: int, arm: int, arms: int, width: float) -> float:
+    """Where arm number ``arm`` of ``arms`` stands in category number ``category``."""
+    return category - width * arms / 2 + width * (arm + 0.5)
+
+
+def draw_bars(
+    ax: Any, table: Table, number: int, arm: Any, xs: list[float], hs: list[float], width: float
+) -> None:
+    """Arm number ``number``'s bars: its colour, its name in the legend."""
+    ax.bar(
+        xs,
+        hs,
+        width=width * 0.92,
+        color=COLORS[number % len(COLORS)],
+        label=arm_legend(table, arm),
+        zorder=3,
+    )
+
+
+def ran_note(table: Table, rows: list[Row]) -> str:
     """One line under a figure's title: the device(s), image sizes and steps of its rows;
     sizes below a model's full input size say REDUCED."""
     from report.environment import device_of, full_image_size
@@ -108,17 +147,17 @@ def _ran_note(table: Table, rows: list[Row]) -> str:
     )
 
 
-def _save(fig: Any, path: Path) -> None:
+def save_png(fig: Any, path: Path) -> None:
     """The PNG whole at ``path`` or, when it cannot be written, the previous file and an
     OutputError naming it (workloads.files)."""
     try:
         with replacing(path) as tmp:
             fig.savefig(tmp, dpi=DPI, format="png")
     finally:
-        _plt().close(fig)
+        pyplot().close(fig)
 
 
-def _whiskers(
+def whiskers(
     ax: Any,
     xs: list[float],
     mids: list[float],
@@ -163,7 +202,7 @@ def _whiskers(
             )
 
 
-def _category_labels(keys: Sequence[Any]) -> list[str]:
+def category_labels(keys: Sequence[Any]) -> list[str]:
     many_exp = len({k.experiment for k in keys}) > 1
     batches: dict[str, set[int]] = {}
     for k in keys:
@@ -181,5 +220,5 @@ def _category_labels(keys: Sequence[Any]) -> list[str]:
                 if label == k.model and k.model in k.experiment
                 else (f"{k.experiment}\n{label}")
             )
-        out.append(_txt(label))
+        out.append(plain(label))
     return out

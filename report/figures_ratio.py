@@ -7,20 +7,21 @@ from pathlib import Path
 
 from report.figures_common import (
     BAR_METRICS,
-    COLORS,
     DPI,
     FIG_SIZE_IN,
-    MODEL_ORDER,
     PAPER_NAMES,
     FigureFile,
-    _arm_name,
-    _category_labels,
-    _fmt,
-    _plt,
-    _ran_note,
-    _save,
-    _txt,
-    _whiskers,
+    bar_groups,
+    bar_width,
+    bar_x,
+    category_labels,
+    draw_bars,
+    plain,
+    pyplot,
+    ran_note,
+    save_png,
+    short_number,
+    whiskers,
 )
 from report.published import Published
 from report.table import Row, Table
@@ -29,15 +30,10 @@ from report.table import Row, Table
 def bar_figure(
     table: Table, pub: Published, rows: list[Row], metric: str, title: str, path: Path
 ) -> FigureFile:
-    plt = _plt()
-    keys = sorted(
-        {r.key for r in rows},
-        key=lambda k: (k.experiment, MODEL_ORDER.get(k.model, 9), k.model, k.batch_size, k.variant),
-    )
-    arms = [a for a in table.arms if any(r.arm == a for r in rows)]
-    index = {(r.key, r.arm): r for r in rows}
+    plt = pyplot()
+    keys, arms, index = bar_groups(table, rows)
     fig, ax = plt.subplots(figsize=FIG_SIZE_IN, dpi=DPI, layout="constrained")
-    width = min(0.8 / max(len(arms), 1), 0.3)
+    width = bar_width(len(arms))
     highs, overlaid = [1.0], False
     for i, arm in enumerate(arms):
         xs, hs, err_lo, err_hi, absval, tops, ns = [], [], [], [], [], [], []
@@ -45,7 +41,7 @@ def bar_figure(
             r = index.get((key, arm))
             if r is None or r.norm is None:
                 continue
-            x = j - width * len(arms) / 2 + width * (i + 0.5)
+            x = bar_x(j, i, len(arms), width)
             xs.append(x)
             hs.append(r.norm)
             err_lo.append(r.norm_lo if r.norm_lo is not None else r.norm)
@@ -95,21 +91,14 @@ def bar_figure(
                     )
         if not xs:
             continue
-        ax.bar(
-            xs,
-            hs,
-            width=width * 0.92,
-            color=COLORS[i % len(COLORS)],
-            label=_arm_name(table, arm),
-            zorder=3,
-        )
+        draw_bars(ax, table, i, arm, xs, hs, width)
         # the baseline over itself is 1 by definition: no whisker, it would look measured
-        _whiskers(ax, xs, hs, err_lo, err_hi, ns, draw=arm != table.baseline)
+        whiskers(ax, xs, hs, err_lo, err_hi, ns, draw=arm != table.baseline)
         for x, top, v in zip(xs, tops, absval, strict=True):
             ax.text(
                 x,
                 top + 0.005,
-                _fmt(v),
+                short_number(v),
                 ha="center",
                 va="bottom",
                 fontsize=7,
@@ -121,14 +110,16 @@ def bar_figure(
     ax.axhline(1.0, color="#666666", linewidth=0.8, linestyle="--", zorder=2)
     ax.set_xlim(-0.5, len(keys) - 0.5)
     ax.set_xticks(range(len(keys)))
-    ax.set_xticklabels(_category_labels(keys), fontsize=8)
+    ax.set_xticklabels(category_labels(keys), fontsize=8)
     ax.set_ylabel(
-        _txt(f"{BAR_METRICS.get(metric, metric)} / {table.baseline.label}'s\n(ratio, 1 = baseline)")
+        plain(
+            f"{BAR_METRICS.get(metric, metric)} / {table.baseline.label}'s\n(ratio, 1 = baseline)"
+        )
     )
-    ax.set_title(_txt(f"{title}\n{_ran_note(table, rows)}"), fontsize=9)
+    ax.set_title(plain(f"{title}\n{ran_note(table, rows)}"), fontsize=9)
     ax.grid(axis="y", alpha=0.3, zorder=0)
     ax.legend(fontsize=7, loc="upper left", ncol=2, framealpha=0.9)
-    _save(fig, path)
+    save_png(fig, path)
     higher = "Lower" if metric == "images_per_sec" else "Higher"
     caption = (
         f"{title}. Bars: median over repetitions normalized to {table.baseline.label}; "

@@ -7,15 +7,17 @@ from pathlib import Path
 from typing import Any
 
 from report.figures_common import (
-    COLORS,
     DPI,
     FIG_SIZE_IN,
     MODEL_ORDER,
     FigureFile,
-    _arm_name,
-    _plt,
-    _save,
-    _txt,
+    arms_of,
+    bar_width,
+    bar_x,
+    draw_bars,
+    plain,
+    pyplot,
+    save_png,
 )
 from report.table import Row, Table
 
@@ -28,7 +30,7 @@ def _simple_bars(
     path: Path,
     percent: bool,
 ) -> None:
-    plt = _plt()
+    plt = pyplot()
     panels = [(n, rs) for n, rs in rows_by_panel if rs]
     fig, axes = plt.subplots(
         1, len(panels), figsize=FIG_SIZE_IN, dpi=DPI, layout="constrained", squeeze=False
@@ -38,21 +40,14 @@ def _simple_bars(
             {r.key for r in rows},
             key=lambda k: (MODEL_ORDER.get(k.model, 9), k.model, -k.batch_size, k.variant),
         )
-        arms = [a for a in table.arms if any(r.arm == a for r in rows)]
+        arms = arms_of(table, rows)
         index = {(r.key, r.arm): r for r in rows}
-        width = min(0.8 / max(len(arms), 1), 0.3)
+        width = bar_width(len(arms))
         for i, arm in enumerate(arms):
             pts = [(j, index[(k, arm)]) for j, k in enumerate(keys) if (k, arm) in index]
-            xs = [j - width * len(arms) / 2 + width * (i + 0.5) for j, _ in pts]
+            xs = [bar_x(j, i, len(arms), width) for j, _ in pts]
             hs = [r.summary.median * (100 if percent else 1) for _, r in pts]
-            ax.bar(
-                xs,
-                hs,
-                width=width * 0.92,
-                color=COLORS[i % len(COLORS)],
-                label=_arm_name(table, arm),
-                zorder=3,
-            )
+            draw_bars(ax, table, i, arm, xs, hs, width)
             for x, h in zip(xs, hs, strict=True):
                 ax.text(
                     x,
@@ -82,14 +77,14 @@ def _simple_bars(
         ax.set_xlim(-0.5, len(keys) - 0.5)
         ax.set_xticks(range(len(keys)))
         ax.set_xticklabels(
-            [_txt(f"{k.model}\nbatch {k.batch_size}" if k.batch_size else k.model) for k in keys],
+            [plain(f"{k.model}\nbatch {k.batch_size}" if k.batch_size else k.model) for k in keys],
             fontsize=8,
         )
-        ax.set_ylabel(_txt(name))
+        ax.set_ylabel(plain(name))
         ax.grid(axis="y", alpha=0.3, zorder=0)
         ax.legend(fontsize=7, loc="upper left")
     fig.suptitle(title, fontsize=10)
-    _save(fig, path)
+    save_png(fig, path)
 
 
 def shared_figure(table: Table, path: Path) -> FigureFile | None:

@@ -17,10 +17,9 @@ from typing import Any
 
 from workloads.errors import InputError
 from workloads.inputs import load_yaml
+from workloads.paths import PACKAGES_DIR
 
-DEFAULT_PATH = (
-    Path(__file__).resolve().parents[1] / "workloads" / "reference" / "published-results.yaml"
-)
+DEFAULT_PATH = PACKAGES_DIR / "workloads" / "reference" / "published-results.yaml"
 FIG_KEY = re.compile(r"^fig(\d+)_(.+)_(images_per_sec|elapsed_s)$")
 
 Range = tuple[float, float]

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any, Literal
 
+from workloads.paths import PACKAGES_DIR
 from workloads.records import (
     KINDS,
     OPTIONAL,
@@ -24,7 +24,7 @@ from workloads.records import (
 )
 
 NULLABLE_TIMING = ("startup_s", "first_step_s", "timed_s")
-PUBLISHED = Path(__file__).resolve().parents[1] / "docs" / "results-schema.json"
+PUBLISHED = PACKAGES_DIR / "docs" / "results-schema.json"  # in a checkout
 DESCRIPTIONS = {
     "schema_version": "record schema version (1: no setting fields; 2: with them)",
     "record_id": "unique id of this record",

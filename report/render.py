@@ -1,4 +1,4 @@
-"""Output: CSV (every row), Markdown and self-contained HTML (templates/report.html.j2)."""
+"""Output: CSV (every row), Markdown and self-contained HTML (report/templates/report.html.j2)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from report.table import Row, Table, higher_is_better, is_relative
 from workloads.errors import InputError
 from workloads.files import replacing
 
-TEMPLATE = Path(__file__).resolve().parents[1] / "templates" / "report.html.j2"
+TEMPLATE = Path(__file__).resolve().parent / "templates" / "report.html.j2"  # package data
 HEADLINE = (
     "images_per_sec",
     "elapsed_s",

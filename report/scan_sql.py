@@ -68,16 +68,12 @@ PATHS = (
     "params.timing.sync_mode",
 )
 IDX = {p: i + 1 for i, p in enumerate(PATHS)}  # DuckDB lists are 1-based
-JSON_PATHS = "[" + ", ".join(f"'$.{p}'" for p in PATHS) + "]"
 
 
 def j(path: str) -> str:
     """The column holding the JSON text of ``path`` (one column each: expressions over
     columns are much cheaper in DuckDB than over the elements of one list)."""
     return f"j_{IDX[path]}"
-
-
-J_COLUMNS = ", ".join(f"j_{i}" for i in IDX.values())
 
 
 TOP = tuple(p for p in PATHS if "." not in p)

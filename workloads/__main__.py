@@ -24,8 +24,7 @@ GPULAB_BACKEND_FALLBACK=1 where TensorFlow is absent).
 ``GPULAB_SHARING`` (workloads/setting.py): every record carries that setting, cross-checked
 against the fingerprint (``setting_flags``). Without a gpu_path the records carry no setting
 (a warning; the report says "unknown setting"); exec_env defaults to ``native``.
-The options are defined once, in ``workloads/bench_options.py`` (``gpulab bench`` has the same);
-``--backend`` is the deprecated name of ``--keras-backend``.
+The options are defined once, in ``workloads/bench_options.py`` (``gpulab bench`` has the same).
 Each repetition runs in its own process (``python -m workloads _measure``, internal).
 
 ``--sync-every`` (default ``GPULAB_SYNC_EVERY``, else ``auto``): the timed loop waits for the

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workloads.paths import python_path
 from workloads.records import RecordWriter, make_record, new_run_id
 from workloads.scenarios import Job
 from workloads.setting import Setting, setting_record_fields
@@ -38,7 +39,6 @@ from workloads.step import check_backend, default_backend
 from workloads.suites import MAX_MEASUREMENTS, Entry, Suite
 
 PREFIX = "@gpulab "
-REPO_ROOT = Path(__file__).resolve().parents[1]
 STOP_GRACE_S = 10.0
 
 
@@ -139,7 +139,7 @@ def run_job(
     env["KERAS_BACKEND"] = job.backend
     env["PYTHONUNBUFFERED"] = "1"
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = python_path(env)
     job.launched_at = time.time()
     result: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix="gpulab-job-") as tmp:

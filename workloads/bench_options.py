@@ -38,7 +38,6 @@ class BenchOption:
     default: str | None = None  # the default when neither the option nor ``env`` is given
     group: str | None = None  # options of one group exclude each other; exactly one is given
     runner_required: bool = False  # required by ``python -m workloads bench``
-    deprecated: tuple[str, ...] = ()  # old flags still accepted, with a one-line warning
 
     @property
     def dest(self) -> str:
@@ -95,12 +94,11 @@ OPTIONS: tuple[BenchOption, ...] = (
     BenchOption("--sharing", "GPU sharing: exclusive, vgpu, bitfusion, time-slicing, mps, mig "
                 "[:DETAIL] (else from gpu_path)", metavar="KIND", env="GPULAB_SHARING"),
     BenchOption("--keras-backend", "Keras backend (default TensorFlow, or $KERAS_BACKEND)",
-                metavar="NAME", choices=KERAS_BACKENDS, deprecated=("--backend",)),
+                metavar="NAME", choices=KERAS_BACKENDS),
     BenchOption("--sync-every", "timed steps per host sync: auto (blocks of at least 1 s at "
                 "the warm-up's speed), N, or tf_cnn (every step, as tf_cnn_benchmarks)",
                 metavar="auto|N|tf_cnn", env="GPULAB_SYNC_EVERY", default="auto"),
 )  # fmt: skip
-BY_DEST = {o.dest: o for o in OPTIONS}
 
 
 def to_int(flag: str, text: str) -> int:
@@ -165,22 +163,6 @@ def check_sync_every(value: str | int) -> int | str:
         ) from None
 
 
-def deprecation(flag: str) -> str | None:
-    """The one-line warning for a deprecated flag, or None."""
-    for opt in OPTIONS:
-        if flag in opt.deprecated:
-            return f"warning: {flag} is deprecated, use {opt.flag}"
-    return None
-
-
-class _Deprecated(argparse.Action):
-    def __call__(self, parser: Any, ns: Any, values: Any, option_string: str | None = None) -> None:
-        import sys
-
-        print(f"{parser.prog}: {deprecation(str(option_string))}", file=sys.stderr)
-        setattr(ns, self.dest, values)
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The options as argparse arguments (values stay text; :func:`finish` converts them)."""
     for opt in OPTIONS:
@@ -191,8 +173,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
             required=opt.runner_required,
             help=opt.full_help() + (f" (one of {', '.join(opt.choices)})" if opt.choices else ""),
         )
-        for old in opt.deprecated:
-            p.add_argument(old, dest=opt.dest, action=_Deprecated, help=argparse.SUPPRESS)
 
 
 def flags() -> Sequence[str]:

@@ -75,13 +75,6 @@ _SHARING = re.compile(r"^([a-z-]+)(?::([A-Za-z0-9._-]{1,64}))?$")
 
 # The record fields of a setting (besides ``topology``, which records always had).
 FIELDS = ("gpu_path", "exec_env", "virtualization", "sharing")
-ENV_VARS = {
-    "topology": "GPULAB_TOPOLOGY",
-    "arm": "GPULAB_ARM",
-    "gpu_path": "GPULAB_GPU_PATH",
-    "exec_env": "GPULAB_EXEC_ENV",
-    "sharing": "GPULAB_SHARING",
-}
 
 
 @dataclass(frozen=True)

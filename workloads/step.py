@@ -68,7 +68,7 @@ def default_backend() -> str:
     """``$KERAS_BACKEND`` when set, else TensorFlow; never another backend silently.
 
     Without TensorFlow the runner refuses to fall back (a JAX arm against a TensorFlow arm is
-    not the same measurement) unless asked: ``--backend jax|torch``, ``KERAS_BACKEND``, or
+    not the same measurement) unless asked: ``--keras-backend jax|torch``, ``KERAS_BACKEND``, or
     ``GPULAB_BACKEND_FALLBACK=1`` (then JAX, else PyTorch, whichever is installed). The
     backend that ran is in every record (``params.backend``, and the fingerprint's
     ``software.backend.keras_backend``).
@@ -85,7 +85,7 @@ def default_backend() -> str:
         return found[0]
     raise InputError(
         f"TensorFlow (the default backend) is not installed; installed: {', '.join(found)}. "
-        f"Name one with --backend or KERAS_BACKEND, or set {FALLBACK_ENV}=1 to fall back"
+        f"Name one with --keras-backend or KERAS_BACKEND, or set {FALLBACK_ENV}=1 to fall back"
     )
 
 

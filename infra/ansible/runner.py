@@ -35,15 +35,26 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from infra.ansible.inventory import PATH_RE, InventoryError, build_inventory
 from infra.ansible.untrusted import as_unsafe_json
 from infra.hosts import Host
+from infra.paths import PROJECT
+from workloads.paths import PACKAGES_DIR
 
-REPO = Path(__file__).resolve().parents[2]
-PLAYBOOKS = REPO / "playbooks"
+PLAYBOOKS = PROJECT / "playbooks"
+
+
+def _version() -> str:
+    """gpulab's version as installed (empty when it is not installed: a checkout on sys.path)."""
+    try:
+        return metadata.version("gpulab")
+    except metadata.PackageNotFoundError:
+        return ""
+
 
 ANSIBLE_ENV: dict[str, str] = {
     "ANSIBLE_HOST_KEY_CHECKING": "False",
@@ -57,6 +68,11 @@ ANSIBLE_ENV: dict[str, str] = {
     "ANSIBLE_PYTHON_INTERPRETER": "auto_silent",
     "ANSIBLE_ROLES_PATH": str(PLAYBOOKS / "roles"),
     "ANSIBLE_DEPRECATION_WARNINGS": "False",
+    # What the roles read of the controller's own files (infra.paths): the workloads/ that
+    # workload_env ships and the version workload_image labels its image with. Without them (a
+    # run by hand from a checkout) the roles find both beside the playbooks.
+    "GPULAB_WORKLOADS_DIR": str(PACKAGES_DIR / "workloads"),
+    "GPULAB_VERSION": _version(),
 }
 
 

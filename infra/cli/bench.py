@@ -30,15 +30,9 @@ def bench(ctx: typer.Context, **given: Any) -> None:
     record says why), 2 on bad input, 130 on Ctrl-C (finished records kept)."""
     if ctx.args:
         raise UsageError(f"unknown option or argument {ctx.args[0]!r} for gpulab bench")
-    from workloads.bench_options import OPTIONS, deprecation, finish
+    from workloads.bench_options import finish
 
     json_out = bool(given.pop("json_out", False))
-    for opt in OPTIONS:  # a deprecated flag: its value, and a one-line warning
-        for old in opt.deprecated:
-            value = given.pop(f"{opt.dest}__{old.strip('-').replace('-', '_')}", None)
-            if value is not None:
-                typer.echo(f"gpulab: {deprecation(old)}", err=True)
-                given[opt.dest] = given.get(opt.dest) or value
     opts = finish({k: getattr(v, "value", v) for k, v in given.items()})  # Enum -> its value
     from workloads.bench import run_bench
     from workloads.records import RecordWriter, new_run_id

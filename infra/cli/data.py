@@ -51,8 +51,7 @@ def _check_out(out: str) -> None:
         raise UsageError(f"--out-dir {out!r}: {str(parent)!r} is not a directory")
 
 
-def _out_dir(out_dir: str | None, out_old: str | None) -> str:
-    out = out_dir or out_old  # --out: the old name of --out-dir, still accepted
+def _out_dir(out: str | None) -> str:
     if not out:
         raise UsageError("missing option --out-dir DIR")
     _check_out(out)
@@ -63,7 +62,6 @@ OutDirOpt = Annotated[
     str | None,
     typer.Option("--out-dir", metavar="DIR", help="directory to write to (made if missing)"),
 ]
-OutOldOpt = Annotated[str | None, typer.Option("--out", hidden=True, metavar="DIR")]
 SeedOpt = Annotated[int, bounded("--seed", 0, MAX_SEED, "random seed", metavar="SEED")]
 
 
@@ -76,7 +74,6 @@ def register(app: typer.Typer) -> None:
     def imagenet_like(
         images: Annotated[int, bounded("--images", 1, MAX_IMAGES, "number of images to write")],
         out_dir: OutDirOpt = None,
-        out_old: OutOldOpt = None,
         shards: Annotated[
             int | None,
             bounded("--shards", 1, MAX_SHARDS, "shard files (default N/256)", metavar="S"),
@@ -96,7 +93,7 @@ def register(app: typer.Typer) -> None:
         """Write ImageNet-format TFRecord shards from generated JPEG images."""
         if shards is not None and shards > images:
             raise UsageError(f"--shards must be at most --images ({images}), got {shards}")
-        out = _out_dir(out_dir, out_old)
+        out = _out_dir(out_dir)
         from rich.console import Console
 
         from workloads.data.imagenet_writer import write_imagenet_like
@@ -117,7 +114,6 @@ def register(app: typer.Typer) -> None:
 
     def mnist_like(
         out_dir: OutDirOpt = None,
-        out_old: OutOldOpt = None,
         train: Annotated[int, bounded("--train", 1, MAX_MNIST, "training images")] = 60000,
         test: Annotated[int, bounded("--test", 1, MAX_MNIST, "test images")] = 10000,
         plain: Annotated[
@@ -126,7 +122,7 @@ def register(app: typer.Typer) -> None:
         seed: SeedOpt = 0,
     ) -> None:
         """Write MNIST-format IDX files of generated digit-like images."""
-        out = _out_dir(out_dir, out_old)
+        out = _out_dir(out_dir)
         from workloads.data.mnist import write_mnist_like
 
         for p in write_mnist_like(out, train, test, gz=not plain, seed=seed):

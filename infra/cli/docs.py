@@ -1,8 +1,9 @@
 """``gpulab docs [TOPIC]``: the documentation that ships with gpulab, read where it is installed.
 
-The pages are the checkout's ``docs/`` (``infra/cli/docs`` links to it; a wheel carries the
-files themselves as package data of ``infra.cli``), so the help text can name a page as
-``gpulab docs TOPIC`` and mean the same text in a checkout and in an installed wheel.
+The pages are the project's ``docs/`` (:data:`infra.paths.PROJECT`: the checkout's root, or
+the copy of the project's files a wheel carries, ``setup.py`` putting ``docs/`` there), so the
+help text can name a page as ``gpulab docs TOPIC`` and mean the same text in a checkout and in
+an installed wheel.
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from typing import Annotated
 import typer
 
 from infra.cli.options import JsonOpt, add_examples
+from infra.paths import PROJECT
 
-DOCS = Path(__file__).resolve().parent / "docs"
+DOCS = PROJECT / "docs"
 
 
 def topics() -> dict[str, Path]:

@@ -203,7 +203,7 @@ def check_ansible() -> Check:
 
 
 def _collection_names() -> tuple[str, ...]:
-    from infra.cli.stack_ref import PROJECT
+    from infra.paths import PROJECT
 
     listed = PROJECT / "collections" / "requirements.yml"
     try:
@@ -216,7 +216,7 @@ def _collection_names() -> tuple[str, ...]:
 
 
 def _collection_dirs() -> list[Path]:
-    from infra.cli.stack_ref import PROJECT
+    from infra.paths import PROJECT
 
     dirs = [PROJECT / "collections", Path.home() / ".ansible" / "collections",
             Path("/usr/share/ansible/collections")]  # fmt: skip

@@ -24,11 +24,10 @@ ENTRY = '''"""Entry point of a gpulab lab project (written by gpulab): runs the 
 program of the gpulab installed in this project's Python (Pulumi.yaml, runtime)."""
 
 import runpy
-from pathlib import Path
 
-import infra
+from infra.paths import PROJECT
 
-runpy.run_path(str(Path(infra.__file__).resolve().parents[1] / "__main__.py"), run_name="__main__")
+runpy.run_path(str(PROJECT / "__main__.py"), run_name="__main__")
 '''
 
 HEADER = (

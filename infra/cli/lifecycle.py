@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 import inspect
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -10,12 +9,17 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from infra.cli.options import (
-    BackendOldOpt,
+    BaseImageOpt,
+    DockerHostOpt,
+    DockerOpt,
+    DockerPythonOpt,
     JsonOpt,
+    PythonMode,
+    ReportOpt,
+    ResultsDirOpt,
     StateUrlOpt,
     add_examples,
     print_json,
-    state_url_of,
 )
 from infra.cli.stack_ref import StackArg, StackOpt, pick, resolve_value
 
@@ -27,11 +31,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 run_app = typer.Typer(help="Run a lab's workloads without the Pulumi engine.", no_args_is_help=True)
-
-
-class PythonMode(enum.StrEnum):
-    image = "image"
-    host = "host"
 
 
 EXAMPLES = {
@@ -54,44 +53,12 @@ def run_local_cmd(
         str,
         typer.Option("-s", "--stack", metavar="NAME", help="Results go to <results-dir>/<NAME>/."),
     ] = "local",
-    results_dir: Annotated[
-        str | None,
-        typer.Option(
-            metavar="DIR", help="Results root (default: $GPULAB_RESULTS, else ./results)."
-        ),
-    ] = None,
-    docker: Annotated[
-        bool, typer.Option("--docker/--no-docker", help="Also run the docker arm if reachable.")
-    ] = True,
-    docker_host: Annotated[
-        str | None,
-        typer.Option(
-            metavar="URL", help="Docker engine address (default: DOCKER_HOST or the local socket)."
-        ),
-    ] = None,
-    base_image: Annotated[
-        str | None,
-        typer.Option(
-            envvar="GPULAB_DOCKER_BASE",
-            metavar="IMAGE",
-            help="Base image of the docker arm (default tensorflow/tensorflow:<TF version>"
-            "[-gpu]); it needs Python 3 and, unless --docker-python host, TensorFlow.",
-        ),
-    ] = None,
-    docker_python: Annotated[
-        PythonMode,
-        typer.Option(
-            help="'image': the base image's Python packages; 'host': bind-mount this venv's "
-            "site-packages read-only (the image needs the same Python minor version).",
-        ),
-    ] = PythonMode.image,
-    report: Annotated[
-        bool,
-        typer.Option(
-            "--report/--no-report",
-            help="Write the report (HTML, figures, CSV) of this run beside its records.",
-        ),
-    ] = True,
+    results_dir: ResultsDirOpt = None,
+    docker: DockerOpt = True,
+    docker_host: DockerHostOpt = None,
+    base_image: BaseImageOpt = None,
+    docker_python: DockerPythonOpt = PythonMode.image,
+    report: ReportOpt = True,
 ) -> None:
     """Run a suite natively and, when a Docker engine is reachable, in a container too.
 
@@ -249,12 +216,11 @@ def down(
     stack_opt: StackOpt = None,
     state_url: StateUrlOpt = None,
     json_out: JsonOpt = False,
-    backend_old: BackendOldOpt = None,
 ) -> None:
     """Destroy the lab's resources; results and the stack file stay.
 
     The last outputs are saved first to <results root>/<stack>/outputs-<time>-down.json."""
-    lab, _console = _lab(pick(stack, stack_opt), state_url_of(state_url, backend_old))
+    lab, _console = _lab(pick(stack, stack_opt), state_url)
     saved = _run(lab.down)
     if json_out:
         from infra.cli.output import emit
@@ -276,9 +242,8 @@ def _lab_command(
         state_url: StateUrlOpt = None,
         refresh_opt: RefreshOpt = False,
         json_out: JsonOpt = False,
-        backend_old: BackendOldOpt = None,
     ) -> None:
-        lab, console = _lab(pick(stack, stack_opt), state_url_of(state_url, backend_old))
+        lab, console = _lab(pick(stack, stack_opt), state_url)
         _show(console, _run(lambda: call(lab, refresh_opt), console), json_out)
 
     command.__name__, command.__doc__ = name, doc

@@ -1,5 +1,6 @@
-"""Shared option types of the CLI: bounded integers, ``--json``, ``--state-url``, and the
-bench options (generated from :data:`workloads.bench_options.OPTIONS`)."""
+"""Shared option types of the CLI: bounded integers, ``--json``, ``--state-url``, the options of
+the commands that run arms on this machine, and the bench options (generated from
+:data:`workloads.bench_options.OPTIONS`). An option that two commands take is defined here once."""
 
 from __future__ import annotations
 
@@ -65,14 +66,56 @@ StateUrlOpt = Annotated[
     ),
 ]
 
-BackendOldOpt = Annotated[str | None, typer.Option("--backend", hidden=True, metavar="URL")]
+
+# -- the options of the commands that run arms on this machine (run local, study run) --------
 
 
-def state_url_of(state_url: str | None, backend_old: str | None) -> str | None:
-    """``--state-url``, or the deprecated ``--backend`` with a one-line warning."""
-    if backend_old is not None:
-        typer.echo("gpulab: warning: --backend is deprecated here, use --state-url", err=True)
-    return state_url or backend_old
+class PythonMode(enum.StrEnum):
+    """Where the docker arm's Python packages come from (``infra.local_run.PYTHON_MODES``)."""
+
+    image = "image"
+    host = "host"
+
+
+ResultsDirOpt = Annotated[
+    str | None,
+    typer.Option(metavar="DIR", help="Results root (default: $GPULAB_RESULTS, else ./results)."),
+]
+DockerOpt = Annotated[
+    bool,
+    typer.Option(
+        "--docker/--no-docker", help="Run the docker arms when a Docker engine is reachable."
+    ),
+]
+DockerHostOpt = Annotated[
+    str | None,
+    typer.Option(
+        metavar="URL", help="Docker engine address (default: DOCKER_HOST or the local socket)."
+    ),
+]
+BaseImageOpt = Annotated[
+    str | None,
+    typer.Option(
+        envvar="GPULAB_DOCKER_BASE",
+        metavar="IMAGE",
+        help="Base image of the docker arms (default tensorflow/tensorflow:<TF version>"
+        "[-gpu]); it needs Python 3 and, unless --docker-python host, TensorFlow.",
+    ),
+]
+DockerPythonOpt = Annotated[
+    PythonMode,
+    typer.Option(
+        help="'image': the base image's Python packages; 'host': bind-mount this venv's "
+        "site-packages read-only (the image needs the same Python minor version).",
+    ),
+]
+ReportOpt = Annotated[
+    bool,
+    typer.Option(
+        "--report/--no-report",
+        help="Write the report (HTML, Markdown, CSV, figures) beside the records at the end.",
+    ),
+]
 
 
 def print_json(data: Any) -> None:
@@ -92,7 +135,7 @@ def _bench_int(opt: Any) -> Callable[[str], int | None]:
 
 def bench_parameters() -> list[inspect.Parameter]:
     """The typer parameters of ``gpulab bench``, one per :data:`workloads.bench_options.OPTIONS`
-    entry (and a hidden one per deprecated flag, named ``<dest>__<old>``)."""
+    entry."""
     from workloads.bench_options import OPTIONS
 
     params: list[inspect.Parameter] = []
@@ -116,15 +159,6 @@ def bench_parameters() -> list[inspect.Parameter]:
                 annotation=Annotated[annotation, info],
             )
         )  # fmt: skip
-        for old in opt.deprecated:
-            hidden = typer.Option(old, hidden=True, metavar=opt.metavar)
-            params.append(
-                inspect.Parameter(
-                    f"{opt.dest}__{old.strip('-').replace('-', '_')}",
-                    inspect.Parameter.KEYWORD_ONLY, default=None,
-                    annotation=Annotated[str | None, hidden],
-                )
-            )  # fmt: skip
     return params
 
 

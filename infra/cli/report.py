@@ -9,8 +9,6 @@ import typer
 
 from infra.cli.options import JsonOpt, add_examples, shown
 
-VERDICT_STYLE = {"reproduced": "green", "not reproduced": "red", "not measured": "dim"}
-
 
 def report_cmd(
     inputs: Annotated[
@@ -42,7 +40,6 @@ def report_cmd(
             show_default=False,
         ),
     ] = None,
-    out_old: Annotated[Path | None, typer.Option("--out", hidden=True, metavar="DIR")] = None,
     published: Annotated[
         Path | None,
         typer.Option(
@@ -90,7 +87,7 @@ def report_cmd(
         from workloads.inputs import read_input_text
 
         read_input_text(published, "published results")
-    out = out_dir or out_old or results_root() / "report"  # --out: the old name of --out-dir
+    out = out_dir or results_root() / "report"
     res = build_report(
         inputs,
         out,
@@ -146,6 +143,8 @@ def row_data(row: Any) -> dict[str, Any]:
 
 def report_data(res: Any) -> dict[str, Any]:
     """What ``gpulab report --json`` prints (docs/cli-json.schema.json, command report)."""
+    from report.claims import verdict_data  # here: gpulab --help imports no report module
+
     return {
         "out_dir": res.out_dir,
         "html": res.html,
@@ -154,26 +153,7 @@ def report_data(res: Any) -> dict[str, Any]:
         "baseline": res.table.baseline.label,
         "figures": [{"path": f.path, "title": f.title} for f in res.figures],
         "rows": [row_data(r) for r in res.table.rows],
-        "verdicts": [
-            {
-                "claim": v.claim,
-                "verdict": v.verdict,
-                "text": v.text,
-                "tolerance": v.tolerance,
-                "units_needed": v.units_needed,
-                "records_naming": v.records_naming,
-                "checks": [
-                    {
-                        "what": c.what,
-                        "tolerance": c.tolerance,
-                        "status": o.status,
-                        "measured": o.measured,
-                    }
-                    for c, o in v.results
-                ],
-            }
-            for v in res.verdicts
-        ],
+        "verdicts": [verdict_data(v) for v in res.verdicts],
         "banner": list(res.banner),
         "problems": list(res.problems),
         "excluded": [

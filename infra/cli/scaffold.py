@@ -97,9 +97,9 @@ def given_values(spec: Any, pairs: list[str]) -> dict[str, Any]:
 
 def _example_values(spec: Any) -> dict[str, Any]:
     """The topology's example stack's values that are no placeholder (prompt defaults)."""
-    from infra.cli.stack_ref import PROJECT
     from infra.config import raw_from_stack_file
     from infra.config.placeholders import placeholder_keys
+    from infra.paths import PROJECT
 
     path = PROJECT / spec.stack_file
     if not spec.stack_file or not path.is_file():

@@ -36,8 +36,8 @@ from typing import Annotated
 import typer
 
 from infra.errors import UsageError
+from infra.paths import PROJECT
 
-PROJECT = Path(__file__).resolve().parents[2]  # the directory of this checkout's Pulumi.yaml
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 _FILE = re.compile(r"^Pulumi\.(.+)\.ya?ml$")
 

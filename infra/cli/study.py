@@ -6,6 +6,16 @@ from typing import Annotated, Any
 
 import typer
 
+from infra.cli.options import (
+    BaseImageOpt,
+    DockerHostOpt,
+    DockerOpt,
+    DockerPythonOpt,
+    PythonMode,
+    ReportOpt,
+    ResultsDirOpt,
+)
+
 study_app = typer.Typer(
     help="Studies: arms (stack + execution environment) x repeats, one verdict report.",
     no_args_is_help=True,
@@ -13,10 +23,6 @@ study_app = typer.Typer(
 
 StudyArg = Annotated[
     str, typer.Argument(help="A study file, or a built-in study's name (studies/<name>.yaml).")
-]
-ResultsOpt = Annotated[
-    str | None,
-    typer.Option(help="Results root (default: $GPULAB_RESULTS, else ./results)."),
 ]
 StrictOpt = Annotated[
     bool,
@@ -57,21 +63,12 @@ def run_cmd(
         str | None,
         typer.Option(help="Every arm runs this suite instead (a name or a .yaml path)."),
     ] = None,
-    results_dir: ResultsOpt = None,
-    docker: Annotated[
-        bool, typer.Option("--docker/--no-docker", help="Run local docker arms when reachable.")
-    ] = True,
-    docker_host: Annotated[str | None, typer.Option(help="Docker engine address.")] = None,
-    base_image: Annotated[
-        str | None,
-        typer.Option(envvar="GPULAB_DOCKER_BASE", help="Base image of local docker arms."),
-    ] = None,
-    docker_python: Annotated[
-        str, typer.Option(help="'image' or 'host', as `gpulab run local`.")
-    ] = "image",
-    report: Annotated[
-        bool, typer.Option("--report/--no-report", help="Build the study report at the end.")
-    ] = True,
+    results_dir: ResultsDirOpt = None,
+    docker: DockerOpt = True,
+    docker_host: DockerHostOpt = None,
+    base_image: BaseImageOpt = None,
+    docker_python: DockerPythonOpt = PythonMode.image,
+    report: ReportOpt = True,
     strict: StrictOpt = False,
 ) -> None:
     """Run a study: every arm and repeat in the study's order, build or reuse each arm's lab,
@@ -83,16 +80,11 @@ def run_cmd(
     interrupted by Ctrl-C (SIGINT), 143 by SIGTERM (129 SIGHUP)."""
     from infra.cli.errors import fail, stopping_on_signals
     from infra.errors import UsageError
-    from infra.local_run import PYTHON_MODES
     from infra.paths import results_root
     from infra.study.driver import Driver, RunOptions, StudyInterrupted
     from infra.study.lock import acquire
     from infra.study.model import load_study, resolve_suite
 
-    if docker_python not in PYTHON_MODES:
-        raise UsageError(
-            f"--docker-python {docker_python!r} is not one of {', '.join(PYTHON_MODES)}"
-        )
     st = load_study(study)
     if suite is not None:
         try:
@@ -108,7 +100,7 @@ def run_cmd(
         docker=docker,
         docker_host=docker_host,
         base_image=base_image,
-        python_mode=docker_python,
+        python_mode=docker_python.value,
     )
     err = _err_console()
     root = results_root(results_dir)
@@ -189,7 +181,7 @@ def _report(j: Any, strict: bool, embed: bool = True) -> None:
 
 
 @study_app.command("status")
-def status_cmd(study: StudyArg, results_dir: ResultsOpt = None) -> None:
+def status_cmd(study: StudyArg, results_dir: ResultsDirOpt = None) -> None:
     """Where a study stands: each unit's status and reason, the order and seed, and who runs
     it now (a `study run` in progress holds its lock; status never waits for it)."""
     from rich.console import Console
@@ -233,7 +225,9 @@ def status_cmd(study: StudyArg, results_dir: ResultsOpt = None) -> None:
 
 
 @study_app.command("report")
-def report_cmd(study: StudyArg, results_dir: ResultsOpt = None, strict: StrictOpt = False) -> None:
+def report_cmd(
+    study: StudyArg, results_dir: ResultsDirOpt = None, strict: StrictOpt = False
+) -> None:
     """The study's report from its finished units: the report of `gpulab report` normalized to
     the baseline arm, plus the arms done/failed/missing, the paired-arm warnings and one
     verdict per claim over the study's repeats ("method check" on records without a GPU)."""

@@ -14,7 +14,8 @@ whose message is one line and never holds a credential.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +48,22 @@ def connected(name: str, make: Callable[[], Any], fix: str) -> tuple[Any, list[C
         return make(), []
     except CloudError as exc:
         return None, [fail(name, str(exc), fix)]
+
+
+@contextlib.contextmanager
+def guarded(what: str, describe: Callable[[str, Exception], str | None]) -> Iterator[None]:
+    """A failure inside the block as a one-line :class:`CloudError`: ``describe(what, exc)``
+    says what failed (``None``: not the cloud's failure, raised as it is). Each cloud's
+    ``guard`` is this with its own ``describe``."""
+    try:
+        yield
+    except CloudError:
+        raise
+    except Exception as exc:
+        line = describe(what, exc)
+        if line is None:
+            raise
+        raise CloudError(line) from None
 
 
 def one_line(text: object, *secrets: str | None, limit: int = 300) -> str:

@@ -11,10 +11,10 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-from infra.clouds import CloudError, one_line
+from infra.clouds import guarded, one_line
 
 Connection = Any  # openstack.connection.Connection, or a test double with the same methods
 
@@ -38,15 +38,9 @@ def connect(cloud: str | None = None, **overrides: Any) -> Connection:
         return openstack.connect(cloud=cloud, **overrides)
 
 
-@contextlib.contextmanager
-def guard(what: str) -> Iterator[None]:
+def guard(what: str) -> contextlib.AbstractContextManager[None]:
     """Turn openstacksdk / keystoneauth failures inside the block into a one-line CloudError."""
-    try:
-        yield
-    except CloudError:
-        raise
-    except Exception as exc:
-        raise CloudError(describe_error(what, exc)) from None
+    return guarded(what, describe_error)
 
 
 def describe_error(what: str, exc: BaseException) -> str:

@@ -14,11 +14,10 @@ from __future__ import annotations
 import contextlib
 import socket
 import ssl
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra.clouds import Check, CloudError, fail, ok, one_line
+from infra.clouds import Check, CloudError, fail, guarded, ok, one_line
 
 NVIDIA_VENDOR_ID = 0x10DE
 ServiceInstance = Any  # pyVmomi vim.ServiceInstance
@@ -97,21 +96,21 @@ def _fault(exc: Any) -> str:
     return one_line(f"{type(exc).__name__.split('.')[-1]}: {msg}".rstrip(": "))
 
 
-@contextlib.contextmanager
-def guard(what: str) -> Iterator[None]:
+def guard(what: str) -> contextlib.AbstractContextManager[None]:
     """Turn vSphere faults inside the block into a one-line CloudError."""
+    return guarded(what, _describe)
+
+
+def _describe(what: str, exc: Exception) -> str | None:
     from pyVmomi import vim, vmodl
 
-    try:
-        yield
-    except CloudError:
-        raise
-    except vim.fault.NoPermission as exc:
-        raise CloudError(f"{what}: permission denied: {_no_permission(exc)}") from None
-    except (vim.fault.VimFault, vmodl.MethodFault) as exc:
-        raise CloudError(f"{what}: {_fault(exc)}") from None
-    except (ConnectionError, OSError) as exc:
-        raise CloudError(one_line(f"{what}: lost the connection to vCenter ({exc})")) from None
+    if isinstance(exc, vim.fault.NoPermission):
+        return f"{what}: permission denied: {_no_permission(exc)}"
+    if isinstance(exc, vim.fault.VimFault | vmodl.MethodFault):
+        return f"{what}: {_fault(exc)}"
+    if isinstance(exc, ConnectionError | OSError):
+        return one_line(f"{what}: lost the connection to vCenter ({exc})")
+    return None  # not vCenter's failure: raised as it is
 
 
 # ----------------------------------------------------------------------------- inventory

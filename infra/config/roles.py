@@ -10,27 +10,29 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from infra.keys.types import BadValue, SecretRef, maybe_json
+from infra.paths import PROJECT
+from workloads.errors import InputError
+from workloads.inputs import load_yaml
 
 MAX_STR = 1024  # characters of any string key
 
 
-ROLES_DIR = Path(__file__).resolve().parents[2] / "playbooks" / "roles"
+ROLES_DIR = PROJECT / "playbooks" / "roles"
 
 
 def role_inputs(role: str, *, no_log: bool | None = None) -> frozenset[str]:
     """The variables a role takes as inputs: the options its meta/argument_specs.yml lists
     (``no_log``: only those it marks ``no_log: true``, or only those it does not)."""
-    import yaml
-
     spec = ROLES_DIR / role / "meta" / "argument_specs.yml"
     try:
-        doc = yaml.safe_load(spec.read_text(encoding="utf-8")) or {}
-        specs = doc.get("argument_specs") or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError, AttributeError):
+        doc = load_yaml(spec, "role argument spec")
+    except InputError:  # no such role (or no readable spec): it takes no inputs we know of
+        return frozenset()
+    specs = (doc.get("argument_specs") if isinstance(doc, dict) else None) or {}
+    if not isinstance(specs, dict):
         return frozenset()
     names: set[str] = set()
     for entry in specs.values():

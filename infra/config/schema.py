@@ -31,11 +31,11 @@ import yaml
 
 from infra.config import raw_from_stack_file
 from infra.config.model import keys
+from infra.generated import sync
 from infra.keys.key import Key
+from infra.paths import PROJECT
 from infra.topologies import Topology, get, registry
-from workloads.files import write_text
 
-REPO = Path(__file__).resolve().parents[2]
 RUNTIME = {"name": "python", "options": {"toolchain": "pip", "virtualenv": ".venv"}}
 HEADER = (
     "# The config: block is written by `python -m infra.config.schema` from the key tables\n"
@@ -112,14 +112,14 @@ def template_config(topology: str, example: dict[str, Any]) -> dict[str, Any]:
 
 def example_stack(spec: Topology) -> Path:
     """The topology's example stack (its spec's ``stack_file``, from the repository root)."""
-    return REPO / spec.stack_file
+    return PROJECT / spec.stack_file
 
 
 def example_project(spec: Topology) -> Path | None:
     """The ``pulumi new`` template beside its example stack (None: its example is a stack of
     this repository's project, as ``Pulumi.local.yaml`` is)."""
     stack = example_stack(spec)
-    if not spec.stack_file or stack.parent == REPO:
+    if not spec.stack_file or stack.parent == PROJECT:
         return None
     return stack.parent / "Pulumi.yaml"
 
@@ -142,7 +142,7 @@ def render_example(topology: str) -> str:
     spec = get(topology)
     example = raw_from_stack_file(example_stack(spec))
     folder = example_stack(spec).parent
-    where = f"./{folder.relative_to(REPO)}" if folder.is_relative_to(REPO) else str(folder)
+    where = f"./{folder.relative_to(PROJECT)}" if folder.is_relative_to(PROJECT) else str(folder)
     data = {
         "name": "gpulab",
         "description": f"gpulab lab, topology {topology}: {spec.summary}",
@@ -159,7 +159,7 @@ def render_example(topology: str) -> str:
 
 def targets() -> dict[Path, str]:
     """Every generated file and its text."""
-    out = {REPO / "Pulumi.yaml": render_root()}
+    out = {PROJECT / "Pulumi.yaml": render_root()}
     for spec in registry().values():
         project = example_project(spec)
         if project is not None and example_stack(spec).is_file():
@@ -168,20 +168,7 @@ def targets() -> dict[Path, str]:
 
 
 def main(argv: list[str]) -> int:
-    check = "--check" in argv
-    stale = []
-    for path, text in targets().items():
-        if path.is_file() and path.read_text(encoding="utf-8") == text:
-            continue
-        stale.append(path)
-        if not check:
-            write_text(path, text)
-    if check and stale:
-        names = ", ".join(str(p.relative_to(REPO)) for p in stale)
-        print(f"gpulab: error: {names} differ from the key tables: run python -m "
-              "infra.config.schema", file=sys.stderr)  # fmt: skip
-        return 1
-    return 0
+    return sync(targets(), argv, PROJECT, "the key tables", "infra.config.schema")
 
 
 if __name__ == "__main__":

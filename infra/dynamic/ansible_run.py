@@ -41,8 +41,9 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
-REPO = Path(__file__).resolve().parents[2]
-PLAYBOOKS = REPO / "playbooks"
+from infra.paths import PROJECT
+
+PLAYBOOKS = PROJECT / "playbooks"
 
 # Inputs whose change re-runs the play (compared in diff); "secrets" is compared by digest.
 RUN_INPUTS = ("hosts", "playbook", "variables", "playbook_digest", "triggers")
@@ -152,6 +153,17 @@ def secrets_digest(secrets: Any, salt: str | None) -> str | None:
         "sha256", b"gpulab-ansible-run\0" + blob, bytes.fromhex(salt), SECRETS_DIGEST_ROUNDS
     )
     return key.hex()
+
+
+def kept_inputs(props: dict[str, Any], inputs: tuple[str, ...]) -> dict[str, Any]:
+    """What a run keeps in the state of its inputs: each of ``inputs``, and of the secrets
+    only their digest under a fresh salt (never the secrets)."""
+    salt = new_salt() if props.get("secrets") else None
+    return {
+        **{k: props.get(k) for k in inputs},
+        "secrets_digest": secrets_digest(props.get("secrets"), salt),
+        "secrets_salt": salt,
+    }
 
 
 def host_objects(hosts: list[dict[str, Any]]) -> list[Any]:
@@ -360,12 +372,9 @@ class AnsibleRunProvider(PlayRunProvider):
             for name, s in sorted(result.hosts.items())
             if name in lab_hosts
         }
-        outs = {k: props.get(k) for k in RUN_INPUTS}
-        salt = new_salt() if props.get("secrets") else None
+        outs = kept_inputs(props, RUN_INPUTS)
         outs.update(
             {
-                "secrets_digest": secrets_digest(props.get("secrets"), salt),
-                "secrets_salt": salt,
                 "summary": summary,
                 "facts": collector.report([h.name for h in hosts]),
                 "status": result.status,

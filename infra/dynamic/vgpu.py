@@ -154,7 +154,30 @@ class VgpuProfileProvider(ResourceProvider):
             _disconnect(si)
 
 
-class VgpuProfile(pulumi.dynamic.Resource):
+class _VcenterResource(pulumi.dynamic.Resource):
+    """A dynamic resource that works through vCenter: its own inputs and the vCenter login
+    (``password`` a secret in the state, as an input and as an output)."""
+
+    def __init__(
+        self,
+        provider: ResourceProvider,
+        name: str,
+        props: dict[str, Any],
+        *,
+        server: pulumi.Input[str],
+        user: pulumi.Input[str],
+        password: pulumi.Input[str],
+        insecure: pulumi.Input[bool],
+        opts: pulumi.ResourceOptions | None,
+    ) -> None:
+        opts = pulumi.ResourceOptions.merge(
+            opts, pulumi.ResourceOptions(additional_secret_outputs=["password"])
+        )
+        login = {"server": server, "user": user, "password": password, "insecure": insecure}
+        super().__init__(provider, name, {**props, **login}, opts)
+
+
+class VgpuProfile(_VcenterResource):
     """One vGPU ``profile`` on the VM whose UUID is ``vm_uuid``."""
 
     vm_name: pulumi.Output[str]
@@ -175,24 +198,12 @@ class VgpuProfile(pulumi.dynamic.Resource):
         insecure: pulumi.Input[bool] = False,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        opts = pulumi.ResourceOptions.merge(
-            opts, pulumi.ResourceOptions(additional_secret_outputs=["password"])
-        )
         super().__init__(
             VgpuProfileProvider(),
             name,
-            {
-                "vm_uuid": vm_uuid,
-                "vm_name": vm_name,
-                "profile": profile,
-                "server": server,
-                "user": user,
-                "password": password,
-                "insecure": insecure,
-                "profiles": None,
-            },
-            opts,
-        )
+            {"vm_uuid": vm_uuid, "vm_name": vm_name, "profile": profile, "profiles": None},
+            server=server, user=user, password=password, insecure=insecure, opts=opts,
+        )  # fmt: skip
 
 
 class VgpuPolicyProvider(ResourceProvider):
@@ -248,7 +259,7 @@ class VgpuPolicyProvider(ResourceProvider):
         return None
 
 
-class VgpuPolicy(pulumi.dynamic.Resource):
+class VgpuPolicy(_VcenterResource):
     """The vGPU scheduling ``policy`` of ``cluster``'s GPU hosts; ``plan`` is what was recorded
     (policy, RmPVMRL value, esxcli command, hosts, hosts changed, reboot due)."""
 
@@ -268,22 +279,10 @@ class VgpuPolicy(pulumi.dynamic.Resource):
         insecure: pulumi.Input[bool] = False,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        opts = pulumi.ResourceOptions.merge(
-            opts, pulumi.ResourceOptions(additional_secret_outputs=["password"])
-        )
         super().__init__(
             VgpuPolicyProvider(),
             name,
-            {
-                "cluster": cluster,
-                "policy": policy,
-                "profile": profile,
-                "apply": apply,
-                "server": server,
-                "user": user,
-                "password": password,
-                "insecure": insecure,
-                "plan": None,
-            },
-            opts,
-        )
+            {"cluster": cluster, "policy": policy, "profile": profile, "apply": apply,
+             "plan": None},
+            server=server, user=user, password=password, insecure=insecure, opts=opts,
+        )  # fmt: skip

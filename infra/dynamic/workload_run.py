@@ -40,10 +40,11 @@ from pulumi.dynamic import (
 )
 
 from infra.ansible.runner import PlaybookError, PlaybookResult
-from infra.dynamic.ansible_run import PlayRunProvider, new_salt, secrets_digest
+from infra.dynamic.ansible_run import PlayRunProvider, kept_inputs
+from infra.paths import shown
 from workloads.execenv import accepted as accepted_exec_envs
+from workloads.suites import SUITES_DIR
 
-REPO = Path(__file__).resolve().parents[2]
 EXEC_ENVS = accepted_exec_envs()  # workloads/execenv.py: names, then aliases
 RUN_INPUTS = (
     "hosts",
@@ -109,7 +110,7 @@ def suite_file(suite: str) -> Path | None:
     p = Path(suite)
     if p.suffix in (".yaml", ".yml") and p.is_file():
         return p
-    named = REPO / "workloads" / "suites" / f"{suite}.yaml"
+    named = SUITES_DIR / f"{suite}.yaml"
     return named if named.is_file() else None
 
 
@@ -173,7 +174,7 @@ class WorkloadRunProvider(PlayRunProvider):
         )
         files = sorted(fetch_dir.rglob("*.jsonl"))
         summary = summarize_files(files, suite=Path(props["suite"]).stem)
-        summary["records"] = [_rel(f) for f in files]
+        summary["records"] = [shown(f) for f in files]
         if result.ok and result.unmatched:
             names = [str(h.get("name")) for h in props["hosts"]]
             env = str(props.get("execution_env") or "native")
@@ -183,20 +184,17 @@ class WorkloadRunProvider(PlayRunProvider):
             raise unmatched
         if not result.ok:
             kept = sorted({f.relative_to(fetch_dir).parts[0] for f in files})
-            error = WorkloadRunError(result, kept, _rel(fetch_dir))
+            error = WorkloadRunError(result, kept, shown(fetch_dir))
             summary["status"] = "partial" if files else "failed"
             summary["failed_hosts"] = sorted({f.host for f in result.failures})
             summary["error"] = str(error)
             (fetch_dir / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
             raise error
-        outs = {k: props.get(k) for k in RUN_INPUTS}
-        salt = new_salt() if props.get("secrets") else None
+        outs = kept_inputs(props, RUN_INPUTS)
         outs.update(
             {
-                "secrets_digest": secrets_digest(props.get("secrets"), salt),
-                "secrets_salt": salt,
                 "run_id": run_id,
-                "records_dir": _rel(fetch_dir),
+                "records_dir": shown(fetch_dir),
                 "records": summary["records"],
                 "summary": summary,
                 "play_status": result.status,
@@ -204,13 +202,6 @@ class WorkloadRunProvider(PlayRunProvider):
             }
         )
         return outs
-
-
-def _rel(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(REPO))
-    except ValueError:
-        return str(path)
 
 
 class WorkloadRun(pulumi.dynamic.Resource, module="gpulab", name="WorkloadRun"):

@@ -30,10 +30,10 @@ from typing import Any
 
 import yaml
 
+from infra.paths import PROJECT
 from workloads import execenv
 from workloads.files import make_dirs, write_text
 
-REPO = Path(__file__).resolve().parents[2]
 HEADER = (
     "---\n"
     "# Generated from workloads/execenv.py by `python -m infra.specs.ansible_vars`.\n"
@@ -97,7 +97,7 @@ def render(rel: str) -> str:
     return HEADER + body
 
 
-def write(root: Path = REPO) -> list[Path]:
+def write(root: Path = PROJECT) -> list[Path]:
     written = []
     for rel in FILES:
         path = root / rel
@@ -114,5 +114,5 @@ if __name__ == "__main__":
             "usage: python -m infra.specs.ansible_vars [REPO_DIR]  (writes the generated "
             "Ansible vars under REPO_DIR, default this checkout)"
         )
-    for p in write(Path(args[0]) if args else REPO):
+    for p in write(Path(args[0]) if args else PROJECT):
         print(p)

@@ -23,15 +23,17 @@ from typing import Any
 
 import yaml
 
-from infra.automation import REPO, Lab, LabError, LabInterrupted
+from infra.automation import Lab, LabError, LabInterrupted
 from infra.errors import UsageError
 from infra.lab_faults import runs_since
+from infra.paths import PROJECT
 from infra.signals import Stopped
 from infra.study.local import UnitResult
 from infra.study.model import OWNER_KEY, Arm, stack_owner
 from infra.study.state import Journal, now
 from workloads.execenv import canonical
 from workloads.files import write_text
+from workloads.inputs import load_yaml
 
 
 class LabUnits:
@@ -55,7 +57,7 @@ class LabUnits:
     def lab(self, stack: str, project: Path | None = None) -> Lab:
         return Lab(
             stack,
-            repo=self.repo or project or REPO,
+            repo=self.repo or project or PROJECT,
             auto=self.auto,
             on_output=self.on_output,
             env=self.env,
@@ -66,7 +68,7 @@ class LabUnits:
         """The arm's stack file as ``Pulumi.<stack>.yaml`` in the project, marked as this
         study's arm (OWNER_KEY); one already there is used only when it carries that mark."""
         assert arm.stack_file is not None
-        target = (self.repo or REPO) / f"Pulumi.{arm.stack}.yaml"
+        target = (self.repo or PROJECT) / f"Pulumi.{arm.stack}.yaml"
         mine = f"{self.journal.data['study']}/{arm.name}"
         if target.exists() or target.is_symlink():
             owner = stack_owner(target)
@@ -76,7 +78,7 @@ class LabUnits:
                     f"{owner or 'no study'}, not to study/arm {mine}"
                 )
             return
-        doc = yaml.safe_load(arm.stack_file.read_text(encoding="utf-8"))
+        doc = load_yaml(arm.stack_file, "stack file")  # checked when the study was loaded
         doc["config"] = {**(doc.get("config") or {}), OWNER_KEY: mine}
         write_text(target, yaml.safe_dump(doc, sort_keys=False))
 

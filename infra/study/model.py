@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from infra.errors import UsageError
+from infra.paths import PROJECT
 from workloads.errors import InputError
 from workloads.inputs import load_yaml, parse_yaml
 
-REPO = Path(__file__).resolve().parents[2]
-STUDIES_DIR = REPO / "studies"
+STUDIES_DIR = PROJECT / "studies"
 ORDERS = ("interleaved", "randomized")
 REBUILDS = ("never", "between-repeats", "between-arms")
 MAX_ARMS = 64
@@ -72,7 +72,7 @@ class Arm:
     sharing: str | None = None
     suite: str = ""  # resolved: a shipped name or an absolute .yaml path
     label: str = ""  # the records' arm label (default: the name)
-    project: Path = REPO  # the Pulumi project directory the stack belongs to
+    project: Path = PROJECT  # the Pulumi project directory the stack belongs to
 
     @property
     def stack_path(self) -> Path:
@@ -112,7 +112,8 @@ def stack_paths() -> dict[str, Path]:
     """The project's stacks: ``Pulumi.<stack>.yaml`` at the root, or an example stack under
     ``examples/<dir>/`` (a project of its own when that directory has a ``Pulumi.yaml``)."""
     found: dict[str, Path] = {}
-    for path in sorted(REPO.glob("examples/*/Pulumi.*.yaml")) + sorted(REPO.glob("Pulumi.*.yaml")):
+    examples = sorted(PROJECT.glob("examples/*/Pulumi.*.yaml"))
+    for path in examples + sorted(PROJECT.glob("Pulumi.*.yaml")):
         name = path.name[len("Pulumi.") : -len(".yaml")]
         if name and NAME_RE.match(name):
             found[name] = path  # the root's wins
@@ -121,7 +122,7 @@ def stack_paths() -> dict[str, Path]:
 
 def project_of(stack_path: Path) -> Path:
     parent = stack_path.resolve().parent
-    return parent if (parent / "Pulumi.yaml").is_file() else REPO
+    return parent if (parent / "Pulumi.yaml").is_file() else PROJECT
 
 
 OWNER_KEY = "gpulab-study:arm"  # in a copied stack file: the study and arm it belongs to
@@ -155,7 +156,7 @@ def check_stack_files(study: Study, project: Path | None = None) -> None:
     own. A ``Pulumi.<stack>.yaml`` already there that another study's arm (or a person) made
     is refused with one line: using it would measure another lab, and ``down`` at the end
     would destroy it."""
-    project = project or REPO
+    project = project or PROJECT
     for i, arm in enumerate(study.arms):
         if arm.stack_file is None:
             continue
@@ -318,7 +319,7 @@ def _arm(where: str, i: int, raw: Any, study: str, base: Path, suite: str, cache
     if "suite" in raw:
         arm_suite = resolve_suite(where, f"{at}.suite", raw["suite"], base, cache)
     label = _name(where, f"{at}.label", raw["label"]) if "label" in raw else name
-    project = REPO if stack_file is not None else project_of(path)
+    project = PROJECT if stack_file is not None else project_of(path)
     return Arm(name, exec_env, stack, topology, stack_file, sharing, arm_suite, label, project)
 
 

@@ -24,9 +24,9 @@ from infra.errors import UsageError
 from infra.study.journal_check import MAX_JOURNAL_BYTES, STATUSES, JournalError, check_journal
 from infra.study.plan import Unit
 from workloads.files import OutputError, reason, write_text
+from workloads.suites import SUITES_DIR
 
 JOURNAL = "study.json"
-FINAL = ("done", "failed", "skipped")
 
 
 def now() -> str:
@@ -114,7 +114,7 @@ def suite_digest(ref: str) -> str | None:
 
     path = Path(ref)
     if path.suffix not in (".yaml", ".yml"):
-        path = Path(__file__).resolve().parents[2] / "workloads" / "suites" / f"{ref}.yaml"
+        path = SUITES_DIR / f"{ref}.yaml"
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
     except OSError:

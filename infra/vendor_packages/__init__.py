@@ -29,6 +29,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from workloads.paths import PACKAGES_DIR
+
 HERE = Path(__file__).resolve().parent
 
 
@@ -95,7 +97,7 @@ class VendorList:
 
     @property
     def shown(self) -> str:
-        return str(self.path.relative_to(HERE.parents[1]))
+        return str(self.path.relative_to(PACKAGES_DIR))
 
 
 HEADER_RE = re.compile(r"^#\s*([a-z-]+):\s*(.*?)\s*$")

@@ -125,7 +125,7 @@ def test_out_is_a_file_and_out_dir_a_directory(helps: dict[str, str]) -> None:
 def test_bench_names_the_keras_backend_and_lists_the_choices(helps: dict[str, str]) -> None:
     out = helps["bench"]
     assert "--keras-backend" in out and "tensorflow|jax|torch" in out
-    assert not re.search(r"--backend\b", out)  # the deprecated name is hidden
+    assert not re.search(r"--backend\b", out)
     assert "1..1000000" in out  # --steps shows its range
 
 
@@ -142,19 +142,23 @@ def test_exit_2_is_one_line_for_click_errors_too(gpulab) -> None:
         assert "Traceback" not in r.stderr
 
 
-def test_deprecated_backend_warns_in_one_line(gpulab, tmp_path: Path) -> None:
-    """--backend (old name of --keras-backend) still parses, with one warning line; the run
-    then stops at the bad step count, so nothing trains."""
-    r = gpulab("bench", "--model", "mnist_cnn", "--backend", "jax", "--steps", "x")
-    assert r.returncode == 2
-    assert r.stderr.splitlines()[0] == "gpulab: error: --steps must be an integer, got 'x'"
-    r = gpulab("bench", "--model", "mnist_cnn", "--backend", "mxnet", "--out",
-               str(tmp_path / "o.jsonl"))  # fmt: skip
-    assert r.returncode == 2
-    assert r.stderr.splitlines() == [
-        "gpulab: warning: --backend is deprecated, use --keras-backend",
-        "gpulab: error: unknown --keras-backend 'mxnet' (known: tensorflow, jax, torch)",
-    ]
+def test_no_hidden_old_option_names(gpulab, tmp_path: Path) -> None:
+    """Version 0.1.0 keeps no old names: --backend (bench, the lab commands) and --out (report,
+    data) are unknown options, refused in one line before anything runs."""
+    for args, line in (
+        (["bench", "--model", "mnist_cnn", "--backend", "jax"],
+         "unknown option or argument '--backend' for gpulab bench"),
+        (["up", "local", "--backend", "file:///tmp/state"],
+         "No such option: --backend (Possible options: --stack)"),
+        (["report", str(tmp_path), "--out", str(tmp_path / "rep")],
+         "No such option: --out (Possible options: --out-dir)"),
+        (["data", "mnist-like", "--out", str(tmp_path / "d")],
+         "No such option: --out (Possible options: --out-dir)"),
+    ):  # fmt: skip
+        r = gpulab(*args)
+        assert r.returncode == 2, (args, r.stderr)
+        assert r.stderr.splitlines() == [f"gpulab: error: {line}"], (args, r.stderr)
+    assert not (tmp_path / "rep").exists() and not (tmp_path / "d").exists()
 
 
 def test_exit_codes_are_documented() -> None:

@@ -1,11 +1,12 @@
 """`gpulab docs [TOPIC]`: the pages that ship with gpulab (the help names them by topic), the
-same text in a checkout and in an installed wheel (package data of infra.cli)."""
+same text in a checkout and in an installed wheel (the project's docs/, which the wheel carries:
+tests/test_install.py runs `gpulab docs` from an installed wheel)."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
-import tomllib
 
 from tests.cli.conftest import REPO
 
@@ -33,9 +34,18 @@ def test_every_docs_topic_the_help_names_exists(gpulab) -> None:
     assert named and not named - set(topics()), named - set(topics())
 
 
-def test_the_docs_ship_as_package_data() -> None:
-    """A wheel carries infra/cli/docs/* (the link to docs/ is followed when it is built)."""
-    link = REPO / "infra" / "cli" / "docs"
-    assert link.is_symlink() and link.resolve() == REPO / "docs"
-    data = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
-    assert {"docs/*.md", "docs/*.json"} <= set(data["package-data"]["infra.cli"])
+def test_the_docs_are_the_projects_and_ship_with_its_files() -> None:
+    """The pages are read from infra.paths.PROJECT/docs (no second copy or link inside a
+    package), and setup.py copies docs/ into the wheel's project files."""
+    from infra.cli.docs import DOCS
+    from infra.paths import PROJECT
+
+    assert DOCS == PROJECT / "docs" and DOCS.resolve() == REPO / "docs"
+    assert not (REPO / "infra" / "cli" / "docs").exists()
+    tree = ast.parse((REPO / "setup.py").read_text())
+    copied = next(
+        ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "PROJECT_FILES"
+    )
+    assert "docs" in copied

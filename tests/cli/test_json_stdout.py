@@ -66,14 +66,3 @@ def test_report_json(gpulab, tmp_path: Path) -> None:
     data = json.loads(r.stdout)["data"]
     assert Path(data["html"]).is_file() and data["figures"]
     assert any("Nothing to compare" in line for line in data["banner"])
-
-
-def test_old_backend_option_still_names_the_state_with_a_warning_double(
-    monkeypatch: pytest.MonkeyPatch, capsys: Any
-) -> None:
-    monkeypatch.setattr(infra.automation, "Lab", LabDouble)
-    assert infra.cli.main(["up", "local", "--backend", "file:///tmp/old"]) == 0
-    out, err = capsys.readouterr()
-    assert LabDouble.seen["env"] == {"PULUMI_BACKEND_URL": "file:///tmp/old"}
-    assert "gpulab: warning: --backend is deprecated here, use --state-url\n" in err
-    assert json.loads(out)["hosts"]

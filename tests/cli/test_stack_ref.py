@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from infra.cli.stack_ref import PROJECT, resolve, resolve_value
+from infra.cli.stack_ref import resolve, resolve_value
 from infra.errors import UsageError
+from infra.paths import PROJECT
 
 LOCAL = "config:\n  gpulab:topology: local\n  gpulab:lab: {lab}\n"
 

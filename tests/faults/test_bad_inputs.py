@@ -53,14 +53,15 @@ def commands(bad: Path, work: Path) -> dict[str, list[str]]:
         "audit": ["audit", str(bad)],
         "bench --suite": ["bench", "--suite", str(bad), "--out", str(work / "b.jsonl")],
         "report --published": [
-            "report", str(records), "--published", str(bad), "--out", str(work / "rep"),
+            "report", str(records), "--published", str(bad), "--out-dir",
+            str(work / "rep"),
         ],
         "run local --suite": [
             "run", "local", "--suite", str(bad), "--results-dir", str(work / "res"),
             "--no-docker", "--no-report",
         ],
-        "data mnist-like --out": ["data", "mnist-like", "--out", str(bad), "--train", "10",
-                                  "--test", "10"],
+        "data mnist-like --out-dir": ["data", "mnist-like", "--out-dir", str(bad), "--train",
+                                      "10", "--test", "10"],
         "study run": ["study", "run", str(bad), "--results-dir", str(work / "res")],
         "study status": ["study", "status", str(bad)],
         "inventory --outputs": ["inventory", "local", "--outputs", str(bad)],
@@ -71,7 +72,7 @@ def commands(bad: Path, work: Path) -> dict[str, list[str]]:
 
 COMMANDS = [
     "validate", "preflight", "audit", "bench --suite", "report --published",
-    "run local --suite", "data mnist-like --out", "study run", "study status",
+    "run local --suite", "data mnist-like --out-dir", "study run", "study status",
     "inventory --outputs", "compare", "export",
 ]  # fmt: skip
 
@@ -80,7 +81,7 @@ def _tree(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for p in root.rglob("*")}
 
 
-# `data --out` makes a missing directory and writes into an existing one: those two cases are
+# `data --out-dir` makes a missing directory and writes into an existing one: those two cases are
 # not bad input for it, so they are not generated (rather than skipped).
 TABLE = [
     (command, case)

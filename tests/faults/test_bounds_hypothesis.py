@@ -201,7 +201,7 @@ def test_generated_command_lines(
         argv = ["bench", "--model", "alexnet", "--out", str(tmp_path / "o.jsonl")]
         known = BENCH_OPTIONS
     else:
-        argv = ["data", which, "--out", str(tmp_path / "data")]
+        argv = ["data", which, "--out-dir", str(tmp_path / "data")]
         known = DATA_COMMANDS[which]
         if which == "imagenet-like":
             argv += ["--images", values.pop("--images", "10")]

@@ -29,7 +29,7 @@ from pulumi.automation import (
     StackNotFoundError,
 )
 
-from infra.automation import SECRET_MASK, Lab, LabError, PulumiMissingError
+from infra.automation import SECRET_MASK, Lab, LabError, PulumiMissingError, engine_path
 from infra.cli.errors import UsageError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -154,7 +154,11 @@ def test_up_streams_progress_and_masks_secret_outputs(project: Path) -> None:
     outputs = make_lab(project, auto, lines).up()
     assert auto.calls == [("create_or_select", "local"), ("up", "local")]
     assert auto.opts[0]["work_dir"] == str(project)  # this repository's project, local program
-    assert auto.opts[0]["env_vars"] == {"GPULAB_RESULTS": str(project / "results")}
+    assert auto.opts[0]["env_vars"] == {
+        "GPULAB_RESULTS": str(project / "results"),
+        "PATH": engine_path(),  # this interpreter's bin first: the program runs on it
+    }
+    assert engine_path().split(os.pathsep)[0] == str(Path(sys.executable).parent)
     assert "  + gpulab:AnsibleRun site created" in lines
     assert outputs["kubeconfig"] == SECRET_MASK
     assert outputs["results"] == {"status": "ok", "rows": []}
@@ -309,12 +313,13 @@ def test_cli_commands_through_the_double(
         return Lab(stack, repo=project, auto=auto, on_output=print, env=env), Console()
 
     monkeypatch.setattr(lifecycle, "_lab", lab)
-    assert main(["up", "local", "--backend", "file:///tmp/state"]) == 0
+    assert main(["up", "local", "--state-url", "file:///tmp/state"]) == 0
     out = capsys.readouterr().out
     assert "gpulab:AnsibleRun site created" in out and '"kubeconfig": "[secret]"' in out
     assert auto.opts[-1]["env_vars"] == {
         "PULUMI_BACKEND_URL": "file:///tmp/state",
         "GPULAB_RESULTS": str(project / "results"),  # where the program's workload runs write
+        "PATH": engine_path(),
     }
     assert main(["up", "local", "--refresh"]) == 0
     assert auto.calls[-1] == ("up", "local", ("refresh", True))

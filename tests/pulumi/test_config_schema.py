@@ -30,7 +30,7 @@ def test_project_files_match_the_key_table() -> None:
 
 def test_drift_is_detected(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The check can fail: a Pulumi.yaml edited by hand differs, --check exits 1 naming it."""
-    monkeypatch.setattr(schema, "REPO", tmp_path)  # and so no example stacks
+    monkeypatch.setattr(schema, "PROJECT", tmp_path)  # and so no example stacks
     (tmp_path / "Pulumi.yaml").write_text(
         schema.render_root().replace("default: smoke", "default: x")
     )

@@ -127,14 +127,14 @@ class Captured:
         self.axes: dict[str, Any] = {}
         from report import figures_absolute, figures_common, figures_ratio, figures_special
 
-        real = figures_common._save
+        real = figures_common.save_png
 
         def save(fig: Any, path: Path) -> None:
             self.axes[path.name] = fig.axes[0]
             real(fig, path)
 
         for mod in (figures_absolute, figures_ratio, figures_special):  # each draws and saves
-            monkeypatch.setattr(mod, "_save", save)
+            monkeypatch.setattr(mod, "save_png", save)
         # the axes are captured in this process: no forked figure workers (report.cpus)
         monkeypatch.setenv("GPULAB_REPORT_THREADS", "1")
 
@@ -172,16 +172,16 @@ def test_figure_axes_units_scale_and_single_values(
 
 def test_figure_note_says_reduced_image_size() -> None:
     """The line under a figure's title says when the images were smaller than the model's."""
-    from report.figures_common import _ran_note
+    from report.figures_common import ran_note
     from report.mapping import Arm
     from report.table import build_table
 
     recs = synth.reps("local", "native", experiment="e", model="resnet50", ips=3.0,
                       repeats=2, params={"image_size": 64})  # fmt: skip
     table = build_table(recs, Arm("local", "native"))
-    note = _ran_note(table, table.rows)
+    note = ran_note(table, table.rows)
     assert "image size 64 px (REDUCED; full: resnet50 224 px)" in note
     full = synth.reps("local", "native", experiment="e", model="resnet50", ips=3.0,
                       repeats=2, params={"image_size": 224})  # fmt: skip
     table = build_table(full, Arm("local", "native"))
-    assert "REDUCED" not in _ran_note(table, table.rows)
+    assert "REDUCED" not in ran_note(table, table.rows)

@@ -224,7 +224,7 @@ def test_console_output_of_gpulab_report(rep: ReportResult, tmp_path: Path) -> N
     from infra.cli import app
 
     src = next(rep.out_dir.parent.glob("in/*.jsonl"))
-    res = CliRunner().invoke(app, ["report", str(src), "--out", str(tmp_path / "o"), "--pool"])
+    res = CliRunner().invoke(app, ["report", str(src), "--out-dir", str(tmp_path / "o"), "--pool"])
     assert res.exit_code == 0, res.output
     out = res.output
     assert "\r" not in out and "\t" not in out and "\x1b" not in out

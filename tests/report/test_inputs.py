@@ -123,7 +123,7 @@ def test_cli_writes_the_report(tmp_path: Path, capsys, monkeypatch: pytest.Monke
     with open(src, "a", encoding="utf-8") as fh:
         fh.write('{"schema_version": 2, "rec')  # a writer killed mid-line
     out = tmp_path / "out"
-    assert main(["report", str(src), "--out", str(out), "--baseline", "local/native"]) == 0
+    assert main(["report", str(src), "--out-dir", str(out), "--baseline", "local/native"]) == 0
     for name in ("report.html", "report.md", "report.csv"):
         assert (out / name).is_file()
     assert any((out / "figures").glob("*.png"))
@@ -134,12 +134,13 @@ def test_cli_writes_the_report(tmp_path: Path, capsys, monkeypatch: pytest.Monke
 
 def test_cli_bad_input_is_one_line_exit_2(tmp_path: Path, capsys, monkeypatch) -> None:
     src = synth.write(tmp_path / "r.jsonl", two_arms())
-    assert main(["report", str(src), "--out", str(tmp_path / "o"), "--baseline", "nova-pci"]) == 2
+    argv = ["report", str(src), "--out-dir", str(tmp_path / "o"), "--baseline", "nova-pci"]
+    assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("gpulab: error: baseline 'nova-pci' has no ok records")
     assert len(err.splitlines()) == 1
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GPULAB_RESULTS", raising=False)  # the default root: ./results
     assert not os.path.exists("results")
-    assert main(["report", "--out", "o"]) == 2
+    assert main(["report", "--out-dir", "o"]) == 2
     assert "./results does not exist" in capsys.readouterr().err

@@ -28,7 +28,7 @@ def test_a_stale_or_missing_block_is_found(
     for rel in docs.BLOCKS:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / rel, tmp_path / rel)
-    monkeypatch.setattr(docs, "REPO", tmp_path)
+    monkeypatch.setattr(docs, "PROJECT", tmp_path)
     page = tmp_path / "docs" / "topologies.md"
     page.write_text(page.read_text().replace("| `nova-pci` |", "| `nova-pci-old` |"))
     assert docs.main(["--check"]) == 1

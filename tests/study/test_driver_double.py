@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from infra.paths import PROJECT
 from infra.study.driver import Driver, RunOptions, StudyInterrupted
-from infra.study.model import REPO, load_study
+from infra.study.model import load_study
 from infra.study.state import find_journal
 from tests.study.helpers import UnitsDouble, ids, write_study
 
@@ -156,7 +157,7 @@ def test_changed_suite_file_is_refused_even_with_the_same_study_file_double(
     from infra.errors import UsageError
 
     suite = tmp_path / "mine.yaml"
-    suite.write_text((REPO / "workloads/suites/smoke.yaml").read_text())
+    suite.write_text((PROJECT / "workloads/suites/smoke.yaml").read_text())
     write_study(tmp_path, suite="mine.yaml")
     driver(tmp_path, UnitsDouble()).run()
     suite.write_text(suite.read_text() + "\n# steps changed\n")
@@ -192,7 +193,7 @@ def test_lab_arm_with_a_suite_file_sets_the_workload_run_suite_double(tmp_path: 
     from tests.study.test_lab_double import engine, project
 
     suite = tmp_path / "mine.yaml"
-    suite.write_text((REPO / "workloads/suites/smoke.yaml").read_text())
+    suite.write_text((PROJECT / "workloads/suites/smoke.yaml").read_text())
     auto = AutoDouble()
     engine(auto, tmp_path / "results")
     proj = project(tmp_path)

@@ -14,8 +14,9 @@ import yaml
 from pulumi.automation import CommandError, CommandResult
 from rich.console import Console
 
+from infra.paths import PROJECT
 from infra.study.driver import Driver, RunOptions
-from infra.study.model import REPO, load_study, stack_paths
+from infra.study.model import load_study, stack_paths
 from tests.lifecycle.test_automation_double import AutoDouble
 from tests.study.helpers import write_study
 from workloads.records import make_record
@@ -26,7 +27,7 @@ KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGpulabstudytestkeyxxxxxxxxxxxxxxxxxx
 def project(tmp_path: Path) -> Path:
     proj = tmp_path / "project"
     proj.mkdir()
-    shutil.copy(REPO / "Pulumi.yaml", proj)
+    shutil.copy(PROJECT / "Pulumi.yaml", proj)
     doc = yaml.safe_load(stack_paths()["nova-pci"].read_text())
     doc["config"]["gpulab:ssh_public_key"] = KEY  # the example's placeholder is refused
     (proj / "Pulumi.nova-pci.yaml").write_text(yaml.safe_dump(doc))

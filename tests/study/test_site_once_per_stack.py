@@ -25,8 +25,9 @@ from rich.console import Console
 from infra.config import raw_from_stack_file
 from infra.dynamic.ansible_run import AnsibleRunProvider
 from infra.errors import UsageError
+from infra.paths import PROJECT
 from infra.study.driver import Driver, RunOptions
-from infra.study.model import REPO, load_study, stack_paths
+from infra.study.model import load_study, stack_paths
 from tests.lifecycle.test_automation_double import AutoDouble
 from tests.study.helpers import write_study
 from tests.topologies.test_site_inputs_stable import program_dynamic_inputs
@@ -52,7 +53,7 @@ def envs(raw: dict[str, Any], key: str) -> list[str]:
 def project(tmp_path: Path) -> Path:
     proj = tmp_path / "project"
     proj.mkdir()
-    shutil.copy(REPO / "Pulumi.yaml", proj)
+    shutil.copy(PROJECT / "Pulumi.yaml", proj)
     for stack in ("nova-pci", "ironic-bm"):
         doc = yaml.safe_load(stack_paths()[stack].read_text())
         doc["config"]["gpulab:ssh_public_key"] = KEY  # the example's placeholder is refused

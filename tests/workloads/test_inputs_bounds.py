@@ -1,4 +1,5 @@
-"""workloads.inputs: the one YAML loader (alias budget, depth, duplicate keys) and bounded JSON."""
+"""workloads.inputs: the one YAML loader (alias budget, depth, duplicate keys); bounded JSON
+(workloads.json_bounded)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,8 @@ from pathlib import Path
 import pytest
 
 from workloads.errors import InputError
-from workloads.inputs import (
-    MAX_JSON_DEPTH,
-    MAX_YAML_DEPTH,
-    JSONDepthError,
-    json_depth,
-    load_yaml,
-    loads_json,
-    parse_yaml,
-)
+from workloads.inputs import MAX_YAML_DEPTH, load_yaml, parse_yaml
+from workloads.json_bounded import MAX_JSON_DEPTH, JSONDepthError, json_depth, loads_json
 
 REPO = Path(__file__).resolve().parents[2]
 NAME = "stack file 'x.yaml'"

@@ -32,7 +32,7 @@ def test_models_run_on_the_jax_backend(tmp_path: Path, model: str, size: int | N
         "1",
         "--repeats",
         "1",
-        "--backend",
+        "--keras-backend",
         "jax",
         "--out",
         str(out),

@@ -8,5 +8,3 @@ TensorFlow is imported inside functions, so importing this package is cheap.
 """
 
 from __future__ import annotations
-
-DATA_KINDS = ("synthetic", "real")

@@ -21,8 +21,6 @@ from typing import Any
 
 from workloads.errors import InputError
 
-TRAIN_PATTERN = "train-*-of-*"
-
 
 @dataclass(frozen=True)
 class PipelineOptions:
@@ -41,7 +39,7 @@ def list_shards(data_dir: str | os.PathLike[str], split: str = "train") -> list[
     if not files:
         raise InputError(
             f"data_dir {data_dir!r} holds no {split}-*-of-* TFRecord shards "
-            "(write some with: gpulab data imagenet-like --images N --out DIR)"
+            "(write some with: gpulab data imagenet-like --images N --out-dir DIR)"
         )
     return files
 

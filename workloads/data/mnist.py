@@ -131,14 +131,3 @@ def write_mnist_like(
         paths.append(write_idx(Path(out_dir) / f"{img_name}{suffix}", images))
         paths.append(write_idx(Path(out_dir) / f"{lbl_name}{suffix}", labels))
     return paths
-
-
-def mnist_dataset(images: Any, labels: Any, batch_size: int, shuffle: bool = True) -> Any:
-    """One epoch of (float32 [B, 28, 28, 1] in [0, 1], int32 [B]) batches as a tf.data.Dataset."""
-    import tensorflow as tf
-
-    x = images.astype("float32")[..., None] / 255.0
-    ds = tf.data.Dataset.from_tensor_slices((x, labels.astype("int32")))
-    if shuffle:
-        ds = ds.shuffle(min(len(x), 60000), reshuffle_each_iteration=True)
-    return ds.batch(batch_size, drop_remainder=True).prefetch(tf.data.AUTOTUNE)

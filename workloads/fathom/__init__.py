@@ -47,16 +47,6 @@ def _builders() -> dict[str, Callable[[int, str], FathomWorkload]]:
 
 
 FATHOM_MODELS = ("seq2seq", "memnet", "speech", "autoenc", "residual", "vgg", "alexnet", "deepq")
-DEFAULT_BATCH = {
-    "seq2seq": 64,
-    "memnet": 32,
-    "speech": 32,
-    "autoenc": 100,
-    "residual": 32,
-    "vgg": 32,
-    "alexnet": 128,
-    "deepq": 32,
-}
 SIZES = ("full", "tiny")
 PORT = "Fathom-like"
 # Every model: synthetic inputs made once (Fathom reads its datasets: ImageNet, WMT, bAbI,

@@ -13,10 +13,27 @@ def _images(batch: int, shape: tuple[int, ...], classes: int, seed: int) -> tupl
     return synthetic_batch(shape, batch, classes, seed=seed)  # type: ignore[arg-type]
 
 
-def _ce() -> Any:
+def _classifier(
+    name: str, model_name: str, x_in: Any, features: Any, batch: int, classes: int, seed: int
+) -> FathomWorkload:
+    """The model from ``x_in`` to one logit per class over ``features``, trained with cross
+    entropy on generated images of ``x_in``'s shape."""
     import keras
+    from keras import layers
 
-    return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    model = keras.Model(x_in, layers.Dense(classes)(features), name=model_name)
+    images, labels = _images(batch, tuple(x_in.shape[1:]), classes, seed)
+    loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    return FathomWorkload(name, model, images, labels, loss, unit="images")
+
+
+def _fc_head(x: Any, width: int) -> Any:
+    """Flatten, then two ``width``-wide ReLU layers with dropout 0.5 (VGG's and AlexNet's)."""
+    from keras import layers
+
+    x = layers.Flatten()(x)
+    x = layers.Dropout(0.5)(layers.Dense(width, activation="relu")(x))
+    return layers.Dropout(0.5)(layers.Dense(width, activation="relu")(x))
 
 
 def residual(batch: int, size: str) -> FathomWorkload:
@@ -45,9 +62,7 @@ def residual(batch: int, size: str) -> FathomWorkload:
                 shortcut = layers.BatchNormalization()(shortcut)
             x = layers.ReLU()(layers.Add()([y, shortcut]))
     x = layers.GlobalAveragePooling2D()(x)
-    model = keras.Model(x_in, layers.Dense(classes)(x), name="residual")
-    images, labels = _images(batch, (px, px, 3), classes, 11)
-    return FathomWorkload("residual", model, images, labels, _ce(), unit="images")
+    return _classifier("residual", "residual", x_in, x, batch, classes, 11)
 
 
 def vgg(batch: int, size: str) -> FathomWorkload:
@@ -62,14 +77,7 @@ def vgg(batch: int, size: str) -> FathomWorkload:
         for _ in range(convs):
             x = layers.Conv2D(filters // div, 3, padding="same", activation="relu")(x)
         x = layers.MaxPooling2D(2)(x)
-    x = layers.Flatten()(x)
-    x = layers.Dense(fc, activation="relu")(x)
-    x = layers.Dropout(0.5)(x)
-    x = layers.Dense(fc, activation="relu")(x)
-    x = layers.Dropout(0.5)(x)
-    model = keras.Model(x_in, layers.Dense(classes)(x), name="vgg19")
-    images, labels = _images(batch, (px, px, 3), classes, 12)
-    return FathomWorkload("vgg", model, images, labels, _ce(), unit="images")
+    return _classifier("vgg", "vgg19", x_in, _fc_head(x, fc), batch, classes, 12)
 
 
 def alexnet(batch: int, size: str) -> FathomWorkload:
@@ -87,12 +95,7 @@ def alexnet(batch: int, size: str) -> FathomWorkload:
     x = layers.Conv2D(384 // div, 3, padding="same", activation="relu")(x)
     x = layers.Conv2D(256 // div, 3, padding="same", activation="relu")(x)
     x = layers.MaxPooling2D(3, strides=2)(x)
-    x = layers.Flatten()(x)
-    x = layers.Dropout(0.5)(layers.Dense(fc, activation="relu")(x))
-    x = layers.Dropout(0.5)(layers.Dense(fc, activation="relu")(x))
-    model = keras.Model(x_in, layers.Dense(classes)(x), name="fathom_alexnet")
-    images, labels = _images(batch, (px, px, 3), classes, 13)
-    return FathomWorkload("alexnet", model, images, labels, _ce(), unit="images")
+    return _classifier("alexnet", "fathom_alexnet", x_in, _fc_head(x, fc), batch, classes, 13)
 
 
 def deepq(batch: int, size: str) -> FathomWorkload:

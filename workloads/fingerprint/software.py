@@ -10,6 +10,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from workloads.paths import PACKAGES_DIR
+
 PACKAGES = (
     "tensorflow",
     "tensorflow-cpu",
@@ -21,7 +23,6 @@ PACKAGES = (
     "nvidia-ml-py",
     "pyyaml",
 )
-REPO = Path(__file__).resolve().parents[2]
 
 
 def package_versions() -> dict[str, str]:
@@ -58,7 +59,7 @@ def backend_info() -> dict[str, Any]:
     return info
 
 
-def git_revision(repo: Path = REPO) -> dict[str, Any]:
+def git_revision(repo: Path = PACKAGES_DIR) -> dict[str, Any]:
     """HEAD of the runner's checkout; ``$GPULAB_GIT_REV`` when the code was copied without .git."""
     try:
         rev = subprocess.run(

@@ -53,7 +53,7 @@ BACKEND_KERNELS = {
 }
 NEEDS_TF = (
     "kernel {kernel!r} is implemented on TensorFlow{also} only; backend {backend!r} cannot run "
-    "it, so it is skipped (run this entry with --backend tensorflow)"
+    "it, so it is skipped (run this entry with --keras-backend tensorflow)"
 )
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from workloads.kernels.compute import KernelResult, time_calls
+from workloads.paths import python_path
 
 
 def allreduce(elements: int, devices: int = 2, warmup: int = 2, iters: int = 10) -> KernelResult:
@@ -102,8 +103,7 @@ def _allreduce_in_child(elements: int, devices: int, warmup: int, iters: int) ->
         str(iters),
     ]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", GPULAB_ALLREDUCE_CHILD="1")
-    root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = python_path(env)
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, check=False)
     if proc.returncode != 0:
         tail = proc.stderr.strip().splitlines()[-1:] or ["no output"]
@@ -308,8 +308,7 @@ def bandwidth_isolated(
     args = ["bandwidth", str(nbytes), direction, affinity, str(warmup), str(iters)]
     cmd = [*prefix, sys.executable, "-m", "workloads.kernels.comm", *args]
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    root = str(Path(__file__).resolve().parents[2])
-    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = python_path(env)
     proc = subprocess.run(
         cmd, capture_output=True, text=True, timeout=timeout_s, env=env, check=False
     )

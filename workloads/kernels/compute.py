@@ -27,8 +27,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-LOOPS = ("compiled", "python")
-
 
 @dataclass
 class KernelResult:

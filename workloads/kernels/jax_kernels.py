@@ -1,4 +1,4 @@
-"""DeepBench-style GEMM and convolution on JAX (the ``kernel`` scenario under ``--backend jax``).
+"""DeepBench-style GEMM and convolution on JAX (the ``kernel`` scenario, ``--keras-backend jax``).
 
 The calls run inside one ``jax.jit`` as a ``lax.fori_loop`` (``loop: compiled``), with an
 ``optimization_barrier`` on the carried operands so XLA cannot hoist the loop-invariant call

@@ -33,7 +33,7 @@ Each reporting task syncs with the device every K steps (the job's ``sync_every`
 a join per round with ``sync``, else one join after all steps) and reads NVML's throttle
 counters around its timed window (``params.nvml_window``). With ``data: real`` the page
 cache is dropped before the tasks start, where allowed (``params.page_cache_dropped``).
-TF_CONFIG for each task is rendered from ``templates/tf_config.json.j2``. The record carries
+TF_CONFIG for each task is JSON made by :func:`render_tf_config`. The record carries
 the total throughput (``images_per_sec``: images of all workers / timed wall-clock) and the
 job's elapsed time (``metrics.job_elapsed_s``: first task launched to reporting task done).
 A worker whose peers never come hangs and ignores SIGTERM: at the deadline every process
@@ -58,7 +58,6 @@ from typing import Any
 from workloads.errors import InputError
 from workloads.options import positive_number, with_defaults
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "tf_config.json.j2"
 WORKER_MODULE = "workloads.scenarios.distributed_worker"
 DEFAULTS: dict[str, Any] = {
     "mode": "ps",
@@ -207,29 +206,16 @@ def cluster_spec(
     }
 
 
-def builtin_tf_config(cluster: Mapping[str, list[str]], task_type: str, task_index: int) -> str:
-    """The same JSON as the template, for hosts that received ``workloads/`` alone (the
-    workload_env role ships only that directory); a test keeps the two identical."""
+def render_tf_config(cluster: Mapping[str, list[str]], task_type: str, task_index: int) -> str:
+    """TF_CONFIG JSON for one task: the cluster (task type -> ``address:port`` list) and the
+    task this process is. Made with :mod:`json` here, the same on a controller and on a host
+    that received ``workloads/`` alone."""
     return json.dumps(
         {
             "cluster": {k: list(v) for k, v in cluster.items()},
             "task": {"type": task_type, "index": int(task_index)},
         }
     )
-
-
-def render_tf_config(cluster: Mapping[str, list[str]], task_type: str, task_index: int) -> str:
-    """TF_CONFIG JSON for one task, from templates/tf_config.json.j2 (built in when absent)."""
-    if not TEMPLATE.is_file():
-        return builtin_tf_config(cluster, task_type, task_index)
-    import jinja2
-
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
-    text = env.from_string(TEMPLATE.read_text(encoding="utf-8")).render(
-        cluster=dict(cluster), task_type=task_type, task_index=task_index
-    )
-    json.loads(text)  # the template must produce JSON
-    return text
 
 
 def _reachable(address: str) -> bool:
@@ -281,7 +267,7 @@ def _reporters(mode: str, cluster: Mapping[str, list[str]]) -> list[tuple[str, i
 NEEDS_TF = (
     "the distributed scenario needs TensorFlow (ParameterServerStrategy / "
     "MultiWorkerMirroredStrategy); backend {backend!r} has no equivalent here, so it is skipped "
-    "(run this entry with --backend tensorflow)"
+    "(run this entry with --keras-backend tensorflow)"
 )
 
 

@@ -18,7 +18,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+from workloads.paths import python_path
+
 TERM_GRACE_S = 2.0
 
 
@@ -54,7 +55,7 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
         env.setdefault(key, value)
     env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    env["PYTHONPATH"] = python_path(env)
     env.update(extra or {})
     return env
 

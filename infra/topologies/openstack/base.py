@@ -12,7 +12,6 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -21,10 +20,11 @@ import pulumi_openstack as openstack
 
 from infra.hosts import Host
 from infra.keys.lab import LabArgs
+from infra.paths import PROJECT
 from infra.topologies.common import host_groups
 from infra.topologies.openstack.args import OpenStackArgs, ServerArgs
 
-TEMPLATES = Path(__file__).resolve().parents[3] / "templates"
+TEMPLATES = PROJECT / "templates"
 
 
 def lab_tags(args: LabArgs) -> list[str]:

@@ -7,7 +7,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "mutation.sh"
 CORE = {"config", "records", "timing", "table", "stats", "checks", "fingerprint", "dynamic",
         "runner", "scenarios-shared", "scenarios-sharing", "scenarios-barrier"}  # fmt: skip

@@ -2,7 +2,7 @@
 (workloads/scenarios/barrier.py), on its own: real pipes and real child processes (short
 Python scripts that take the barrier the way a job does), no scenario around them.
 
-Kept apart from test_scenarios.py so that a mutant of the barrier runs only these tests (a
+Kept apart from test_shared_and_sharing.py so that a mutant of the barrier runs only these tests (a
 few seconds): a barrier that never lets go hangs until the mutation run's timeout, which is a
 multiple of the time of the tests that reach the mutated code.
 """

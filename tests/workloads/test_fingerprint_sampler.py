@@ -3,7 +3,7 @@ record's metrics carry: each sample's values and time, the window's first and la
 per-GPU summary, the throttle reasons, and NVML's init/shutdown pairing.
 
 No NVIDIA driver exists here, so NVML is doubled: ``SamplingNvml`` extends ``H200Nvml`` (the
-pynvml double of tests/mutation_kills/test_fingerprint.py) with the sampling calls, as strict as
+pynvml double of tests/workloads/nvml_h200.py) with the sampling calls, as strict as
 the library: a bad handle, clock type or sensor raises ``NVMLError`` (Invalid Argument), and,
 as NVML's reference count does, a call after the last ``nvmlShutdown`` raises Uninitialized and
 is recorded. The readings step with ``tick`` (the test's stand-in for time passing on the GPU);
@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 import workloads.fingerprint.nvml as nvml_mod
-from tests.mutation_kills.test_fingerprint import H200Nvml, NVMLError
+from tests.workloads.nvml_h200 import H200Nvml, NVMLError
 from workloads.fingerprint.nvml import Sampler, sample
 
 MIB = 1024 * 1024
