@@ -6,19 +6,21 @@ pushed again. The site run (k8s_gpu) builds and pushes it; the Jobs run it."""
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 
 from infra.dynamic.ansible_run import tree_digest
+from infra.paths import PROJECT
+from workloads.paths import PACKAGES_DIR
 
-REPO = Path(__file__).resolve().parents[3]
 IMAGE_NAME = "gpulab-workloads"
-DOCKERFILE = REPO / "templates" / "Dockerfile.j2"
+# what k8s_gpu builds the image from: the project's Dockerfile template, the runner's package
+DOCKERFILE = PROJECT / "templates" / "Dockerfile.j2"
+WORKLOADS = PACKAGES_DIR / "workloads"
 
 
 def image_tag() -> str:
     """12 hex digits of sha256 over the Dockerfile template and the workloads/ tree."""
     h = hashlib.sha256(DOCKERFILE.read_bytes())
-    h.update(tree_digest(REPO / "workloads").encode())
+    h.update(tree_digest(WORKLOADS).encode())
     return h.hexdigest()[:12]
 
 
