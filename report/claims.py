@@ -58,6 +58,7 @@ from report.device import device_kind, on_cpu
 from report.published import Published
 from report.table import Row, Table, is_relative
 from report.windows import NONE_RECORDED, WINDOWS, parts_note
+from workloads.errors import InputError
 
 METHOD_CHECK = "method check"  # the records ran on no GPU: numbers, no verdict word
 FIG_TOL = 0.05  # published figures: each measured normalized value within the paper's ± 0.05
@@ -168,6 +169,8 @@ def bound_check(b: Bound) -> Check:
         )
         if b.variant is not None:
             rows = [r for r in rows if b.variant(r.key.variant)]
+        if b.arm_ok is not None:
+            rows = [r for r in rows if b.arm_ok(t, r.arm)]
         if b.suite is not None:
             rows = [r for r in rows if r.key.suite == b.suite or b.suite in r.key.experiment]
         return rows
@@ -232,9 +235,28 @@ def _not_checkable(why: str) -> Callable[[Table], R.Measured]:
     return fn
 
 
+def mixed_workloads_checks(pub: Published) -> list[Check]:
+    """The mixed-workload claim's check, with the published entry's numbers
+    (report.mixed_workloads); an entry without them is a check that says so."""
+    from report import mixed_workloads as mw
+
+    what = (
+        "ML training time with N knowledge-worker VMs beside it over the same vGPU arm "
+        f"without them, paired per unit ({WINDOWS['train_wall_s']}; the paper's 3D CAD "
+        "impact and knowledge-worker latency are not judged: no 3D CAD VMs here, and the "
+        "knowledge-worker load records no latency)"
+    )
+    try:
+        numbers = mw.claim_numbers(pub.papers)
+    except (ValueError, InputError) as exc:
+        return [Check(mw.CLAIM, what, "n/a", _not_checkable(str(exc)))]
+    return [Check(mw.CLAIM, what, numbers.tolerance_text(), mw.check(numbers))]
+
+
 def all_checks(pub: Published) -> list[Check]:
     checks = [bound_check(b) for b in BOUNDS]
     checks += [Check(c, w, tol, fn) for c, w, tol, fn in RELATIONS]
+    checks += mixed_workloads_checks(pub)
     checks += [
         Check(c, "not checkable", "n/a", _not_checkable(w)) for c, w in NOT_CHECKABLE.items()
     ]

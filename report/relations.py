@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from report.checks import Outcome, missing, per_arm, pick
 from report.decide import Item
 from report.intervals import LINEAR, LOG, Estimate, estimate
+from report.mapping import Arm
 from report.table import Row, Table
 
 CLOSER = "closer2018"
@@ -214,17 +215,27 @@ def shared_order(t: Table) -> Measured:
 
 
 def ratio_within(
-    metrics: tuple[str, ...], model: str, num: str, den: str, lo: float, hi: float
+    metrics: tuple[str, ...],
+    model: str,
+    num: str,
+    den: str,
+    lo: float,
+    hi: float,
+    keep: Callable[[Table, Arm], bool] | None = None,
 ) -> Callable[[Table], Measured]:
     """Each ``num``-setting arm over each ``den``-setting arm (one model, the first of
-    ``metrics`` that both have), paired per unit, inside [lo, hi]: with lo < 1 < hi an
-    equivalence test (two one-sided tests) against that margin."""
+    ``metrics`` that both have; only arms ``keep`` accepts), paired per unit, inside [lo, hi]:
+    with lo < 1 < hi an equivalence test (two one-sided tests) against that margin."""
 
     def fn(t: Table) -> Measured:
         nums: list[Row] = []
         dens: list[Row] = []
         for metric in metrics:
-            rows = [r for r in t.rows if r.metric == metric and r.key.model == model]
+            rows = [
+                r
+                for r in t.rows
+                if r.metric == metric and r.key.model == model and (keep is None or keep(t, r.arm))
+            ]
             nums = [r for r in rows if r.setting == num]
             dens = [r for r in rows if r.setting == den]
             if nums and dens:

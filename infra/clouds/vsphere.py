@@ -84,6 +84,22 @@ def connect(
         raise CloudError(one_line(msg, password, user)) from None
 
 
+def connect_server(
+    server: str, user: str, password: str, insecure: bool = False
+) -> ServiceInstance:
+    """:func:`connect` to ``server`` given as ``host`` or ``host:port``."""
+    host, port = split_server(server)
+    return connect(host, user, password, port=port, insecure=insecure)
+
+
+def disconnect(si: ServiceInstance) -> None:
+    """Log out; best effort (the session times out anyway)."""
+    from pyVim.connect import Disconnect
+
+    with contextlib.suppress(Exception):
+        Disconnect(si)
+
+
 def _no_permission(exc: Any) -> str:
     priv = getattr(exc, "privilegeId", None) or "a privilege"
     obj = getattr(exc, "object", None)

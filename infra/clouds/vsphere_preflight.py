@@ -8,8 +8,9 @@ import re
 from typing import Any
 
 from infra.clouds import Check, CloudError, fail, ok
-from infra.clouds.vgpu_policy import plan_policy
+from infra.clouds.vgpu_policy import plan_policy, read_host
 from infra.clouds.vsphere import GpuHost, ServiceInstance, _objects, gpu_hosts, guard
+from infra.clouds.vsphere_host import host_object, powered_on_vms
 
 _FB = re.compile(r"^(?P<family>grid_[a-z0-9]+)-(?:\d+-)?(?P<fb>\d+)[a-z]$")
 
@@ -135,14 +136,60 @@ def check_vms_per_gpu(
     return [ok(row, f"{per_gpu} VM(s) per GPU")]
 
 
-def check_policy(si: ServiceInstance, *, cluster: str, profile: str, policy: str) -> list[Check]:
-    """The hosts the vGPU scheduling policy is for, and the command that sets it."""
+def check_policy(
+    si: ServiceInstance, *, cluster: str, profile: str, policy: str, apply: bool = False
+) -> list[Check]:
+    """Per host the vGPU scheduling policy is for: in effect (as the host reports it), or what
+    ``up`` will do (``apply``: set it and reboot the host, which powered-on VMs block) or
+    refuse."""
     row = f"vgpu policy {policy}"
     try:
         plan = plan_policy(si, cluster, policy, profile)
     except CloudError as exc:
         return [fail(row, str(exc), "install the NVIDIA vGPU manager on the cluster's hosts")]
-    return [ok(row, f"on {', '.join(plan.hosts)}: {plan.command}, then reboot the host")]
+    rows = []
+    for name in plan.hosts:
+        r = f"{row} on {name}"
+        try:
+            host = host_object(si, name)
+            state = read_host(si, name, host)
+            busy = powered_on_vms(host)
+        except CloudError as exc:
+            rows.append(fail(r, str(exc), "grant the user Host.Config.Settings on the host"))
+            continue
+        running = state.in_effect or "not known"
+        configured = state.configured_policy or repr(state.configured)
+        if state.in_effect == policy:
+            rows.append(ok(r, f"in effect ({state.evidence})"))
+        elif not apply:
+            rows.append(
+                fail(
+                    r,
+                    f"not in effect (running: {running}; configured: {configured}; "
+                    f"{state.evidence})",
+                    "set gpulab:vgpu_policy_apply: true: up sets it, reboots the host in "
+                    "maintenance mode and reads it back",
+                )
+            )
+        elif busy:
+            rows.append(
+                fail(
+                    r,
+                    f"up must reboot it in maintenance mode, but powered-on VMs are on it: "
+                    f"{', '.join(busy)}",
+                    "move them (vMotion) or power them off before up: gpulab moves and powers "
+                    "off no VM",
+                )
+            )
+        else:
+            rows.append(
+                ok(
+                    r,
+                    f"up sets it ({plan.command}; other options kept), reboots the host in "
+                    f"maintenance mode and reads it back (running now: {running})",
+                )
+            )
+    return rows
 
 
 def check_passthrough(

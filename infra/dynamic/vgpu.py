@@ -206,83 +206,8 @@ class VgpuProfile(_VcenterResource):
         )  # fmt: skip
 
 
-class VgpuPolicyProvider(ResourceProvider):
-    """The arm's vGPU scheduling policy on the cluster's GPU hosts
-    (:mod:`infra.clouds.vgpu_policy`): ``create`` records the esxcli command and the hosts it
-    is for, and sets the nvidia module option through the vSphere API only when ``apply``.
-    ``delete`` leaves the hosts as they are: the policy is a host setting, shared by every VM
-    on them, and changing it back needs a reboot the operator plans."""
+# The policy resource lives in infra.dynamic.vgpu_policy; its names stay importable from here,
+# where stacks made before the move pickled its provider.
+from infra.dynamic.vgpu_policy import VgpuPolicy, VgpuPolicyProvider  # noqa: E402
 
-    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        from infra.clouds.vgpu_policy import RMPVMRL
-
-        failures = []
-        if news.get("policy") not in RMPVMRL:
-            failures.append(
-                CheckFailure("policy", f"not one of {', '.join(RMPVMRL)}: {news.get('policy')!r}")
-            )
-        for key in ("cluster", "server", "user", "password"):
-            if not news.get(key):
-                failures.append(CheckFailure(key, f"{key} is required"))
-        return CheckResult(news, failures)
-
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        replaces = [
-            k
-            for k in ("policy", "cluster", "profile", "apply", "server")
-            if olds.get(k) != news.get(k)
-        ]
-        changed = replaces or [k for k in UPDATE_ON if olds.get(k) != news.get(k)]
-        return DiffResult(changes=bool(changed), replaces=replaces)
-
-    def create(self, props: dict[str, Any]) -> CreateResult:
-        from infra.clouds import vgpu_policy
-
-        si = _connect(props)
-        try:
-            plan = vgpu_policy.plan_policy(
-                si, str(props["cluster"]), str(props["policy"]), props.get("profile") or None
-            )
-            if props.get("apply"):
-                plan = vgpu_policy.apply_policy(si, plan)
-        finally:
-            _disconnect(si)
-        return CreateResult(f"{props['cluster']}/{plan.policy}", {**props, "plan": plan.as_dict()})
-
-    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        return ReadResult(id_, dict(props))
-
-    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult({**olds, **news})
-
-    def delete(self, _id: str, props: dict[str, Any]) -> None:
-        return None
-
-
-class VgpuPolicy(_VcenterResource):
-    """The vGPU scheduling ``policy`` of ``cluster``'s GPU hosts; ``plan`` is what was recorded
-    (policy, RmPVMRL value, esxcli command, hosts, hosts changed, reboot due)."""
-
-    plan: pulumi.Output[dict[str, Any]]
-
-    def __init__(
-        self,
-        name: str,
-        *,
-        cluster: pulumi.Input[str],
-        policy: pulumi.Input[str],
-        profile: pulumi.Input[str] | None,
-        apply: pulumi.Input[bool],
-        server: pulumi.Input[str],
-        user: pulumi.Input[str],
-        password: pulumi.Input[str],
-        insecure: pulumi.Input[bool] = False,
-        opts: pulumi.ResourceOptions | None = None,
-    ) -> None:
-        super().__init__(
-            VgpuPolicyProvider(),
-            name,
-            {"cluster": cluster, "policy": policy, "profile": profile, "apply": apply,
-             "plan": None},
-            server=server, user=user, password=password, insecure=insecure, opts=opts,
-        )  # fmt: skip
+__all__ = ["VgpuPolicy", "VgpuPolicyProvider", "VgpuProfile", "VgpuProfileProvider"]

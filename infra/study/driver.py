@@ -71,7 +71,8 @@ def localize(study: Study, opts: RunOptions) -> Study:
     digest = study.digest
     if opts.on_local:
         arms = [
-            dataclasses.replace(a, stack="local", topology="local", stack_file=None) for a in arms
+            dataclasses.replace(a, stack="local", topology="local", stack_file=None, config=())
+            for a in arms
         ]
         digest += "+local"
     if opts.suite:

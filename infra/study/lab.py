@@ -66,7 +66,8 @@ class LabUnits:
 
     def _copy_stack_file(self, arm: Arm) -> None:
         """The arm's stack file as ``Pulumi.<stack>.yaml`` in the project, marked as this
-        study's arm (OWNER_KEY); one already there is used only when it carries that mark."""
+        study's arm (OWNER_KEY), with the arm's ``config`` keys set (infra.study.arm_config);
+        one already there is used only when it carries that mark (its config keys set again)."""
         assert arm.stack_file is not None
         target = (self.repo or PROJECT) / f"Pulumi.{arm.stack}.yaml"
         mine = f"{self.journal.data['study']}/{arm.name}"
@@ -77,9 +78,18 @@ class LabUnits:
                     f"stack {arm.stack} already exists ({target}) and belongs to "
                     f"{owner or 'no study'}, not to study/arm {mine}"
                 )
-            return
-        doc = load_yaml(arm.stack_file, "stack file")  # checked when the study was loaded
-        doc["config"] = {**(doc.get("config") or {}), OWNER_KEY: mine}
+            if not arm.config:
+                return
+            doc = load_yaml(target, "stack file")
+        else:
+            doc = load_yaml(arm.stack_file, "stack file")  # checked when the study was loaded
+        config = {**(doc.get("config") or {}), OWNER_KEY: mine}
+        for key, value in arm.config:
+            config.pop(key, None)  # a gpulab key may be written without its namespace
+            config.pop(f"gpulab:{key}", None)
+            if value is not None:
+                config[f"gpulab:{key}"] = value
+        doc["config"] = config
         write_text(target, yaml.safe_dump(doc, sort_keys=False))
 
     def _configure(self, lab: Lab, arm: Arm) -> None:
@@ -142,14 +152,37 @@ class LabUnits:
             raise Stopped(exc.signum) from None
         except LabError as exc:
             n = self._collect(lab, arm, started, out)
-            return UnitResult("failed", f"{exc} ({n} record(s) kept)")
+            return self._after(lab, arm, UnitResult("failed", f"{exc} ({n} record(s) kept)"))
         n = self._collect(lab, arm, started, out)
         status = (outputs.get("results") or {}).get("status") if isinstance(outputs, dict) else None
         if n == 0:
-            return UnitResult("failed", f"the workload run of {arm.stack} wrote no records")
-        if status not in (None, "ok"):
-            return UnitResult("failed", f"the workload run's status is {status}")
-        return UnitResult("done")
+            res = UnitResult("failed", f"the workload run of {arm.stack} wrote no records")
+        elif status not in (None, "ok"):
+            res = UnitResult("failed", f"the workload run's status is {status}")
+        else:
+            res = UnitResult("done")
+        return self._after(lab, arm, res)
+
+    def _after(self, lab: Lab, arm: Arm, res: UnitResult) -> UnitResult:
+        """``rebuild: every-unit``: the unit's lab is destroyed before the next unit builds
+        its own (one lab at a time); a ``down`` that fails leaves it for the teardown, and the
+        unit says so."""
+        if self.journal.data.get("rebuild") != "every-unit":
+            return res
+        info = self.journal.built().setdefault(arm.stack, {})
+        if not info.get("up"):
+            return res
+        self.on_output(f"==> study: down {arm.stack} after {arm.name} (rebuild: every-unit)")
+        try:
+            lab.down()
+        except LabInterrupted as exc:
+            raise Stopped(exc.signum) from None
+        except LabError as exc:
+            why = f"{res.reason}; " if res.reason else ""
+            return UnitResult("failed", f"{why}down after the unit failed: {exc}")
+        info["up"] = False
+        self.journal.save()
+        return res
 
     def _collect(self, lab: Lab, arm: Arm, since: float, out: Path) -> int:
         """Copy the records of the workload runs since ``since``, labelled with the arm."""

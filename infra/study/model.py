@@ -20,8 +20,14 @@ the repeats and their order, when to rebuild, and the published claims it checks
         sharing: exclusive                 # optional, as the runner's --sharing
         label: bm                          # optional: the records' arm label (default: name)
         suite: other-suite                 # optional: this arm runs another suite
+        config: {kw_vm_count: 32}          # optional: stack keys this arm sets (null removes one)
 
 Relative paths (``suite``, ``stack_file``) are read from the study file's directory first.
+An arm with ``config`` measures a copy of its stack (``stack`` or ``stack_file``) with those
+``gpulab:`` keys set, under the copied stacks' name ``study-<study>-<arm>``, and its own lab
+name, ``<lab>-<arm>`` (unless ``config`` sets ``lab``), so two arms' labs never share names.
+``rebuild: every-unit`` builds each unit's lab and destroys it after the unit: one lab at a
+time (arms that change a host-wide setting, such as the vGPU scheduling policy, never meet).
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from workloads.inputs import load_yaml, parse_yaml
 
 STUDIES_DIR = PROJECT / "studies"
 ORDERS = ("interleaved", "randomized")
-REBUILDS = ("never", "between-repeats", "between-arms")
+REBUILDS = ("never", "between-repeats", "between-arms", "every-unit")
 MAX_ARMS = 64
 MAX_REPEATS = 1000  # as a suite's repeats (workloads.suites.MAX_REPEATS)
 MAX_CLAIMS = 256
@@ -59,7 +65,7 @@ STUDY_KEYS = (
     "claims",
     "arms",
 )
-ARM_KEYS = ("name", "stack", "stack_file", "exec_env", "sharing", "suite", "label")
+ARM_KEYS = ("name", "stack", "stack_file", "exec_env", "sharing", "suite", "label", "config")
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,8 @@ class Arm:
     suite: str = ""  # resolved: a shipped name or an absolute .yaml path
     label: str = ""  # the records' arm label (default: the name)
     project: Path = PROJECT  # the Pulumi project directory the stack belongs to
+    # gpulab keys this arm sets over its stack file's (None: the key removed), in file order
+    config: tuple[tuple[str, Any], ...] = field(default=(), hash=False)
 
     @property
     def stack_path(self) -> Path:
@@ -306,6 +314,15 @@ def _arm(where: str, i: int, raw: Any, study: str, base: Path, suite: str, cache
     topology = _stack_topology(
         where, f"{at}.stack" if stack_file is None else f"{at}.stack_file", path
     )
+    config: tuple[tuple[str, Any], ...] = ()
+    if "config" in raw:
+        from infra.study.arm_config import ArmConfigError, parse_config
+
+        try:
+            config = parse_config(raw["config"], path, name)
+        except ArmConfigError as exc:
+            raise _bad(where, f"{at}.config{exc.key}", exc.what) from None
+        stack_file, stack = path, study_stack_name(study, name)
     sharing = raw.get("sharing")
     if sharing is not None:
         from workloads.errors import InputError
@@ -320,7 +337,9 @@ def _arm(where: str, i: int, raw: Any, study: str, base: Path, suite: str, cache
         arm_suite = resolve_suite(where, f"{at}.suite", raw["suite"], base, cache)
     label = _name(where, f"{at}.label", raw["label"]) if "label" in raw else name
     project = PROJECT if stack_file is not None else project_of(path)
-    return Arm(name, exec_env, stack, topology, stack_file, sharing, arm_suite, label, project)
+    return Arm(
+        name, exec_env, stack, topology, stack_file, sharing, arm_suite, label, project, config
+    )
 
 
 def parse_study(doc: Any, path: Path, digest: str = "") -> Study:

@@ -105,6 +105,7 @@ def arm_info(arm: Any) -> dict[str, Any]:
         "label": arm.label,
         "suite": arm.suite,
         "sharing": arm.sharing,
+        "config": dict(getattr(arm, "config", ())),
     }
 
 

@@ -1,8 +1,8 @@
 """The vGPU study factors of a vsphere-gpu arm against govmomi's vCenter simulator
 (tests/parts/fixtures_vcsim.py: cluster DC0_C0's hosts have a Tesla P100 with grid_p100-*
 profiles): the profile sweep (VMs per GPU, attached through the VgpuProfile provider), the
-CPU-only knowledge-worker VMs and the audit that finds them, and the scheduling policy as the
-esxcli command recorded by the VgpuPolicy provider (the simulator has no vGPU manager)."""
+CPU-only knowledge-worker VMs and the audit that finds them, and the scheduling policy's
+command and hosts (brought into effect or refused: tests/cloud/test_vgpu_policy_vcsim.py)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 
 from infra.clouds import CloudError
 from infra.clouds import vsphere as vs
+from infra.clouds.vgpu_policy import plan_policy
 from infra.clouds.vsphere_audit import audit_vsphere
 from infra.clouds.vsphere_preflight import check_vms_per_gpu
 from infra.dynamic.vgpu import VgpuPolicyProvider, VgpuProfileProvider
@@ -145,38 +146,26 @@ def test_knowledge_worker_vms_are_cpu_only_and_the_audit_lists_every_leftover(si
     ("policy", "value"),
     [("best-effort", "0x00"), ("equal-share", "0x01"), ("fixed-share", "0x11")],
 )
-def test_policy_recorded_as_the_esxcli_command_for_the_clusters_gpu_hosts(
-    si: Any, vcsim: Any, policy: str, value: str
+def test_policy_plan_is_the_esxcli_command_for_the_clusters_gpu_hosts(
+    si: Any, policy: str, value: str
 ) -> None:
-    props = creds(vcsim, cluster=CLUSTER, policy=policy, profile="grid_p100-4q", apply=False)
-    assert VgpuPolicyProvider().check({}, props).failures == []
-    res = VgpuPolicyProvider().create(props)
-    plan = res.outs["plan"]
+    """What a policy means on the cluster: its esxcli command and the hosts it is for (what
+    VgpuPolicy then brings into effect or refuses: tests/cloud/test_vgpu_policy_vcsim.py)."""
+    plan = plan_policy(si, CLUSTER, policy, "grid_p100-4q")
     print(plan)
-    assert plan["command"] == (
+    assert plan.command == (
         f'esxcli system module parameters set -m nvidia -p "NVreg_RegistryDwords=RmPVMRL={value}"'
     )
-    assert plan["registry_dword"] == f"RmPVMRL={value}"
+    assert plan.registry_dword == f"RmPVMRL={value}"
     hosts = [h.name for h in vs.gpu_hosts(si, cluster=CLUSTER)]
-    assert hosts and plan["hosts"] == hosts
-    assert plan["applied"] == [] and plan["reboot_required"] is False
-    assert vcsim.password not in str(plan)
+    assert hosts and plan.hosts == hosts
+    assert plan.applied == [] and plan.in_effect is None
 
 
 def test_policy_for_a_profile_no_host_supports_is_one_line(vcsim: Any) -> None:
     props = creds(vcsim, cluster=CLUSTER, policy="fixed-share", profile="grid_t4-4q", apply=False)
     with pytest.raises(CloudError, match="no host of cluster DC0_C0 has an NVIDIA GPU supporting"):
         VgpuPolicyProvider().create(props)
-
-
-def test_policy_apply_on_the_simulator_fails_with_one_line(vcsim: Any) -> None:
-    """The simulator's hosts have no kernel module system (no vGPU manager): apply refuses
-    with one line instead of recording a change that did not happen."""
-    props = creds(vcsim, cluster=CLUSTER, policy="equal-share", profile=None, apply=True)
-    with pytest.raises(CloudError) as exc:
-        VgpuPolicyProvider().create(props)
-    assert "\n" not in str(exc.value) and "nvidia" in str(exc.value)
-    print(exc.value)
 
 
 def test_gpulab_preflight_shows_the_policy_command_and_vms_per_gpu(
@@ -194,11 +183,27 @@ def test_gpulab_preflight_shows_the_policy_command_and_vms_per_gpu(
         kw_vm_count=32,
     )
     p = gpulab("preflight", str(stack), password=vcsim.password)
-    assert p.returncode == 0, p.stdout + p.stderr
     out = " ".join(p.stdout.split())
     assert "vgpu VMs per GPU grid_p100-8q" in out and "2 VM(s) per GPU" in out
-    assert "vgpu policy fixed-share" in out
-    assert "NVreg_RegistryDwords=RmPVMRL=0x11" in out
+    # gpulab has seen none of the hosts boot: the policy is not known to be in effect, and
+    # without gpulab:vgpu_policy_apply the lab would be refused, host by host
+    assert p.returncode == 1, p.stdout + p.stderr
+    for host in ("DC0_C0_H0", "DC0_C0_H1", "DC0_C0_H2"):
+        assert f"vgpu policy fixed-share on {host}" in out
+    assert "not in effect (running: not known; configured: best-effort;" in out
+    assert "set gpulab:vgpu_policy_apply: true" in out
+    applied = vgpu_stack(
+        tmp_path / "Pulumi.apply.yaml",
+        vcsim,
+        vgpu_profile="grid_p100-8q",
+        vgpu_policy="fixed-share",
+        vgpu_policy_apply=True,
+    )
+    p = gpulab("preflight", str(applied), password=vcsim.password)
+    out = " ".join(p.stdout.split())
+    assert "NVreg_RegistryDwords=RmPVMRL=0x11" in out and "reboots the" in out
+    # the simulator's cluster runs VMs: up would have to reboot hosts that gpulab may not empty
+    assert "powered-on VMs are on it:" in out and "DC0_C0_RP0_VM" in out and p.returncode == 1
     bad = vgpu_stack(
         tmp_path / "Pulumi.bad.yaml", vcsim, vgpu_profile="grid_p100-8q", vgpu_vms_per_gpu=4
     )

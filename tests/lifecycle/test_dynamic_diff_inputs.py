@@ -70,12 +70,14 @@ CASES: dict[str, dict[str, Any]] = {
     "VgpuPolicy": {
         "cls": VgpuPolicy,
         "provider": VgpuPolicyProvider,
-        "outputs": {"plan"},
+        "outputs": {"plan", "in_effect"},
         "args": {
             "cluster": "gpu-cluster",
             "policy": "best-effort",
             "profile": "grid_p100-4q",
             "apply": False,
+            "timeout_s": 600,
+            "check_id": "20261127T010203.000000Z",
             "server": "vcenter.example:443",
             "user": "administrator@vsphere.local",
             "password": "pw-one",
@@ -103,6 +105,8 @@ def changed(value: Any) -> Any:
     """A different value of the same kind."""
     if isinstance(value, bool):
         return not value
+    if isinstance(value, int):
+        return value + 1
     if isinstance(value, str):
         return value + "-2"
     if isinstance(value, list):

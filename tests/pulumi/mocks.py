@@ -84,6 +84,10 @@ class LabMocks(pulumi.runtime.Mocks):
             # its provider talks to Magnum, which the mock runtime skips
             outs["api_address"] = "https://198.51.100.200:6443"
             outs["kubeconfig"] = KUBECONFIG
+        elif typ == "pulumi-python:dynamic:Resource" and {"policy", "cluster"} <= set(outs):
+            # VgpuPolicy: the hosts report the arm's policy in effect (the real provider reads
+            # it back or fails: tests/cloud/test_vgpu_policy_vcsim.py)
+            outs["in_effect"] = outs["policy"]
         elif typ == "vsphere:index/virtualMachine:VirtualMachine":
             outs["defaultIpAddress"] = f"192.0.2.{n}"
             outs["moid"] = f"vm-{n}"

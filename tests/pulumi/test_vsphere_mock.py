@@ -224,7 +224,11 @@ def test_vsphere_vgpu_mock_study_factors_policy_profile_and_knowledge_workers(
             assert h.vars["vgpu_policy"] == "equal-share"
             assert h.vars["vgpu_policy_command"] == command
             assert h.vars["vgpu_vms_per_gpu"] == 4 and h.vars["kw_vms"] == 3
-            assert h.vars["workload_run_sharing"] == "vgpu:grid_p100-4q.equal-share.kw3"
+            # what the records state comes from the policy resource (as the hosts report it)
+            in_effect = await h.vars["vgpu_policy_in_effect"].future()
+            sharing = await h.vars["workload_run_sharing"].future()
+            assert in_effect == "equal-share"
+            assert sharing == "vgpu:grid_p100-4q.equal-share.4-per-gpu.kw3"
         for h in workers:
             assert h.gpu_path == "none" and h.groups == ["knowledge_workers"]
             assert not any("gpu" in g for g in h.groups)
@@ -240,18 +244,24 @@ def test_vgpu_sharing_detail_is_a_valid_records_sharing() -> None:
     from infra.topologies.vsphere_gpu.args import VsphereGpuArgs
     from infra.topologies.vsphere_gpu.build import sharing_detail
     from workloads.setting import _SHARING
+    from workloads.vgpu_factors import VgpuFactors, parse
 
     cfg = VsphereGpuArgs(topology="vsphere-gpu", lab="x1", vgpu_profile="grid_p40-24q")
-    for c, want in (
-        (cfg, "vgpu:grid_p40-24q"),
-        (replace(cfg, vgpu_policy="fixed-share"), "vgpu:grid_p40-24q.fixed-share"),
+    for c, in_effect, want in (
+        (cfg, None, "vgpu:grid_p40-24q"),
+        (replace(cfg, vgpu_policy="fixed-share"), "fixed-share", "vgpu:grid_p40-24q.fixed-share"),
+        # the stack's word is not what the records say: the hosts' is
+        (replace(cfg, vgpu_policy="fixed-share"), None, "vgpu:grid_p40-24q"),
         (
-            replace(cfg, vgpu_policy="best-effort", kw_vm_count=96),
-            "vgpu:grid_p40-24q.best-effort.kw96",
+            replace(cfg, vgpu_policy="best-effort", kw_vm_count=96, vgpu_vms_per_gpu=2),
+            "best-effort",
+            "vgpu:grid_p40-24q.best-effort.2-per-gpu.kw96",
         ),
     ):
-        got = sharing_detail(c)
+        got = sharing_detail(c, in_effect)
         assert got == want and _SHARING.match(got)
+        f = parse(got)
+        assert f == VgpuFactors("grid_p40-24q", in_effect, c.vgpu_vms_per_gpu, c.kw_vm_count)
 
 
 def test_published_vgpu_claims_carry_numbers_tolerances_and_the_policy_values() -> None:
@@ -306,3 +316,61 @@ def test_study_keys_validate_and_kw_load_inputs_pass_through_site() -> None:
         assert f"gpulab:{key}" in str(exc.value)
     with pytest.raises(ConfigError, match="gpulab:vgpu_policy"):  # a vgpu-mode key only
         stack("vsphere-gpu", vgpu_policy="equal-share")
+
+
+def test_vgpu_policy_comes_before_every_vm_and_the_records_state_it_mock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The requests the engine would get for a vGPU arm with a policy and knowledge-worker
+    VMs: every VM (GPU and knowledge worker) depends on the VgpuPolicy resource, which depends
+    on no VM (its reboots need hosts without powered-on VMs, and gpulab powers off none); it
+    is told the measure id (checked again at every `gpulab measure`) and its bound; the
+    workload run's hosts carry the sharing built from what it reports in effect."""
+    from tests.pulumi.entry import run_entry_point, stack_config
+    from tests.pulumi.mocks import REPO
+
+    over = {k: None for k in ("gpu_host", "pci_device_ids", "gpus_per_vm", "gpu_bar_gb")}
+    raw = stack_config(
+        REPO / "examples/vsphere-gpu/Pulumi.vsphere-gpu.yaml",
+        {
+            **over,
+            "mode": "vgpu",
+            "vgpu_profile": "grid_p100-8q",
+            "vgpu_vms_per_gpu": 2,
+            "vgpu_policy": "fixed-share",
+            "vgpu_policy_apply": True,
+            "vgpu_policy_timeout_s": 600,
+            "kw_vm_count": 2,
+            "measure_id": "20261127T010203.000000Z",
+        },
+    )
+
+    @pulumi.runtime.test
+    def body() -> Any:
+        monitor, _ = run_entry_point("vsphere-gpu-vgpu", raw, monkeypatch)
+
+        async def go() -> None:
+            await settle()
+            (policy,) = [r for r in monitor.of_type(DYNAMIC) if r.name == "vs-lab-vgpu-policy"]
+            vms = monitor.of_type(VM)
+            assert sorted(v.name for v in vms) == [
+                "vs-lab-gpu-0", "vs-lab-gpu-1", "vs-lab-kw-0", "vs-lab-kw-1"
+            ]  # fmt: skip
+            for vm in vms:
+                assert policy.urn in vm.deps, f"{vm.name} does not wait for the policy"
+            assert not {vm.urn for vm in vms} & policy.deps
+            i = policy.inputs
+            assert (i["policy"], i["apply"], i["timeout_s"]) == ("fixed-share", True, 600)
+            assert i["check_id"] == "20261127T010203.000000Z"
+            (run,) = monitor.of_type("pulumi-python:dynamic/gpulab:WorkloadRun")
+            assert policy.urn in run.deps
+            hosts = run.inputs["hosts"]
+            sharing = {h["name"]: h["vars"].get("workload_run_sharing") for h in hosts}
+            assert sharing == {
+                "vs-lab-gpu-0": "vgpu:grid_p100-8q.fixed-share.2-per-gpu.kw2",
+                "vs-lab-gpu-1": "vgpu:grid_p100-8q.fixed-share.2-per-gpu.kw2",
+            }
+
+        return check(go())
+
+    body()

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from infra.cli import main
-from infra.study.model import STUDIES_DIR, load_study, parse_study
+from infra.study.model import STUDIES_DIR, load_study, parse_study, study_stack_name
 from infra.study.plan import Unit, plan
 from report.published import load_published
 from workloads import execenv
@@ -116,7 +116,11 @@ def test_built_in_studies_validate_and_name_what_exists(name: str) -> None:
     for arm in study.arms:
         assert arm.exec_env in execenv.names()
         load_suite(arm.suite)  # raises on a missing or bad suite
-        assert arm.stack_path.is_file() and arm.stack_path.name == f"Pulumi.{arm.stack}.yaml"
+        assert arm.stack_path.is_file()
+        if arm.stack_file is None:
+            assert arm.stack_path.name == f"Pulumi.{arm.stack}.yaml"
+        else:  # a copied stack (stack_file or config): the copy's name is the study's
+            assert arm.stack == study_stack_name(name, arm.name)
     raw = yaml.safe_load(path.read_text())
     assert {a["name"] for a in raw["arms"]} == {a.name for a in study.arms}
 

@@ -77,8 +77,12 @@ class VsphereGpuArgs(LabArgs):
     bitfusion_server: A[str | None, K(Str, "Bitfusion server address", modes=BITFUSION)] = None
     vgpu_policy: A[str | None, K(OneOf(*VGPU_POLICIES), "vGPU scheduling policy on the ESXi "
                                  "hosts (RmPVMRL; see docs/topologies.md)", modes=VGPU)] = None
-    vgpu_policy_apply: A[bool, K(Bool, "set vgpu_policy on the hosts' nvidia module (else only "
-                                 "record the esxcli command)", default=False, modes=VGPU)] = False
+    vgpu_policy_apply: A[bool, K(Bool, "let gpulab set vgpu_policy on the hosts' nvidia module "
+                                 "and reboot each host in maintenance mode (else a policy not in "
+                                 "effect refuses the lab)", default=False, modes=VGPU)] = False
+    vgpu_policy_timeout_s: A[int, K(Int(10, 86400), "seconds gpulab waits for each host to "
+                                    "enter maintenance mode and to come back from its reboot",
+                                    default=1800, modes=VGPU)] = 1800
     vgpu_vms_per_gpu: A[int | None, K(Int(1, 32), "VMs one GPU holds with vgpu_profile "
                                       "(checked against the hosts' profiles)", modes=VGPU)] = None
     kw_vm_count: A[int, K(Int(0, MAX_KW_VMS), "CPU-only knowledge-worker VMs", default=0)] = 0

@@ -4,7 +4,10 @@ GPUs by
 - ``passthrough``: DirectPath I/O devices pinned to ``gpu_host``, full locked memory
   reservation, EFI, 64-bit MMIO sized to the GPUs' BARs;
 - ``vgpu``: an NVIDIA vGPU profile attached by :class:`infra.dynamic.vgpu.VgpuProfile`
-  (the provider has no vGPU argument), full locked memory reservation;
+  (the provider has no vGPU argument), full locked memory reservation; with
+  ``gpulab:vgpu_policy``, the :class:`infra.dynamic.vgpu_policy.VgpuPolicy` resource first
+  (in effect on the hosts, or the lab refused), every VM after it, and the records' sharing
+  built from the policy it reads back;
 - ``bitfusion``: plain client VMs; the Bitfusion server is recorded as a host.
 """
 
@@ -16,11 +19,13 @@ import pulumi
 import pulumi_vsphere as vsphere
 
 from infra.clouds.vgpu_policy import esxcli_command
-from infra.dynamic.vgpu import VgpuPolicy, VgpuProfile
+from infra.dynamic.vgpu import VgpuProfile
+from infra.dynamic.vgpu_policy import VgpuPolicy
 from infra.hosts import Host
 from infra.topologies.common import TYPE_PREFIX, host_groups
 from infra.topologies.vsphere_gpu import SPEC
 from infra.topologies.vsphere_gpu.args import VsphereGpuArgs
+from workloads.vgpu_factors import VgpuFactors
 
 
 def mmio_size_gb(gpus: int, bar_gb: int) -> int:
@@ -47,27 +52,32 @@ def passthrough_extra_config(args: VsphereGpuArgs) -> dict[str, str]:
 KW_GROUP = "knowledge_workers"
 
 
-def sharing_detail(args: VsphereGpuArgs) -> str:
-    """The records' sharing of a vGPU arm: ``vgpu:<profile>[.<policy>][.kw<N>]``
-    (workloads/setting.py allows letters, digits, '.', '_' and '-' in the detail)."""
-    parts = [str(args.vgpu_profile)]
-    if args.vgpu_policy:
-        parts.append(args.vgpu_policy)
-    if args.kw_vm_count:
-        parts.append(f"kw{args.kw_vm_count}")
-    return "vgpu:" + ".".join(parts)
+def sharing_detail(args: VsphereGpuArgs, in_effect: str | None = None) -> str:
+    """The records' sharing of a vGPU arm (workloads/vgpu_factors.py):
+    ``vgpu:<profile>[.<policy>][.<N>-per-gpu][.kw<N>]``, the policy as the hosts report it in
+    effect (``in_effect``, from the VgpuPolicy resource), never the stack's word for it."""
+    return VgpuFactors(
+        str(args.vgpu_profile), in_effect, args.vgpu_vms_per_gpu, args.kw_vm_count
+    ).sharing()
 
 
-def vgpu_factors(args: VsphereGpuArgs) -> dict[str, Any]:
+def vgpu_factors(args: VsphereGpuArgs, policy: Any = None) -> dict[str, Any]:
     """Host vars of a vGPU VM: the arm's factors, as the hosts output and the records carry
-    them (``workload_run_sharing`` becomes the records' sharing)."""
+    them (``workload_run_sharing`` becomes the records' sharing). ``policy``: the VgpuPolicy
+    resource, whose ``in_effect`` (read from the hosts) the records state."""
+    in_effect = policy.in_effect if policy is not None else None
     out: dict[str, Any] = {
         "vgpu_profile": args.vgpu_profile,
         "vgpu_vms_per_gpu": args.vgpu_vms_per_gpu,
         "vgpu_policy": args.vgpu_policy,
         "vgpu_policy_command": esxcli_command(args.vgpu_policy) if args.vgpu_policy else None,
+        "vgpu_policy_in_effect": in_effect,
         "kw_vms": args.kw_vm_count,
-        "workload_run_sharing": sharing_detail(args),
+        "workload_run_sharing": (
+            in_effect.apply(lambda p: sharing_detail(args, p))
+            if in_effect is not None
+            else sharing_detail(args)
+        ),
     }
     return {k: v for k, v in out.items() if v is not None}
 
@@ -99,6 +109,7 @@ class _Cloner:
         memory_mb: int | None,
         annotation: str,
         extra: dict[str, Any],
+        after: list[Any],
     ) -> vsphere.VirtualMachine:
         args, template = self.args, self.template
         domain = args.domain
@@ -140,7 +151,10 @@ class _Cloner:
             # A VM's name is fixed (<lab>-gpu-<i>, <lab>-kw-<i>) and unique in its folder: a
             # replacement must delete the old VM before it clones the new one.
             opts=pulumi.ResourceOptions(
-                parent=self.parent, provider=self.provider, delete_before_replace=True
+                parent=self.parent,
+                provider=self.provider,
+                delete_before_replace=True,
+                depends_on=after,
             ),
         )
 
@@ -178,6 +192,10 @@ class VsphereGpuLab(pulumi.ComponentResource):
         self.vms: list[vsphere.VirtualMachine] = []
         self.vgpus: list[Any] = []
         self.hosts = []
+        # The policy first: its reboots need hosts without powered-on VMs, and gpulab powers
+        # off none, so the lab's own VMs come after it (docs/topologies.md).
+        self.policy = self._vgpu_policy(args) if args.mode == "vgpu" and args.vgpu_policy else None
+        after = [self.policy] if self.policy is not None else []
         vm_gpu_path = SPEC.gpu_path(args)
         clone = _Cloner(args, self, cluster, datastore, network, template)
         for i in range(args.host_count or 1):
@@ -188,12 +206,13 @@ class VsphereGpuLab(pulumi.ComponentResource):
                 args.vm_memory_mb,
                 f"gpulab lab={args.lab} topology={args.topology} mode={args.mode}",
                 self._gpu_args(args, i, template, gpu_host),
+                after,
             )
             self.vms.append(vm)
             host_vars: dict[str, Any] = {"lab": args.lab, "vsphere_mode": args.mode}
             if args.mode == "vgpu":
                 self.vgpus.append(self._attach_vgpu(args, name, vm))
-                host_vars.update(vgpu_factors(args))
+                host_vars.update(vgpu_factors(args, self.policy))
             if args.mode == "bitfusion":
                 host_vars["bitfusion_server"] = args.bitfusion_server
             if args.mode == "passthrough":
@@ -208,7 +227,6 @@ class VsphereGpuLab(pulumi.ComponentResource):
                     vars=host_vars,
                 )
             )
-        self.policy = self._vgpu_policy(args) if args.mode == "vgpu" and args.vgpu_policy else None
         self.kw_vms = []
         for i in range(args.kw_vm_count):
             name = f"{args.lab}-kw-{i}"
@@ -218,6 +236,7 @@ class VsphereGpuLab(pulumi.ComponentResource):
                 args.kw_vm_memory_mb,
                 f"gpulab lab={args.lab} topology={args.topology} role=knowledge-worker",
                 {"firmware": template.firmware},
+                after,
             )
             self.kw_vms.append(vm)
             # CPU-only: no GPU group, gpu_path none; site.yml's knowledge_workers play loads it.
@@ -274,11 +293,15 @@ class VsphereGpuLab(pulumi.ComponentResource):
             policy=args.vgpu_policy,
             profile=args.vgpu_profile,
             apply=args.vgpu_policy_apply,
+            timeout_s=args.vgpu_policy_timeout_s,
+            # `gpulab measure` changes gpulab:measure_id (validated with the stack's config):
+            # the policy is read from the hosts again before every measurement
+            check_id=pulumi.Config("gpulab").get("measure_id") or "",
             server=args.vsphere_server,
             user=args.vsphere_user,
             password=args.vsphere_password,
             insecure=args.vsphere_insecure,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(self.vgpus)),
+            opts=pulumi.ResourceOptions(parent=self),
         )
 
     def _attach_vgpu(self, args: VsphereGpuArgs, name: str, vm: vsphere.VirtualMachine) -> Any:

@@ -65,7 +65,11 @@ def preflight(args: VsphereGpuArgs, conns: Conns) -> list[Check]:
             )
         if args.vgpu_policy:
             rows += vp.check_policy(
-                si, cluster=args.cluster, profile=args.vgpu_profile, policy=args.vgpu_policy
+                si,
+                cluster=args.cluster,
+                profile=args.vgpu_profile,
+                policy=args.vgpu_policy,
+                apply=args.vgpu_policy_apply,
             )
     elif args.mode == "passthrough":
         assert args.gpu_host
