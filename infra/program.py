@@ -2,8 +2,9 @@
 
 Outputs of every stack: ``topology``, ``lab``, ``hosts`` (a list of
 :meth:`infra.hosts.Host.to_output`), ``provision`` (the site Ansible run: status, per-host
-recap, GPU facts) and ``results`` (the merged summary of the workload runs);
-``magnum-k8s`` also exports ``kubeconfig`` (secret).
+recap, GPU facts) and ``results`` (the merged summary of the workload runs). No output holds a
+credential: ``magnum-k8s``'s kubeconfig is a file (``~/.kube/gpulab-<stack>.yaml``, 0600; see
+:mod:`infra.clouds.magnum`), kept in the state only as a secret of the resource that fetched it.
 
 The entry point is ``__main__.py`` at the repository root (Pulumi.yaml has no ``main:``).
 """
@@ -32,9 +33,6 @@ def export_lab(cfg: LabConfig, component: Any, hosts: list[Host]) -> None:
     pulumi.export("topology", cfg.topology)
     pulumi.export("lab", cfg.lab)
     pulumi.export("hosts", [h.to_output() for h in hosts])
-    kubeconfig = getattr(component, "kubeconfig", None)
-    if kubeconfig is not None:
-        pulumi.export("kubeconfig", pulumi.Output.secret(kubeconfig))
 
 
 def run(cfg: LabConfig) -> dict[str, Any]:

@@ -225,6 +225,8 @@ ENVS: dict[str, ExecEnv] = {
         ExecEnv(
             name="k8s",
             container=True,
+            # inert on magnum-k8s (its nodes are no inventory hosts: k8s_gpu installs the GPU
+            # stack through the API); a cluster whose GPU nodes are hosts of the lab gets it
             roles=("nvidia_container_toolkit",),
             launch=None,
             job=JOB_TEMPLATE,
@@ -239,8 +241,10 @@ ENVS: dict[str, ExecEnv] = {
                 env="the Job's env: workload_run_environment, the setting, the expected device",
             ),
             image=Image(
-                source="workload_run_k8s_image (default the docker image), pulled by the kubelet",
-                build="the docker image, pushed to a registry the cluster reaches",
+                source="workload_run_k8s_image: <gpulab:registry>/gpulab-workloads:<digest>, "
+                "pulled by the kubelet with the pull secret k8s_gpu makes",
+                build="k8s_gpu on the controller: docker build from templates/Dockerfile.j2 "
+                "and docker push to gpulab:registry",
                 lab_var="workload_run_k8s_image",
             ),
             runtimes=("kubernetes",),

@@ -69,8 +69,11 @@ def make_dirs(path: str | os.PathLike[str]) -> Path:
 
 
 @contextmanager
-def replacing(path: str | os.PathLike[str]) -> Iterator[Path]:
+def replacing(path: str | os.PathLike[str], mode: int | None = None) -> Iterator[Path]:
     """A temporary path beside ``path`` to write to; renamed over ``path`` when the block ends.
+
+    ``mode``: the new file's mode (default :func:`file_mode`); a file only its owner may read
+    (0o600, a credential) is never readable by others, not even for a moment.
 
     The block writes the file itself (``open``, DuckDB's ``COPY``, ``savefig``...). When the
     block raises, or the file cannot be flushed or renamed, the temporary file is removed and
@@ -93,7 +96,7 @@ def replacing(path: str | os.PathLike[str]) -> Iterator[Path]:
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.chmod(tmp, file_mode())
+        os.chmod(tmp, file_mode() if mode is None else mode)
         os.replace(tmp, target)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
@@ -103,12 +106,12 @@ def replacing(path: str | os.PathLike[str]) -> Iterator[Path]:
         raise
 
 
-def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+def write_bytes(path: str | os.PathLike[str], data: bytes, mode: int | None = None) -> None:
     """Write ``data`` to ``path`` whole, or leave ``path`` as it was (see :func:`replacing`)."""
-    with replacing(path) as tmp, open(tmp, "wb") as fh:
+    with replacing(path, mode) as tmp, open(tmp, "wb") as fh:
         fh.write(data)
 
 
-def write_text(path: str | os.PathLike[str], text: str) -> None:
+def write_text(path: str | os.PathLike[str], text: str, mode: int | None = None) -> None:
     """Write ``text`` (UTF-8) to ``path`` whole, or leave ``path`` as it was."""
-    write_bytes(path, text.encode("utf-8"))
+    write_bytes(path, text.encode("utf-8"), mode)

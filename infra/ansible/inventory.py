@@ -77,10 +77,10 @@ CONNECTIONS = frozenset({"ssh", "ansible.builtin.ssh", "local", "ansible.builtin
 CONNECTIONS |= CHROOT_CONNECTIONS
 
 # The only templates a host's vars may carry, each a fixed expression that reads the
-# controller (magnum-k8s's controller host: infra/topologies/magnum_k8s.py CONTROLLER_VARS).
+# controller (magnum-k8s's controller host: infra/topologies/magnum_k8s/build.py
+# CONTROLLER_VARS).
 TRUSTED_HOST_TEMPLATES: dict[str, str] = {
     "ansible_python_interpreter": "{{ ansible_playbook_python }}",
-    "workload_run_k8s_kubeconfig": "{{ lookup('ansible.builtin.env', 'KUBECONFIG') }}",
 }
 
 

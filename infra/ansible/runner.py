@@ -39,7 +39,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from infra.ansible.inventory import build_inventory
+from infra.ansible.inventory import PATH_RE, InventoryError, build_inventory
 from infra.ansible.untrusted import as_unsafe_json
 from infra.hosts import Host
 from infra.paths import PROJECT
@@ -109,6 +109,9 @@ class PlaybookResult:
     elapsed_s: float = 0.0
     artifact_dir: str | None = None  # only set when keep_artifacts was given
     stdout_tail: str = ""
+    # The host patterns of the plays that matched no host (Ansible skips such a play and
+    # still exits 0): a caller that needs the play to have run somewhere checks this.
+    unmatched: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -144,6 +147,27 @@ class PlaybookError(RuntimeError):
                 " | ".join(tail) or "no output"
             )
         super().__init__(msg)
+
+
+# The host var that names a lab's kubeconfig on the controller (magnum-k8s's API host).
+KUBECONFIG_VAR = "gpulab_kubeconfig"
+KUBE_ENV = ("KUBECONFIG", "K8S_AUTH_KUBECONFIG")  # kubectl/helm, and kubernetes.core's modules
+
+
+def kube_env(hosts: Iterable[Host]) -> dict[str, str]:
+    """The environment that names the kubeconfig of a run: the lab's (the file a host's
+    ``gpulab_kubeconfig`` names), else none at all (``/dev/null``). Never the operator's
+    ``$KUBECONFIG`` or ``~/.kube/config``: a Helm release or a Job of one lab must not land in
+    whatever cluster the operator's shell points at."""
+    paths = {str(h.vars[KUBECONFIG_VAR]) for h in hosts if h.vars.get(KUBECONFIG_VAR)}
+    for path in sorted(paths):
+        if not PATH_RE.match(path):
+            raise InventoryError(f"{KUBECONFIG_VAR} must be an absolute path, got {path!r}")
+    if len(paths) > 1:
+        names = ", ".join(sorted(paths))
+        raise InventoryError(f"the hosts name {len(paths)} kubeconfigs ({names})")
+    path = paths.pop() if paths else os.devnull
+    return dict.fromkeys(KUBE_ENV, path)
 
 
 def resolve_playbook(playbook: str | os.PathLike[str]) -> Path:
@@ -326,6 +350,15 @@ def _failures(events: Iterable[Mapping[str, Any]]) -> list[TaskFailure]:
     return out
 
 
+def _unmatched(events: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The host pattern of every play that matched no host, in play order."""
+    return [
+        str((ev.get("event_data") or {}).get("play_pattern") or "?")
+        for ev in events
+        if ev.get("event") == "playbook_on_no_hosts_matched"
+    ]
+
+
 SUDO_PASSWORD_SIGNS = ("missing sudo password", "a password is required", "incorrect sudo password")
 
 
@@ -384,6 +417,7 @@ def run_playbook(
     if private_key_file is not None:
         cvars.setdefault("ansible_ssh_private_key_file", str(private_key_file))
     inventory = build_inventory(hosts, cvars)
+    kube = kube_env(hosts)  # checked before anything is made
 
     clean_stale_secrets()
     data_dir = Path(tempfile.mkdtemp(prefix="gpulab-ansible-"))
@@ -404,6 +438,7 @@ def run_playbook(
         if check_mode:
             cmdline += ["--check", "--diff"]
         env = dict(ANSIBLE_ENV)
+        env.update(kube)
         env["ANSIBLE_LOCAL_TEMP"] = str(data_dir / "tmp")
         env["ANSIBLE_CONTROL_PATH_DIR"] = str(data_dir / "cp")
         # ansible-playbook must be on PATH: the interpreter's bin dir (the venv) first.
@@ -441,6 +476,7 @@ def run_playbook(
             failures=_failures(events),
             elapsed_s=elapsed,
             stdout_tail=stdout_tail,
+            unmatched=_unmatched(events),
         )
         _explain_sudo(result.failures, inventory)
         if keep_artifacts is not None:

@@ -16,6 +16,7 @@ from infra.topologies import get
 EXTRAS: dict[str, tuple[str, ...]] = {
     "openstack": ("openstack", "pulumi_openstack"),
     "vsphere": ("pyVmomi", "pulumi_vsphere"),
+    "k8s": ("kubernetes",),
 }
 
 

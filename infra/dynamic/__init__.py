@@ -4,10 +4,12 @@
 topology: ``AnsibleRun`` (playbooks/site.yml) on every host once every host resource (and, on
 vsphere-gpu mode vgpu, every vGPU attach) exists, preparing every execution environment of
 ``gpulab:execution_envs``, then one ``WorkloadRun`` (playbooks/workloads.yml) per environment of
-``gpulab:measure_envs`` (default: all of them) on the GPU hosts, one after another (each waits
+``gpulab:measure_envs`` (default: all of them), one after another (each waits
 for the previous one: the environments share the same GPUs), then the ``provision`` and
 ``results`` stack outputs. Only the site run reads ``execution_envs`` and only the workload runs
-read ``measure_envs``: measuring in another prepared environment re-runs no site play.
+read ``measure_envs``: measuring in another prepared environment re-runs no site play. Each
+workload run gets the hosts its environment starts the runner on (:func:`run_hosts`: the GPU
+hosts, or the Kubernetes API host for a Job); a play that matches none fails its run.
 A lab whose topology takes ``gpulab:cleanup_on_down`` (machines gpulab did not make) also holds
 a ``CleanupRun``, which ``down`` uses to remove what gpulab installed, when asked.
 """
@@ -75,6 +77,39 @@ def site_secrets(cfg: LabConfig) -> dict[str, Any]:
     return secrets
 
 
+def _in_group(host: Host, group: str) -> bool:
+    from infra.ansible.inventory import group_name
+
+    if group == "all":
+        return True
+    groups = {group_name(g) for g in host.groups} | {group_name(f"gpu_path_{host.gpu_path}")}
+    return group in groups
+
+
+def matches(pattern: str, host: Host) -> bool:
+    """Whether ``host`` is in the inventory pattern ``pattern`` (an execution environment's
+    ``runs_on``: groups joined by ``:``, ``&`` for "and also", ``!`` for "but not", as Ansible
+    reads them; groups as :mod:`infra.ansible.inventory` names them, ``gpu_path_<path>``
+    included)."""
+    union = [p for p in pattern.split(":") if p and p[0] not in "&!"]
+    inter = [p[1:] for p in pattern.split(":") if p.startswith("&")]
+    excl = [p[1:] for p in pattern.split(":") if p.startswith("!")]
+    return (
+        any(_in_group(host, g) for g in union)
+        and all(_in_group(host, g) for g in inter)
+        and not any(_in_group(host, g) for g in excl)
+    )
+
+
+def run_hosts(env: str, hosts: list[Host]) -> list[Host]:
+    """The hosts a workload run in ``env`` starts the runner on (its ``runs_on``): the GPU
+    hosts for an argv launch, the Kubernetes API host on the controller for a Job."""
+    from workloads import execenv
+
+    pattern = execenv.get(env).runs_on
+    return [h for h in hosts if matches(pattern, h)]
+
+
 def measure(cfg: LabConfig, component: Any, hosts: list[Host]) -> dict[str, Any]:
     """Configure the hosts, run the suite on them, export ``provision`` and ``results``.
 
@@ -90,7 +125,6 @@ def measure(cfg: LabConfig, component: Any, hosts: list[Host]) -> dict[str, Any]
     from infra.summary import merge_summaries
 
     all_hosts = [h.to_output() for h in hosts]
-    gpu_hosts = [h.to_output() for h in hosts if h.gpu_path != "none"]
     envs = execution_envs(cfg)  # what the site prepares
     secrets = site_secrets(cfg)
     # Depending on the (local) component resource means depending on every resource it
@@ -124,7 +158,8 @@ def measure(cfg: LabConfig, component: Any, hosts: list[Host]) -> dict[str, Any]
         # One after another: every environment measures the same GPUs.
         previous = WorkloadRun(
             f"{cfg.lab}-workloads-{env}",
-            hosts=gpu_hosts,
+            # the hosts its play starts the runner on; none: the run fails, naming the pattern
+            hosts=[h.to_output() for h in run_hosts(env, hosts)] or all_hosts,
             suite=cfg.suite or DEFAULT_SUITE,
             execution_env=env,
             topology=cfg.topology,

@@ -96,6 +96,18 @@ class WorkloadRunError(PlaybookError):
         self.args = (line,)
 
 
+class NoHostMatched(RuntimeError):
+    """The play matched none of the run's hosts: nothing ran (Ansible skips such a play and
+    exits 0); one line naming the execution environment, the pattern and the hosts."""
+
+    def __init__(self, env: str, patterns: list[str], hosts: list[str]) -> None:
+        super().__init__(
+            f"{PLAYBOOK}: execution environment {env}: no host matched "
+            f"{' '.join(sorted(set(patterns)))} among the run's hosts "
+            f"({', '.join(hosts) or 'none'}): nothing ran"
+        )
+
+
 def results_dir_of(props: dict[str, Any]) -> Path:
     """``infra.paths.stack_results_dir`` of the ``stack`` input (else of ``lab``) on the machine
     running the command: where this run fetches its records."""
@@ -158,6 +170,7 @@ class WorkloadRunProvider(PlayRunProvider):
 
         from infra.dynamic.ansible_run import play_in_fresh_process
         from infra.summary import summarize_files
+        from workloads import files as files_io
         from workloads.records import new_run_id
 
         run_id = new_run_id()
@@ -174,6 +187,13 @@ class WorkloadRunProvider(PlayRunProvider):
         files = sorted(fetch_dir.rglob("*.jsonl"))
         summary = summarize_files(files, suite=Path(props["suite"]).stem)
         summary["records"] = [shown(f) for f in files]
+        if result.ok and result.unmatched:
+            names = [str(h.get("name")) for h in props["hosts"]]
+            env = str(props.get("execution_env") or "native")
+            unmatched = NoHostMatched(env, result.unmatched, names)
+            summary.update({"status": "failed", "error": str(unmatched)})
+            files_io.write_text(fetch_dir / "summary.json", json.dumps(summary, indent=1) + "\n")
+            raise unmatched
         if not result.ok:
             kept = sorted({f.relative_to(fetch_dir).parts[0] for f in files})
             error = WorkloadRunError(result, kept, shown(fetch_dir))

@@ -111,7 +111,8 @@ def test_playbooks_pick_hosts_by_gpu_path_group(tmp_path: Path) -> None:
         "NVIDIA vGPU guest driver, licensing and CUDA": {"vg"},
         "Bitfusion clients (remote GPUs; CUDA libraries are local)": {"bf"},
         "Container runtimes and the workload environment": {"bm", "pci", "cvm", "vg", "bf", "me"},
-        "Kubernetes GPU support": {"localhost"},  # the controller, with the kubeconfig
+        # the API host, which is the controller (local connection, the lab's kubeconfig)
+        "Kubernetes GPU support": {"api"},
         "Knowledge-worker load on CPU-only VMs": set(),
     }
     assert _plays_to_hosts("workloads.yml", inv) == {
@@ -141,16 +142,16 @@ def _tasks(node: object) -> list[dict]:  # type: ignore[type-arg]
 
 def test_every_play_becomes_root_and_controller_tasks_do_not() -> None:
     """Hosts log in as the image's sudo user: every play of the three playbooks that reaches
-    lab hosts says become: true; a play on the controller (hosts localhost, connection local:
-    the Kubernetes GPU play) and every task delegated to it say become: false. The workload
-    play takes its become from the ExecEnv table (root on a GPU host, none for a Job created
-    from the controller: tests/specs/test_execenv_playbooks.py renders it)."""
+    lab hosts says become: true; a play on the controller (connection local: the Kubernetes
+    GPU play on the API host, k8s_control) and every task delegated to it say become: false.
+    The workload play takes its become from the ExecEnv table (root on a GPU host, none for a
+    Job created from the controller: tests/specs/test_execenv_playbooks.py renders it)."""
     import yaml
 
     controller_plays = []
     for pb in PLAYBOOKS:
         for play in yaml.safe_load(pb.read_text()):
-            if play.get("hosts") == "localhost" and play.get("connection") == "local":
+            if play.get("connection") == "local":
                 controller_plays.append(play["name"])
                 assert play.get("become") is False, f"{pb.name}: play {play['name']!r}"
             elif pb.name == "workloads.yml":

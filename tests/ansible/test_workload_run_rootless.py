@@ -6,9 +6,11 @@ and their fetched copy belong to that user.
 
 Mocked: the Kubernetes API. ``kubernetes.core`` is replaced by the double in
 ``tests/ansible/k8s_double`` (the real modules need the Kubernetes Python client and a
-cluster): it reads the kubeconfig and the manifest as the calling user, stores the Job, and
-answers with the pod log and outcome the test wrote. Everything else (the play, the role, the
-generated vars, the fetch) is the real one.
+cluster): it reads the kubeconfig and the manifest as the calling user, refuses a Job in a
+namespace that does not exist or whose image the registry double does not hold (the test
+makes both, as the site run's k8s_gpu would), stores the Job, and answers with the pod log and
+outcome the test wrote. Everything else (the play, the role, the generated vars, the fetch) is
+the real one.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ ANSIBLE_PLAYBOOK = str(Path(sys.executable).parent / "ansible-playbook")
 DOUBLE = Path(__file__).resolve().parent / "k8s_double"
 RUN_ID = "r1"
 RECORD = {"schema": 1, "suite": "smoke", "execution_env": "k8s"}
+IMAGE = "registry.lab.test:5000/gpulab/gpulab-workloads:0123abcd4567"  # pushed by k8s_gpu
 
 
 @pytest.fixture
@@ -92,8 +95,8 @@ def _write_as(uid: int, path: Path, text: str, mode: int = 0o644) -> None:
 
 def test_k8s_job_runs_as_the_controller_user_without_sudo(user_dir: tuple[Path, int]) -> None:
     d, uid = user_dir
-    home, api, fetched = d / "home", d / "api", d / "fetched"
-    for p in (home, api):
+    home, api, fetched, registry = d / "home", d / "api", d / "fetched", d / "registry"
+    for p in (home, api, registry):
         p.mkdir()
         os.chown(p, uid, -1)
     kubeconfig = home / ".kube" / "lab.yaml"  # the user's own, 0600 as pulumi writes it
@@ -102,6 +105,10 @@ def test_k8s_job_runs_as_the_controller_user_without_sudo(user_dir: tuple[Path, 
     begin, end = (f"--- gpulab records {w} {RUN_ID} ---" for w in ("begin", "end"))
     _write_as(uid, api / "pod.log", f"bench output\n{begin}\n{json.dumps(RECORD)}\n{end}\n")
     _write_as(uid, api / "outcome", "succeeded\n")
+    # what the site run's k8s_gpu made: the namespace, and the Job image in the lab's registry
+    _write_as(uid, api / "namespaces" / "gpulab", "")
+    _write_as(uid, registry / "registries.json", json.dumps({IMAGE.split("/")[0]: {}}))
+    _write_as(uid, registry / "images" / IMAGE.replace("/", "%2F"), "")
     python, python_env = _python_for(uid)
     inventory = {"k8s_control": {"hosts": {"lab-k8s-api": {
         "ansible_connection": "local", "ansible_python_interpreter": python}}}}  # fmt: skip
@@ -112,6 +119,7 @@ def test_k8s_job_runs_as_the_controller_user_without_sudo(user_dir: tuple[Path, 
         "workload_run_topology": "magnum-k8s",
         "workload_run_fetch_dir": str(fetched),
         "workload_run_k8s_kubeconfig": str(kubeconfig),
+        "workload_run_k8s_image": IMAGE,
         "workload_run_timeout_s": 60,
     }
     _write_as(uid, d / "extra.json", json.dumps(extra))
@@ -120,6 +128,7 @@ def test_k8s_job_runs_as_the_controller_user_without_sudo(user_dir: tuple[Path, 
         "HOME": str(home),
         "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
         "ANSIBLE_COLLECTIONS_PATH": str(DOUBLE),
+        "GPULAB_TEST_REGISTRY": str(registry),
         # nobody's passwd home is /nonexistent; a real user's is their HOME
         "ANSIBLE_REMOTE_TEMP": str(home / ".ansible" / "tmp"),
         "ANSIBLE_LOCAL_TEMP": str(home / ".ansible" / "tmp"),

@@ -1,7 +1,8 @@
 """magnum-k8s GPU enablement as a user's site run does it, rendered on this machine: the
-site.yml play that runs k8s_gpu on the controller (hosts localhost, connection local), the
-RuntimeClass and Helm values it writes with k8s_gpu_apply false (no cluster here), and the
-workload Job manifest of the workload_run role with runtimeClassName and nvidia.com/gpu."""
+site.yml play that runs k8s_gpu on the Kubernetes API host (k8s_control: the controller,
+connection local, the lab's only inventory host), the RuntimeClass and Helm values it writes
+with k8s_gpu_apply false (no cluster here) in both GPU stack modes, and the workload Job
+manifest of the workload_run role with runtimeClassName, nvidia.com/gpu and the pull secret."""
 
 from __future__ import annotations
 
@@ -57,44 +58,32 @@ def playbook(tmp: Path, plays: list[dict[str, Any]], inventory: dict[str, Any], 
     return p.stdout
 
 
-def magnum_inventory(driver_loaded: bool) -> dict[str, Any]:
-    """The inventory a magnum-k8s lab gives (API host on the controller, two GPU nodes)."""
-    hosts = [
-        Host(
-            "k8s-lab-k8s-api",
-            "198.51.100.200",
-            ssh_user="ubuntu",
-            groups=["k8s_control"],
-            gpu_path="none",
-            vars={"lab": "k8s-lab", **CONTROLLER_VARS},
-        ),
-        *(
-            Host(
-                f"k8s-lab-k8s-node-{i}",
-                f"198.51.100.{201 + i}",
-                ssh_user="ubuntu",
-                groups=["gpu_hosts", "magnum_k8s", "k8s_nodes"],
-                gpu_path="container-vm",
-                vars={"gpu_facts_driver_loaded": driver_loaded},
-            )
-            for i in range(2)
-        ),
-    ]
-    return build_inventory(hosts)
+def magnum_inventory() -> dict[str, Any]:
+    """The inventory a magnum-k8s lab gives: the API host on the controller, nothing else
+    (the cluster's nodes are never logged in to)."""
+    api = Host(
+        "k8s-lab-k8s-api",
+        "198.51.100.200",
+        ssh_user="ubuntu",
+        groups=["k8s_control"],
+        gpu_path="none",
+        vars={"lab": "k8s-lab", "k8s_gpu_cluster": "k8s-lab-k8s", **CONTROLLER_VARS},
+    )
+    return build_inventory([api])
 
 
 @pytest.mark.slow  # two ansible-playbook runs, about 40 s on 2 cores
-def test_site_runs_k8s_gpu_on_the_controller_and_writes_runtimeclass_and_values(
+def test_site_runs_k8s_gpu_on_the_api_host_and_writes_runtimeclass_and_values(
     tmp_path: Path,
 ) -> None:
     play = site_play("k8s_gpu")
-    assert (play["hosts"], play["connection"], play["become"]) == ("localhost", "local", False)
+    assert (play["hosts"], play["connection"], play["become"]) == ("k8s_control", "local", False)
     out = tmp_path / "k8s_gpu"
-    for mode, driver in (("operator", True), ("device-plugin", False)):
+    for mode in ("operator", "device-plugin"):
         playbook(
             tmp_path,
             [play],
-            magnum_inventory(driver),
+            magnum_inventory(),
             "-e",
             f"k8s_gpu_apply=false k8s_gpu_values_dir={out} k8s_gpu_mode={mode}",
         )
@@ -106,21 +95,26 @@ def test_site_runs_k8s_gpu_on_the_controller_and_writes_runtimeclass_and_values(
         "handler": "nvidia",
     }
     operator = yaml.safe_load((out / "operator-values.yaml").read_text())
-    # the nodes have the host driver (gpu_facts on both k8s_nodes): no driver container
-    assert operator["driver"]["enabled"] is False and operator["toolkit"]["enabled"] is False
+    # operator mode: the nodes' image has no driver (the Cluster API driver's images do not):
+    # the operator runs the driver and the container toolkit in containers
+    assert operator["driver"]["enabled"] is True and operator["toolkit"]["enabled"] is True
+    assert operator["operator"]["runtimeClass"] == "nvidia"
+    assert "v25.10.1" in (out / "operator-values.yaml").read_text()
+    # device-plugin mode: the image has driver and toolkit; pods name the RuntimeClass
     plugin = yaml.safe_load((out / "device-plugin-values.yaml").read_text())
     assert plugin["runtimeClassName"] == "nvidia"
     assert oct((out / "runtimeclass.yaml").stat().st_mode & 0o777) == "0o600"
     print((out / "runtimeclass.yaml").read_text())
 
 
-def test_k8s_gpu_play_is_a_no_op_on_a_lab_without_kubernetes_nodes(tmp_path: Path) -> None:
+def test_k8s_gpu_play_is_a_no_op_on_a_lab_without_a_kubernetes_api_host(tmp_path: Path) -> None:
     out = tmp_path / "k8s_gpu"
     inv = build_inventory([Host("gpu-0", "10.0.0.5", gpu_path="whole-machine", groups=["x"])])
     stdout = playbook(
         tmp_path, [site_play("k8s_gpu")], inv, "-e", f"k8s_gpu_apply=false k8s_gpu_values_dir={out}"
     )
-    assert not out.exists() and "changed=0" in stdout
+    # the site run prepares what a lab has: a lab without k8s_control skips this play
+    assert not out.exists() and "skipping: no hosts matched" in stdout
 
 
 def test_workload_job_manifest_has_runtime_class_and_gpu_limit(tmp_path: Path) -> None:
@@ -137,6 +131,7 @@ def test_workload_job_manifest_has_runtime_class_and_gpu_limit(tmp_path: Path) -
         "workload_run_end_marker": "--- end ---",
         "workload_run_out_file": "/tmp/out.jsonl",
         "workload_run_k8s_gpus": 1,
+        "workload_run_k8s_pull_secret_name": "gpulab-registry",
     }
     play = {
         "name": "Render the Job",
@@ -155,7 +150,7 @@ def test_workload_job_manifest_has_runtime_class_and_gpu_limit(tmp_path: Path) -
             }
         ],
     }
-    playbook(tmp_path, [play], magnum_inventory(True))
+    playbook(tmp_path, [play], magnum_inventory())
     print(dest.read_text())
     job = yaml.safe_load(dest.read_text())
     assert job["kind"] == "Job" and job["apiVersion"] == "batch/v1"
@@ -167,3 +162,4 @@ def test_workload_job_manifest_has_runtime_class_and_gpu_limit(tmp_path: Path) -
     env = {e["name"]: e["value"] for e in c["env"]}
     assert env["GPULAB_EXEC_ENV"] == "k8s" and env["GPULAB_GPU_PATH"] == "container-vm"
     assert env["GPULAB_EXPECT_DEVICE"] == "gpu"
+    assert pod["imagePullSecrets"] == [{"name": "gpulab-registry"}]

@@ -329,3 +329,38 @@ def json_arg(value: Any) -> str:
     import json
 
     return json.dumps(value)
+
+
+def test_a_play_that_matched_no_host_fails_in_one_line(tmp_path: Path) -> None:
+    """A k8s run handed GPU hosts only: its play targets the cluster's API host (k8s_control),
+    Ansible skips the play and exits 0; the run fails naming the environment and the pattern,
+    never an `empty` success (the real workloads.yml through ansible-runner)."""
+    import json
+
+    from infra.dynamic.workload_run import NoHostMatched
+
+    hosts = [tiny_host("wr-gpu", tmp_path).to_output()]
+    p = props(tmp_path, "smoke", hosts=hosts, execution_env="k8s", variables={})
+    with pytest.raises(NoHostMatched) as err:
+        WorkloadRunProvider().create(p)
+    msg = str(err.value)
+    assert msg == (
+        "workloads.yml: execution environment k8s: no host matched k8s_control among the "
+        "run's hosts (wr-gpu): nothing ran"
+    )
+    [run_dir] = (tmp_path / "results").iterdir()
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["status"] == "failed" and summary["error"] == msg
+
+
+def test_each_run_gets_the_hosts_its_environment_starts_the_runner_on() -> None:
+    """measure() hands a Job run the API host, an argv run the GPU hosts (runs_on)."""
+    from infra.dynamic import matches, run_hosts
+
+    api = Host("lab-k8s-api", "127.0.0.1", gpu_path="none", groups=["k8s_control"])
+    gpu = Host("gpu-0", "10.0.0.5", gpu_path="whole-machine", groups=["gpu_hosts"])
+    assert run_hosts("k8s", [api, gpu]) == [api]
+    assert run_hosts("native", [api, gpu]) == [gpu]
+    assert run_hosts("docker", [api]) == []  # none: measure() hands all, the run then fails
+    assert matches("gpu_hosts:&gpu_path_whole_machine", gpu)
+    assert not matches("all:!gpu_path_whole_machine", gpu)

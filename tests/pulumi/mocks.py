@@ -23,6 +23,8 @@ SECRET_VALUES = {
     "os_password": "mock-openstack-Pa55word",
     "vgpu_license_token": "mock-license-token-0123456789",
 }
+# The type of infra.topologies.magnum_k8s.kubeconfig.MagnumKubeconfig (its own module/name).
+MAGNUM_KUBECONFIG = "pulumi-python:dynamic/gpulab:MagnumKubeconfig"
 KUBECONFIG = "apiVersion: v1\nkind: Config\nusers:\n- user:\n    client-key-data: MOCKPRIVATEKEY\n"
 
 TEMPLATE_VM = {
@@ -78,6 +80,10 @@ class LabMocks(pulumi.runtime.Mocks):
             outs["nodeAddresses"] = [f"198.51.100.{201 + i}" for i in range(count)]
             outs["masterAddresses"] = ["198.51.100.199"]
             outs["kubeconfig"] = {"raw_config": KUBECONFIG, "host": outs["apiAddress"]}
+        elif typ == MAGNUM_KUBECONFIG:
+            # its provider talks to Magnum, which the mock runtime skips
+            outs["api_address"] = "https://198.51.100.200:6443"
+            outs["kubeconfig"] = KUBECONFIG
         elif typ == "pulumi-python:dynamic:Resource" and {"policy", "cluster"} <= set(outs):
             # VgpuPolicy: the hosts report the arm's policy in effect (the real provider reads
             # it back or fails: tests/cloud/test_vgpu_policy_vcsim.py)

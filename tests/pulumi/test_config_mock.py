@@ -127,7 +127,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     (
         "magnum-k8s",
         {"network_driver": "weave"},
-        "gpulab:network_driver must be one of calico, flannel, got 'weave'",
+        "gpulab:network_driver must be one of calico, cilium, got 'weave'",
     ),
     # invalid CIDRs
     (

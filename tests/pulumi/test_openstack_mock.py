@@ -8,9 +8,10 @@ from typing import Any
 import pulumi
 import pytest
 
+from infra.clouds.magnum import kubeconfig_path
 from infra.config import validate
 from tests.pulumi.helpers import Exports, check, resolve, run_stack, settle
-from tests.pulumi.mocks import LabMocks, stack_raw
+from tests.pulumi.mocks import MAGNUM_KUBECONFIG, LabMocks, stack_raw
 
 FLAVOR = "openstack:compute/flavor:Flavor"
 INSTANCE = "openstack:compute/instance:Instance"
@@ -237,7 +238,19 @@ def test_every_openstack_resource_names_the_lab_mock(topology: str, pulumi_mocks
 
 
 @pulumi.runtime.test
-def test_magnum_mock_template_cluster_and_secret_kubeconfig(pulumi_mocks: LabMocks) -> Any:
+def test_magnum_mock_template_cluster_and_secret_kubeconfig(
+    pulumi_mocks: LabMocks, monkeypatch: pytest.MonkeyPatch
+) -> Any:
+    # what each dynamic resource asks the engine to keep secret (the mock runtime does not
+    # mark outputs itself)
+    secret_outputs: dict[str, list[str]] = {}
+    register = pulumi.dynamic.Resource.__init__
+
+    def spy(self: Any, provider: Any, name: str, props: Any, opts: Any = None) -> None:
+        secret_outputs[name] = list((opts and opts.additional_secret_outputs) or [])
+        register(self, provider, name, props, opts)
+
+    monkeypatch.setattr(pulumi.dynamic.Resource, "__init__", spy)
     exports = Exports()
     run_stack("magnum-k8s", exports)
 
@@ -270,30 +283,26 @@ def test_magnum_mock_template_cluster_and_secret_kubeconfig(pulumi_mocks: LabMoc
         assert (cluster.inputs["masterCount"], cluster.inputs["nodeCount"]) == (1, 2)
         # Magnum makes its own security groups: the lab makes none
         assert pulumi_mocks.of_type(SECGROUP) == [] and pulumi_mocks.of_type(RULE) == []
-        kube, secret = await resolve(exports["kubeconfig"])
-        assert secret and kube.startswith("apiVersion: v1")
+        # the kubeconfig is a file and the fetching resource's secret, never a stack output
+        assert "kubeconfig" not in exports
+        assert {"kubeconfig", "os_password"} <= set(secret_outputs["k8s-lab-kubeconfig"])
         hosts, hosts_secret = await resolve(exports["hosts"])
         assert not hosts_secret
+        # the API host on the controller only: the nodes are never logged in to
         assert [(h["name"], h["address"], h["gpu_path"], h["groups"]) for h in hosts] == [
             ("k8s-lab-k8s-api", "198.51.100.200", "none", ["k8s_control"]),
-            (
-                "k8s-lab-k8s-node-0",
-                "198.51.100.201",
-                "container-vm",
-                ["gpu_hosts", "magnum_k8s", "k8s_nodes"],
-            ),
-            (
-                "k8s-lab-k8s-node-1",
-                "198.51.100.202",
-                "container-vm",
-                ["gpu_hosts", "magnum_k8s", "k8s_nodes"],
-            ),
         ]
-        assert hosts[0]["vars"]["api_url"] == "https://198.51.100.200:6443"
-        # GPU enablement and the Jobs run from the controller with the kubeconfig
-        assert hosts[0]["vars"]["ansible_connection"] == "local"
-        assert hosts[0]["vars"]["ansible_become"] is False
-        assert "KUBECONFIG" in hosts[0]["vars"]["workload_run_k8s_kubeconfig"]
+        v = hosts[0]["vars"]
+        assert v["api_url"] == "https://198.51.100.200:6443"
+        assert v["ansible_connection"] == "local" and v["ansible_become"] is False
+        # the kubeconfig the lab fetched from Magnum, never the operator's $KUBECONFIG
+        path = str(kubeconfig_path("test"))  # the mock runtime's stack
+        assert v["gpulab_kubeconfig"] == path and path.endswith("/.kube/gpulab-test.yaml")
+        assert v["workload_run_k8s_kubeconfig"] == v["k8s_gpu_kubeconfig"] == path
+        # fetched from Magnum's API by the lab's own resource, after the cluster
+        [kc] = pulumi_mocks.of_type(MAGNUM_KUBECONFIG)
+        assert (kc.inputs["cluster"], kc.inputs["path"]) == ("k8s-lab-k8s-id", path)
+        assert "KUBECONFIG" not in str(v)
         assert all(h["ssh_user"] == "ubuntu" for h in hosts)
 
     return check(go())
@@ -306,8 +315,10 @@ def test_magnum_mock_bare_metal_nodes(pulumi_mocks: LabMocks) -> Any:
     async def go() -> None:
         await settle()
         [tpl] = pulumi_mocks.of_type("openstack:containerinfra/clusterTemplate:ClusterTemplate")
-        assert tpl.inputs["serverType"] == "bm" and "dockerVolumeSize" not in tpl.inputs
-        assert [h.gpu_path for h in hosts] == ["none", "container-bm"]
+        # the driver provides server type vm only: bare-metal workers are an Ironic flavor
+        assert tpl.inputs["serverType"] == "vm" and "dockerVolumeSize" not in tpl.inputs
+        assert [h.gpu_path for h in hosts] == ["none"]
+        assert hosts[0].vars["workload_run_k8s_gpu_path"] == "container-bm"
 
     return check(go())
 

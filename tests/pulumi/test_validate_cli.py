@@ -21,6 +21,7 @@ def own_values(topology: str) -> str:
         "AAAAIReplaceWithYourOwnPublicKey operator@example", "AAAAIb3BlcmF0b3I op@lab"
     )
     text = text.replace("vcenter.example.org", "vcenter.lab.internal")
+    text = text.replace("registry.example.org", "registry.lab.internal")
     return text.replace("v1:REPLACE_ME:run-pulumi-config-set-secret", "v1:c2FsdA==:ZW5jcnlwdGVk")
 
 
@@ -34,7 +35,7 @@ def test_validate_refuses_an_example_naming_each_placeholder_key(
     want = {
         "ironic-bm": ["gpulab:ssh_public_key"],
         "nova-pci": ["gpulab:ssh_public_key"],
-        "magnum-k8s": ["gpulab:ssh_public_key"],
+        "magnum-k8s": ["gpulab:registry", "gpulab:ssh_public_key"],
         "vsphere-gpu": ["gpulab:vsphere_server", "gpulab:vsphere_password"],
     }[topology]
     assert f"{', '.join(want)} still hold" in err and "placeholder" in err

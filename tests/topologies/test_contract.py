@@ -136,7 +136,9 @@ def test_config_checks_of_a_topology_are_its_own() -> None:
     on bare metal; vsphere-gpu: each mode's keys; the OpenStack ones: no world-open SSH)."""
     problems: list[str] = []
     topology.get("magnum-k8s").check_config(
-        {"docker_volume_size": 50}, {"server_type": "bm"}, problems
+        {"docker_volume_size": 50},
+        {"server_type": "bm", "labels": {"kube_tag": "v1.30.4"}},
+        problems,
     )
     assert problems == [
         "gpulab:docker_volume_size is only allowed with gpulab:server_type vm "

@@ -2,8 +2,20 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from infra.topologies.contract import Topology
 from infra.topologies.magnum_k8s.args import MagnumK8sArgs, check_config
+
+REGISTRY_PASSWORD_INPUT = "k8s_gpu_registry_password"
+
+
+def site_secrets(args: MagnumK8sArgs) -> dict[str, Any]:
+    """The registry password, for the site run's push of the Job image and the cluster's pull
+    secret (k8s_gpu)."""
+    pw = args.registry_password
+    return {} if pw is None else {REGISTRY_PASSWORD_INPUT: pw}
+
 
 SPEC = Topology(
     name="magnum-k8s",
@@ -19,5 +31,7 @@ SPEC = Topology(
     default_envs=("k8s",),
     check_config=check_config,
     stack_file="examples/magnum-k8s/Pulumi.magnum-k8s.yaml",
-    extras=("openstack",),
+    # k8s: the Kubernetes Python client kubernetes.core's modules need on the controller
+    extras=("openstack", "k8s"),
+    site_secrets=site_secrets,
 )

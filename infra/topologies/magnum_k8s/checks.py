@@ -8,9 +8,8 @@ from infra.clouds import openstack_preflight as op
 from infra.clouds.openstack import baremetal_requirements
 from infra.topologies.contract import Conns
 from infra.topologies.magnum_k8s.args import MagnumK8sArgs
+from infra.topologies.magnum_k8s.driver import OS_DISTRO, SERVER_TYPE
 from infra.topologies.openstack import checks as shared
-
-OS_DISTRO = "ubuntu"  # the Cluster API driver's {server_type: vm, os: ubuntu, coe: kubernetes}
 
 
 def preflight(args: MagnumK8sArgs, conns: Conns) -> list[Check]:
@@ -50,7 +49,7 @@ def preflight(args: MagnumK8sArgs, conns: Conns) -> list[Check]:
         conn,
         image=args.image,
         external_network=args.external_network,
-        server_type=server_type,
+        server_type=SERVER_TYPE,  # the template's: the driver provides vm only
         network_driver=args.network_driver or "calico",
         lab=args.lab,
         os_distro=OS_DISTRO,
