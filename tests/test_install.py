@@ -57,7 +57,8 @@ def test_extras_hold_what_their_names_say() -> None:
     assert "tensorflow-cpu" not in extras["gpu"]
     assert set(extras["openstack"]) == {"openstacksdk", "pulumi-openstack"}
     assert set(extras["vsphere"]) == {"pyvmomi", "pulumi-vsphere"}
-    assert "gpulab[cpu,openstack,vsphere]" in PROJECT["optional-dependencies"]["test"]
+    assert set(extras["k8s"]) == {"kubernetes"}  # magnum-k8s: the Job flow's API client
+    assert "gpulab[cpu,openstack,vsphere,k8s]" in PROJECT["optional-dependencies"]["test"]
     assert {"mutmut", "prometheus-client", "pytest"} <= set(extras["test"])
 
 

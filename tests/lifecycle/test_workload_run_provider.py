@@ -348,7 +348,7 @@ def test_a_play_that_matched_no_host_fails_in_one_line(tmp_path: Path) -> None:
         "workloads.yml: execution environment k8s: no host matched k8s_control among the "
         "run's hosts (wr-gpu): nothing ran"
     )
-    [run_dir] = (tmp_path / "results").iterdir()
+    [run_dir] = (tmp_path / "results" / "wr-test").iterdir()  # <results root>/<stack>/<run>
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["status"] == "failed" and summary["error"] == msg
 
