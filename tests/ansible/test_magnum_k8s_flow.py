@@ -84,6 +84,7 @@ def lab(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Lab]:
     monkeypatch.setenv("ANSIBLE_COLLECTIONS_PATH", str(DOUBLE))
     monkeypatch.setenv("PATH", f"{DOUBLE / 'bin'}:{__import__('os').environ['PATH']}")
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("GPULAB_RESULTS", str(tmp_path / "results"))  # records: <root>/<stack>/
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "operators-own-cluster.yaml"))  # never used
     with serve(MagnumAPI()) as magnum_api:
         cluster = magnum_api.add(Cluster("c0ffee-uuid", "k8s-lab-k8s"))
@@ -116,7 +117,7 @@ def _workloads(lab: Lab) -> dict[str, Any]:
         "topology": "magnum-k8s",
         "lab": "k8s-lab",
         "variables": {"workload_run_timeout_s": 60},
-        "results_dir": str(lab.results),
+        "stack": "k8s-lab",
     }
     return WorkloadRunProvider()._run(props)
 

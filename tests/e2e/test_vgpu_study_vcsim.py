@@ -48,6 +48,7 @@ from pulumi.automation import (
 from rich.console import Console
 
 from infra.config import raw_from_stack_file
+from infra.dynamic.workload_run import results_dir_of
 from infra.study.driver import Driver, RunOptions
 from infra.study.model import load_study
 from infra.study.state import Journal
@@ -111,7 +112,7 @@ class GuestEngine(Engine):
     @staticmethod
     def _workloads(inputs: dict[str, Any]) -> dict[str, Any]:
         run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{time.monotonic_ns()}"
-        fetch = Path(inputs["results_dir"]) / run_id
+        fetch = results_dir_of(inputs) / run_id  # <results root>/<stack>/, as the provider
         for host in inputs["hosts"]:
             hv = host.get("vars") or {}
             env = {
