@@ -231,6 +231,7 @@ def vcsim_stack(path: Path, vcsim: Any) -> Path:
         "gpulab:template": "DC0_H0_VM0",
         "gpulab:ssh_user": "debian",
         "gpulab:vgpu_policy_timeout_s": 30,
+        "gpulab:host_wait_s": 30,  # the guest wait after a vGPU power cycle: bounded, not 600 s
     })  # fmt: skip
     path.write_text(yaml.safe_dump({"config": config}, sort_keys=False))
     return path
