@@ -205,7 +205,7 @@ class HostReport:
     """What the wait play reported for one host (``REPORT_FACT``), see playbooks/wait.yml."""
 
     login_s: float | None = None
-    cloud_init: str | None = None  # done, error, disabled, absent, ...
+    cloud_init: str | None = None  # done, error, disabled, absent, not booted, ...
     cloud_init_done_at: float | None = None
     machine_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)

@@ -86,7 +86,7 @@ def test_dgx_mocked_by_dmi_name_is_left_alone(
 @pytest.mark.parametrize(
     ("mode", "driver", "expect"),
     [("operator", "present", "enabled: false"), ("operator", "absent", "enabled: true"),
-     ("device-plugin", "auto", "runtimeClassName: nvidia")],
+     ("device-plugin", "present", "runtimeClassName: nvidia")],
 )  # fmt: skip
 def test_k8s_gpu_values(tmp_path: Path, mode: str, driver: str, expect: str) -> None:
     """Helm values only (k8s_gpu_apply false: no Kubernetes API here), written on the

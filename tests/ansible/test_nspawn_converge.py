@@ -245,8 +245,8 @@ def _changed_tasks(ev: Events) -> list[str]:
     ]
 
 
-SITE_ROLES = {"gpu_facts", "nvidia_driver", "cuda_toolkit", "repo_key", "docker_engine",
-              "nvidia_container_toolkit", "apptainer", "workload_env",
+SITE_ROLES = {"lab_network", "gpu_facts", "nvidia_driver", "cuda_toolkit", "repo_key",
+              "docker_engine", "nvidia_container_toolkit", "apptainer", "workload_env",
               "workload_image"}  # fmt: skip
 
 

@@ -99,7 +99,7 @@ from tests.ansible.helpers import Events
 from tests.ansible.test_gpu_facts import sysfs_tree
 from tests.parts import REPO, need, need_command, need_root
 from tests.parts import rpm_stub_repo as rpmrepo
-from tests.parts.nspawn import ROOTFS, rootfs_ready, stop_process, wait_for
+from tests.parts.nspawn import ROOTFS, rootfs_key, rootfs_ready, stop_process, wait_for
 
 pytestmark = [pytest.mark.slow]  # a chroot, no nspawn host: it may run beside the host tests
 
@@ -201,7 +201,10 @@ def rhel_target(request: pytest.FixtureRequest) -> Iterator[RhelTarget]:
     need_root("the RHEL-family chroot")
     for cmd in (*rpmrepo.COMMANDS, "chroot", "mount"):
         need_command(cmd, "the stub RPM repositories (apt: rpm, createrepo-c)")
-    need(rootfs_ready(), f"cached rootfs {ROOTFS} (scripts/parts/rootfs.sh prepare)")
+    need(
+        rootfs_ready(),
+        f"cached rootfs {ROOTFS} of recipe {rootfs_key()} (scripts/parts/rootfs.sh prepare)",
+    )
     repos = rpmrepo.build()
     if not rpmrepo.dnf_layer_ready():  # apt from the rootfs's mirror, once
         rpmrepo.prepare_dnf_layer(None)

@@ -175,6 +175,8 @@ def test_site_run_renders_nothing(chroot_target: ChrootTarget, tmp_path: Path, p
     outs = AnsibleRunProvider().create(props).outs
     assert outs is not None and outs["status"] == "successful"
     assert executed(pwned, chroot_target) == []
+    # the rootfs has cloud-init, but nothing booted the chroot: wait.yml does not wait for it
+    assert outs["waited"]["tmpl-0"]["cloud_init"] == "not booted", outs["waited"]
     facts = outs["facts"]["tmpl-0"]["facts"]  # the provision output of the stack
     gpus = facts["gpu_facts_gpus"]
     assert [g["name"] for g in gpus] == [P["site.gpu_facts_lspci_output"]]

@@ -37,9 +37,9 @@ from tests.parts import need, need_command, need_root
 from tests.parts.nspawn import (
     COMMANDS,
     ROOTFS,
-    ROOTFS_READY,
     NspawnHost,
     NspawnLab,
+    rootfs_key,
     rootfs_ready,
     start_lab,
 )
@@ -62,7 +62,10 @@ def nspawn_lab() -> Iterator[NspawnLab]:
     need_root("nspawn test hosts")
     for cmd in COMMANDS:
         need_command(cmd, "nspawn test hosts")
-    need(rootfs_ready(), f"cached rootfs {ROOTFS} (scripts/parts/rootfs.sh prepare)")
+    need(
+        rootfs_ready(),
+        f"cached rootfs {ROOTFS} of recipe {rootfs_key()} (scripts/parts/rootfs.sh prepare)",
+    )
     lab = start_lab(("pci-passthrough", "none"))
     try:
         yield lab
@@ -78,7 +81,10 @@ def nspawn_host(nspawn_lab: NspawnLab) -> NspawnHost:
 @pytest.fixture(scope="session")
 def chroot_target() -> Iterator[ChrootTarget]:
     need_root("chroot target")
-    need(ROOTFS_READY.is_file(), f"cached rootfs {ROOTFS} (scripts/parts/rootfs.sh prepare)")
+    need(
+        rootfs_ready(),
+        f"cached rootfs {ROOTFS} of recipe {rootfs_key()} (scripts/parts/rootfs.sh prepare)",
+    )
     work = Path(tempfile.mkdtemp(prefix="gpulab-chroot-"))
     root = work / "root"
     for d in ("upper", "work", "root"):

@@ -67,8 +67,21 @@ COMMANDS = ("systemd-nspawn", "apt-cacher-ng", "ssh-keygen", "ssh", "nsenter", "
 T = TypeVar("T")
 
 
+def rootfs_key() -> str:
+    """The recipe key scripts/parts/rootfs.sh stamps its cache with (KEY=...)."""
+    text = (REPO / "scripts/parts/rootfs.sh").read_text()
+    m = re.search(r'^KEY="([^"]+)"', text, re.M)
+    if m is None:
+        raise RuntimeError('scripts/parts/rootfs.sh has no KEY="..." line')
+    return m.group(1)
+
+
 def rootfs_ready() -> bool:
-    return ROOTFS_READY.is_file() and (ROOTFS / "usr/bin/python3").exists()
+    """The cached rootfs exists and was built by the current recipe: a copy from an older
+    recipe (a key bump) would boot hosts that never answer SSH."""
+    if not (ROOTFS_READY.is_file() and (ROOTFS / "usr/bin/python3").exists()):
+        return False
+    return ROOTFS_READY.read_text().startswith(f"{rootfs_key()}@")
 
 
 def mirror() -> str:
@@ -497,7 +510,10 @@ def start_lab(gpu_paths: Sequence[str] = ("pci-passthrough", "none"), **kw: Any)
     than ``none`` go to group ``gpu_hosts``, the others to ``cpu_hosts``). Call
     :meth:`NspawnLab.close` (or use :func:`open_lab`)."""
     if not rootfs_ready():
-        raise RuntimeError(f"cached rootfs {ROOTFS} missing (scripts/parts/rootfs.sh prepare)")
+        raise RuntimeError(
+            f"cached rootfs {ROOTFS} of recipe {rootfs_key()} missing or stale"
+            " (scripts/parts/rootfs.sh prepare)"
+        )
     sums = prepare_stub_repo()
     workdir = Path(tempfile.mkdtemp(prefix="gpulab-nspawn-"))
     net = _free_subnet()
