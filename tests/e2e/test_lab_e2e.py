@@ -161,7 +161,7 @@ def test_gpulab_report_builds_a_report_from_the_results(nova, e2e_lab: Lab) -> N
             str(stack_dir),
             "--baseline",
             "nova-pci",
-            "--out",
+            "--out-dir",
             str(out),
         ],
         cwd=REPO,

@@ -245,9 +245,10 @@ def test_static_labs_configure_measure_and_state_each_machines_setting(
     for name, (gpu_path, virtualization, arm) in want.items():
         result: UpResult = ups[name]["up"]
         assert result.error is None, result.error
-        # nothing in a cloud: the site run, the cleanup holder, the workload run
+        # nothing in a cloud: the lab's component, the site run, the cleanup holder, the
+        # workload run
         assert sorted(n for n, _, _ in result.steps) == sorted(
-            [f"{name}-site", f"{name}-cleanup", f"{name}-workloads-native"]
+            [name, f"{name}-site", f"{name}-cleanup", f"{name}-workloads-native"]
         )
         (host,) = result.exports["hosts"]
         assert host["vars"]["gpulab_bastion"]["host"] == owned.bastion.address
