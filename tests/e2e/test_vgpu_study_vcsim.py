@@ -53,7 +53,7 @@ from infra.study.driver import Driver, RunOptions
 from infra.study.model import load_study
 from infra.study.state import Journal
 from infra.summary import summarize_files
-from tests.e2e.engine import Engine, Res
+from tests.e2e.engine import Engine, Res, Step
 from tests.e2e.vcsim_cloud import VcsimCloud
 from tests.parts import REPO
 from tests.parts.provider_host import ProviderHost
@@ -80,28 +80,36 @@ class GuestEngine(Engine):
         super().__init__(*args, **kw)
         self.policies: list[dict[str, Any]] = []  # each VgpuPolicy's outputs, in order
 
-    def apply_dynamic(
-        self, typ: str, name: str, inputs: dict[str, Any]
+    def step_dynamic(
+        self, mocks: Any, typ: str, name: str, inputs: dict[str, Any], opts: Any
     ) -> tuple[str, dict[str, Any]]:
         if typ.endswith(":AnsibleRun"):
-            return self._guest(typ, name, inputs, self._site)
+            return self._guest(mocks, typ, name, inputs, opts, self._site)
         if typ.endswith(":WorkloadRun"):
-            return self._guest(typ, name, inputs, self._workloads)
-        rid, outs = super().apply_dynamic(typ, name, inputs)
-        if typ.endswith(":VgpuPolicy"):
+            return self._guest(mocks, typ, name, inputs, opts, self._workloads)
+        rid, outs = super().step_dynamic(mocks, typ, name, inputs, opts)
+        # VgpuPolicy is a dynamic resource of the SDK's default type: known by its name
+        if name.endswith("-vgpu-policy") and not mocks.preview:
             self.policies.append(outs)
         return rid, outs
 
     def _guest(
-        self, typ: str, name: str, inputs: dict[str, Any], run: Callable[[Run], Run]
+        self,
+        mocks: Any,
+        typ: str,
+        name: str,
+        inputs: dict[str, Any],
+        opts: Any,
+        run: Callable[[Run], Run],
     ) -> tuple[str, Run]:
         t0 = time.monotonic()
+        if mocks.preview:  # planned as the engine plans a new resource: outputs unknown
+            self._record(Step(name, "create", t0, t0), preview=True)
+            return "", {k: v for k, v in inputs.items() if v is not None}
         outs = run(inputs)
-        dt = time.monotonic() - t0
-        with self._lock:
-            self._steps.append((name, "guest", dt))
-        self.remember(Res(GUEST + typ, name, f"{name}-id", inputs, outs))
-        self.log(f"    guest  {name} ({typ.split(':')[-1]}) {dt:6.1f} s")
+        self._remember(Res(GUEST + typ, name, f"{name}-id", inputs, outs, set(opts.deps)))
+        self._record(Step(name, "guest", t0, time.monotonic()))
+        self.log(f"    guest  {name} ({typ.split(':')[-1]}) {time.monotonic() - t0:6.1f} s")
         return f"{name}-id", outs
 
     @staticmethod
