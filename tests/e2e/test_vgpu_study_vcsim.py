@@ -281,8 +281,8 @@ def study_run(fresh_vcsim: Any, tmp_path_factory: pytest.TempPathFactory) -> Ite
     t0 = time.monotonic()
     out = io.StringIO()
     try:
+        # the engine double starts a fresh host for each operation and stops it after
         with ProviderHost(stack="vgpu-study") as provider:
-            provider.configure({})
             auto = EngineAuto(project, provider, cloud, {"vsphere_password": fresh_vcsim.password})
             path = study_file(tmp, vcsim_stack(tmp / "vsphere-vcsim.yaml", fresh_vcsim))
             driver = Driver(

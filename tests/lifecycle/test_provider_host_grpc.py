@@ -386,3 +386,26 @@ def test_old_layout_fails_in_the_provider_host() -> None:
             old.check("probe", {}, probe)
     assert err.value.code == grpc.StatusCode.UNKNOWN
     assert err.value.line == "ModuleNotFoundError: No module named 'ansible.constants'"
+
+
+def test_starting_again_stops_the_running_host() -> None:
+    """The engine double starts a fresh host per operation, also on a host object a test
+    opened with ``with``: the one running is stopped first, never left behind."""
+    import os
+
+    def running(pid: int) -> bool:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return False
+        return state != "Z"
+
+    with ProviderHost(stack="restart") as ph:
+        assert ph.proc is not None
+        first = ph.proc.pid
+        ph.start()
+        assert ph.proc is not None and ph.proc.pid != first
+        second = ph.proc.pid
+        assert not running(first) and running(second)
+        os.kill(second, 0)  # the new one answers signals: it is ours and alive
+    assert not running(second)

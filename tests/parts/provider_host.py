@@ -227,6 +227,8 @@ class ProviderHost:
         return env
 
     def start(self) -> None:
+        """Start a fresh host; one still running is stopped first (never left behind)."""
+        self.stop()
         venv = Path(self.python).parent.parent
         if not Path(self.python).exists():
             # What pulumi-resource-pulumi-python says before Python starts (pulumi/pulumi#7061).
