@@ -14,7 +14,7 @@ import pytest
 from report import mixed_workloads as mw
 from report import relations as R
 from report.checks import MISSING, Outcome
-from report.claim_table import BOUNDS, NOT_CHECKABLE, Bound
+from report.claim_table import BOUNDS, NOT_CHECKABLE, Bound, units_needed
 from report.claims import (
     FIG_TOL,
     METHOD_CHECK,
@@ -44,57 +44,23 @@ from report.decide import (
     judge,
     verdict_of,
 )
-from report.intervals import LINEAR, LOG, estimate
-from report.mapping import Arm
+from report.intervals import LINEAR, estimate
 from report.published import load_published
-from report.stats import summarize
-from report.table import GroupKey, Row, Table
+from report.table import Row, Table
 from report.windows import NONE_RECORDED
-
-BM = Arm("ironic-bm", "native")
-VM = Arm("nova-pci", "native")
-VM2 = Arm("nova-pci", "other")
-CVM = Arm("nova-pci", "docker")
-CBM = Arm("magnum-k8s", "container-bm")
-SETTINGS = {BM: "bm", VM: "vm", VM2: "vm", CVM: "cvm", CBM: "cbm"}
-TIGHT = [1.0, 1.001, 0.999, 1.0, 1.0]  # an interval of about +-0.002 around 1.0
-
-
-def item(values: list[float], lo: float = -math.inf, hi: float = math.inf, **kw: Any) -> Item:
-    return Item("x", estimate(values, LINEAR), lo, hi, **kw)
-
-
-def row(
-    arm: Arm,
-    judged: list[float] | dict[str, float],
-    *,
-    metric: str = "images_per_sec",
-    model: str = "resnet50",
-    experiment: str = "single_synthetic",
-    suite: str = "closer2018",
-    batch: int = 32,
-    variant: str = "",
-    raw: list[float] | dict[str, float] | None = None,
-    study: bool = True,
-) -> Row:
-    """A row whose judged per-unit values (slots "0", "1", ...) are ``judged``: the normalized
-    values of an absolute metric, the values themselves of a relative one."""
-    per = judged if isinstance(judged, dict) else {str(i): v for i, v in enumerate(judged)}
-    own = raw if raw is not None else [100.0 * v for v in per.values()]
-    units = own if isinstance(own, dict) else dict(zip(per, own, strict=True))
-    relative = metric.endswith(("_ratio", "_degradation"))
-    key = GroupKey(suite, f"{experiment}-{model}", model, "single", "synthetic", batch, variant)
-    r = Row(key, arm, SETTINGS[arm], metric, summarize(list(units.values()), "k"))
-    r.units = dict(per) if relative else units
-    r.norm_units = {} if relative else dict(per)
-    r.est = estimate(per.values(), LINEAR if relative else LOG)
-    r.study = study
-    return r
-
-
-def table(*rows: Row) -> Table:
-    return Table(rows=list(rows), baseline=BM, settings=SETTINGS)
-
+from tests.report.claim_rows import (
+    BM,
+    CBM,
+    CVM,
+    TIGHT,
+    VM,
+    decoys,
+    item,
+    judged,
+    names,
+    row,
+    table,
+)
 
 # --- report.decide: items into check outcomes, outcomes into the verdict -------------------
 
@@ -299,11 +265,6 @@ def test_elapsed_items_carry_their_windows_or_the_first_says_there_are_none() ->
     assert with_windows(t, []) == []
 
 
-def names(got: R.Measured) -> list[str]:
-    assert isinstance(got, list), got
-    return sorted(i.name for i in got)
-
-
 def _bound(**kw: Any) -> Check:
     base: dict[str, Any] = {
         "claim": "closer2018/x",
@@ -490,190 +451,6 @@ def test_on_a_cpu_a_measured_claim_is_a_method_check_and_an_unmeasured_one_stays
     assert {on_cpu[c] for c in on_gpu if c not in measured} == {NOT_MEASURED}
 
 
-# --- report.relations: per-unit quantities between rows -----------------------------------
-
-
-def test_combine_pairs_the_rows_slots_in_order_and_reads_judged_or_raw_units() -> None:
-    a = row(VM, {"0": 1.0, "1": 2.0, "2": 4.0}, raw={"0": 10.0, "1": 20.0, "2": 40.0})
-    b = row(CVM, {"1": 1.0, "2": 3.0, "3": 9.0}, raw={"1": 5.0, "2": 8.0, "3": 1.0})
-    e = R.combine([a, b], lambda v: v[0] - v[1])
-    assert e is not None and (e.n, e.scale) == (2, LINEAR) and e.mean == pytest.approx(1.0)
-    assert e.se == pytest.approx(0.0)
-    raw = R.combine([a, b], lambda v: v[0] / v[1], LOG, raw=True)
-    assert raw is not None and raw.n == 2 and raw.scale == LOG
-    assert raw.value == pytest.approx(math.sqrt(4.0 * 5.0))
-    assert R.combine([], lambda v: 0.0) is None
-    c = row(CBM, {"7": 1.0})
-    assert R.combine([a, c], lambda v: v[0]) is None
-
-
-def test_the_word_for_n_is_units_only_when_every_row_is_a_study_repeat() -> None:
-    s, r = row(VM, [1.0]), row(VM, [1.0], study=False)
-    assert R.word([s, s]) == "units"
-    assert R.word([s, r]) == "runs" and R.word([r]) == "runs" and R.word([]) == "runs"
-
-
-def _slots(*values: float) -> list[float]:
-    return [v * f for v in values for f in (0.999, 1.001)][: len(values) * 2]
-
-
-def test_cvm_worst_compares_container_on_vm_with_each_other_arm_over_shared_models() -> None:
-    t = table(
-        row(CVM, [0.80] * 4, model="resnet50"),
-        row(CVM, [0.70] * 4, model="alexnet"),
-        row(VM, [0.90] * 4, model="resnet50"),
-        row(VM2, [0.85] * 4, model="inception_v3"),
-        row(VM2, [0.60] * 4, model="alexnet"),
-    )
-    got = R.cvm_worst(t)
-    assert isinstance(got, list)
-    assert [i.name for i in got] == [
-        "nova-pci/docker - nova-pci/native: mean normalized imgs/s",
-        "nova-pci/docker - nova-pci/other: mean normalized imgs/s",
-    ]
-    assert [round(i.est.value, 6) for i in got] == [-0.1, 0.1]  # type: ignore[union-attr]
-    assert all(i.hi == 0.02 and i.lo == -math.inf and i.word == "units" for i in got)
-    assert R.cvm_worst(table(row(VM, [0.9]))) == Outcome(
-        MISSING, "needs a container-on-VM arm and another non-baseline arm"
-    )
-    assert isinstance(R.cvm_worst(table(row(CVM, [0.9]))), Outcome)
-
-
-def test_elapsed_more_contrasts_elapsed_increase_with_imgs_decrease_per_arm() -> None:
-    t = table(
-        row(VM, [1.2, 1.2, 1.2], metric="elapsed_s"),
-        row(VM, [0.9, 0.9, 0.9]),
-        row(VM, [0.7, 0.7, 0.7], model="alexnet"),
-        row(CVM, [0.9, 0.9, 0.9]),  # no elapsed: not judged
-    )
-    got = R.elapsed_more(t)
-    assert isinstance(got, list) and len(got) == 1
-    (i,) = got
-    assert i.name == "nova-pci/native: elapsed increase - imgs/s decrease"
-    assert i.est is not None and i.est.value == pytest.approx(0.2 - 0.2)  # 0.2 - mean(0.1, 0.3)
-    assert (i.lo, i.hi) == (-0.02, math.inf)
-    assert R.elapsed_more(table(row(VM, [0.9]))) == Outcome(
-        MISSING, "no single_synthetic images/sec and elapsed records with a baseline"
-    )
-
-
-def test_alexnet_less_contrasts_alexnets_degradation_with_half_the_big_models() -> None:
-    d = "distributed_synthetic"
-    t = table(
-        row(VM, [0.9] * 3, model="alexnet", experiment=d),
-        row(VM, [0.8] * 3, model="resnet50", experiment=d),
-        row(VM, [0.6] * 3, model="inception_v3", experiment=d),
-        row(CVM, [0.9] * 3, model="alexnet", experiment=d),  # no big model: skipped
-    )
-    got = R.alexnet_less(t)
-    assert isinstance(got, list) and len(got) == 1
-    assert got[0].name == "nova-pci/native: AlexNet's degradation - half of InceptionV3/ResNet-50's"
-    assert got[0].est is not None and got[0].est.value == pytest.approx(0.1 - 0.5 * 0.3)
-    assert got[0].hi == 0.02 and got[0].lo == -math.inf
-    assert R.alexnet_less(table(row(CVM, [0.9] * 3, model="alexnet", experiment=d))) == Outcome(
-        MISSING, "needs AlexNet and InceptionV3 or ResNet-50 in distributed_synthetic"
-    )
-
-
-def test_real_like_synthetic_pairs_the_same_arm_and_model() -> None:
-    t = table(
-        row(VM, [0.9] * 3, experiment="distributed_real"),
-        row(VM, [0.85] * 3, experiment="distributed_synthetic"),
-        row(CVM, [0.7] * 3, experiment="distributed_real"),  # no synthetic twin
-        row(VM, [0.5] * 3, experiment="distributed_real", model="alexnet"),
-    )
-    got = R.real_like_synthetic(t)
-    assert isinstance(got, list) and len(got) == 1
-    assert got[0].name == "nova-pci/native resnet50: real - synthetic"
-    assert got[0].est is not None and got[0].est.value == pytest.approx(0.05)
-    assert (got[0].lo, got[0].hi) == (-0.10, 0.10)
-    assert R.real_like_synthetic(table(row(VM, [0.9], experiment="distributed_real"))) == Outcome(
-        MISSING, "needs distributed_real and distributed_synthetic for the same arm/model"
-    )
-
-
-def test_shared_order_bm_degrades_most_and_vm_least() -> None:
-    kw: dict[str, Any] = {"metric": "elapsed_degradation", "experiment": "shared"}
-    t = table(
-        row(BM, [0.5] * 3, **kw),
-        row(VM, [0.1] * 3, **kw),
-        row(CVM, [0.3] * 3, **kw),
-        row(BM, [0.5] * 3, model="alexnet", **kw),  # no vm for alexnet: skipped
-    )
-    got = R.shared_order(t)
-    assert isinstance(got, list)
-    named = {i.name: (round(i.est.value, 6), i.lo, i.hi) for i in got}  # type: ignore[union-attr]
-    assert named == {
-        "resnet50 b32: bm - vm": (0.4, -0.02, math.inf),
-        "resnet50 b32: bm - cvm": (0.2, -0.02, math.inf),
-        "resnet50 b32: vm - cvm": (-0.2, -math.inf, 0.02),
-    }
-    assert R.shared_order(table(row(BM, [0.5] * 3, **kw))) == Outcome(
-        MISSING, "needs shared-scenario records for bare metal and VM"
-    )
-
-
-def test_ratio_within_pairs_each_num_arm_with_each_den_arm_of_the_same_variant() -> None:
-    fn = R.ratio_within(("train_wall_s", "elapsed_s"), "mnist", "cvm", "cbm", 0.97, 1.03)
-    kw: dict[str, Any] = {"metric": "elapsed_s", "model": "mnist"}
-    t = table(
-        row(CVM, [1.0] * 3, raw=[110.0, 121.0, 99.0], **kw),
-        row(CBM, [1.0] * 3, raw=[100.0, 110.0, 90.0], **kw),
-        row(CBM, [1.0] * 3, raw=[1.0, 1.0, 1.0], variant="other", **kw),
-    )
-    got = fn(t)
-    assert isinstance(got, list) and len(got) == 1
-    (i,) = got
-    assert i.name == "nova-pci/docker / magnum-k8s/container-bm (elapsed_s)"
-    assert i.est is not None and i.est.scale == LOG and i.est.value == pytest.approx(1.1)
-    assert (i.lo, i.hi, i.times) == (0.97, 1.03, True)
-    first = fn(
-        table(
-            *t.rows,
-            row(CVM, [1.0] * 3, raw=[50.0] * 3, metric="train_wall_s", model="mnist"),
-            row(CBM, [1.0] * 3, raw=[100.0] * 3, metric="train_wall_s", model="mnist"),
-        )
-    )
-    assert isinstance(first, list) and [x.est.value for x in first] == [pytest.approx(0.5)]  # type: ignore[union-attr]
-    only = R.ratio_within(
-        ("elapsed_s",), "mnist", "cvm", "cbm", 0.9, 1.1, keep=lambda t, a: a != CBM
-    )
-    assert only(t) == Outcome(MISSING, "needs mnist elapsed_s for both cvm and cbm arms")
-    assert fn(table()) == Outcome(
-        MISSING, "needs mnist train_wall_s or elapsed_s for both cvm and cbm arms"
-    )
-    assert fn(table(row(CVM, [1.0] * 3, **kw))) == Outcome(
-        MISSING, "needs mnist train_wall_s or elapsed_s for both cvm and cbm arms"
-    )
-
-
-def test_local_and_remote_variants() -> None:
-    assert R.is_local("bandwidth_h2d_local_1024") and not R.is_local("bandwidth_h2d_remote_1024")
-    assert R.is_local("LOCAL") and R.is_remote("Remote_x") and not R.is_remote("remoteness")
-    assert not R.is_local("h2d_locality_1")
-
-
-def test_numa_remote_lower_pairs_remote_with_local_of_the_same_direction_and_size() -> None:
-    kw: dict[str, Any] = {"metric": "gbps", "model": "bandwidth"}
-    t = table(
-        row(CBM, [1.0] * 3, raw=[10.0, 10.0, 10.0], variant="bandwidth_h2d_local_64", **kw),
-        row(CBM, [1.0] * 3, raw=[8.0, 8.0, 8.0], variant="bandwidth_h2d_remote_64", **kw),
-        row(
-            CBM, [1.0] * 3, raw=[4.0, 4.0, 4.0], variant="bandwidth_d2h_remote_64", **kw
-        ),  # no local
-        row(
-            VM, [1.0] * 3, raw=[1.0] * 3, variant="bandwidth_h2d_remote_64", **kw
-        ),  # not a container
-    )
-    got = R.numa_remote_lower(t)
-    assert isinstance(got, list) and len(got) == 1
-    (i,) = got
-    assert i.name == "magnum-k8s/container-bm bandwidth_h2d_remote_64: remote/local"
-    assert i.est is not None and i.est.value == pytest.approx(0.8)
-    assert (i.lo, i.hi, i.times) == (-math.inf, 0.90, True)
-    assert isinstance(R.numa_remote_lower(table(t.rows[0])), Outcome)
-
-
 def test_claims_no_lab_can_check_say_why_and_are_not_measured() -> None:
     out = {v.claim: v for v in verdicts(table(row(VM, [1.0] * 5)), PUB, [])}
     for claim, why in NOT_CHECKABLE.items():
@@ -708,3 +485,103 @@ def test_every_check_belongs_to_a_claim_of_the_file_bounds_then_relations_then_f
     assert set(claims) <= set(PUB.claim_texts)
     figs = [f"{f.paper}/{f.key}" for f in PUB.figures]
     assert claims[-len(figs) :] == figs
+
+
+# --- claims: each bound reads only its rows -----------------------------------------------
+
+
+def test_a_bound_reads_only_its_models_settings_batch_arms_and_the_claims_suite() -> None:
+    base = [row(VM, [0.9, 0.92, 0.91], model="m1")]
+    want = names(_bound(experiment=None).fn(table(*base)))
+    alex = [row(VM, [0.5] * 3, model="alexnet"), *base]
+    assert names(_bound(experiment=None, models=("m1",)).fn(table(*alex))) == want
+    match = _bound(experiment=None, match=lambda m: m.startswith("m1"))
+    assert names(match.fn(table(*alex))) == want
+    cvm = [row(CVM, [0.5] * 3, model="m1"), *base]
+    assert names(_bound(experiment=None, settings=("vm",)).fn(table(*cvm))) == want
+    arm = _bound(experiment=None, arm_ok=lambda t, a: t.settings[a] == "vm")
+    assert names(arm.fn(table(*cvm))) == want
+    b64 = [row(VM, [0.5] * 3, model="m1", batch=64), *base]
+    got = _bound(experiment=None, batch=32).fn(table(*b64))
+    assert judged(got) == judged(_bound(experiment=None).fn(table(*base)))
+    other = [row(VM, [0.5] * 3, model="m1", suite="other"), *base]
+    got = _bound(experiment=None).fn(table(*other))  # claim closer2018/x: its suite first
+    assert judged(got) == judged(_bound(experiment=None).fn(table(*base)))
+
+
+def test_a_bounds_largest_value_counts_a_zero_as_zero() -> None:
+    t = table(
+        row(VM, [0.0, 0.0], metric="elapsed_degradation", model="a"),
+        row(VM, [0.5, 0.5], metric="elapsed_degradation", model="b"),
+    )
+    got = _bound(metric="elapsed_degradation", experiment=None, agg="max").fn(t)
+    assert [v for _, v, *_ in judged(got)] == [pytest.approx(0.5)]
+
+
+def test_a_bound_over_several_timed_metrics_names_each_window() -> None:
+    c = _bound(metric=("elapsed_s", "train_wall_s"))
+    from report.windows import WINDOWS
+
+    assert c.what == f"imgs/s ({WINDOWS['elapsed_s']}; else {WINDOWS['train_wall_s']})"
+
+
+def test_a_figure_reads_its_experiment_and_paper_only() -> None:
+    claim = "closer2018/fig8_distributed_real_images_per_sec"
+    good = [row(CBM, [0.9] * 5, experiment="distributed_real")]
+    assert _verdict(good, claim).verdict == REPRODUCED
+    for kind in ("suite", "setting"):
+        assert _verdict(decoys(good, kind), claim).verdict == REPRODUCED, kind
+    syn = [row(CBM, [0.1] * 5, experiment="distributed_synthetic"), *good]
+    assert _verdict(syn, claim).verdict == REPRODUCED
+    (check,) = [
+        c for c in all_checks(PUB) if c.claim == "closer2018/fig9_distributed_real_elapsed_s"
+    ]
+    assert check.what.startswith("Figure 9: each measured setting/model within the paper's value (")
+
+
+def test_relation_checks_keep_their_tolerance_texts() -> None:
+    from report.claim_table import RELATIONS
+
+    rel = {(c.claim, c.what): c.tolerance for c in all_checks(PUB)}
+    for claim, what, tol, _ in RELATIONS:
+        assert rel[(claim, what)] == tol
+
+
+def test_the_mixed_workload_checks_text_in_full() -> None:
+    (check,) = [c for c in all_checks(PUB) if c.claim == mw.CLAIM]
+    assert check.what.endswith(
+        "; the paper's 3D CAD impact and knowledge-worker latency are not judged: no 3D CAD "
+        "VMs here, and the knowledge-worker load records no latency)"
+    )
+
+
+def test_each_claim_needs_its_own_number_of_units() -> None:
+    from report.claim_table import UNITS_NEEDED
+
+    claim, need = max(UNITS_NEEDED.items(), key=lambda kv: kv[1])
+    v = _verdict([], claim)
+    assert v.units_needed == need and need > 3
+    assert all(x.units_needed == units_needed(x.claim) for x in verdicts(None, PUB, []))
+
+
+def test_without_a_table_every_check_says_there_are_no_ok_records() -> None:
+    v = {x.claim: x for x in verdicts(None, PUB, [])}["closer2018/single_synthetic"]
+    assert {o for _, o in v.results} == {Outcome(MISSING, "no ok records")}
+    pub: Any = type("P", (), {"claim_texts": {"np/x": "t"}, "figures": [], "papers": {}})()
+    (nc,) = verdicts(None, pub, [])
+    assert nc.results[0][0].claim == "np/x"
+
+
+def test_a_touching_interval_straddles_and_an_outcome_joins_its_items() -> None:
+    """An interval whose end touches the band's edge is not "outside the band"."""
+    e = estimate([1.0, 1.01, 0.99, 1.0, 1.0], LINEAR)
+    assert e is not None
+    ci = e.interval()
+    assert ci is not None
+    filler = [item(TIGHT, 0.9, 1.1)] * 9  # Holm over ten: the touching item is not a failure
+    low = judge([[Item("x", e, ci[1], math.inf), *filler]], need=5)[0]
+    high = judge([[Item("x", e, -math.inf, ci[0]), *filler]], need=5)[0]
+    for out in (low, high):
+        assert out.status == UNSURE and "(interval straddles the band)" in out.measured
+    (two,) = judge([[item(TIGHT, 0.9, 1.1), item(TIGHT, 0.9, 1.1)]], need=5)
+    assert two.measured == "x 1.000 [0.999, 1.001] n=5 units; x 1.000 [0.999, 1.001] n=5 units"
