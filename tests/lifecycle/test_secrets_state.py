@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from datetime import UTC, datetime
 from types import SimpleNamespace
 from typing import Any
 
@@ -27,6 +28,7 @@ from infra.dynamic.ansible_run import (
 )
 from infra.topologies import magnum_k8s, vsphere_gpu
 from infra.topologies.vsphere_gpu.args import VGPU_TOKEN_INPUT
+from infra.wait import WAIT_PLAY
 
 
 def test_a_salt_is_128_random_bits_in_hex_new_each_time() -> None:
@@ -141,3 +143,26 @@ def test_facts_of_no_log_tasks_are_never_kept() -> None:
 def test_the_module_keeps_no_secret_in_its_outputs_list() -> None:
     assert "secrets" not in ansible_run.OUTPUTS and "secrets" not in ansible_run.RUN_INPUTS
     assert {"secrets_digest", "secrets_salt"} <= set(ansible_run.OUTPUTS)
+
+
+def test_the_collector_keeps_each_hosts_first_task_after_the_wait_play() -> None:
+    """The same handler that drops no_log facts notes when each host's first task started."""
+    c = FactCollector()
+
+    def start(host: str, play: str, created: str) -> dict[str, Any]:
+        return {
+            "event": "runner_on_start",
+            "created": created,
+            "event_data": {"host": host, "play": play},
+        }
+
+    assert c(start("h1", WAIT_PLAY, "2026-01-01T00:00:00")) is True
+    assert c.facts == {}
+    assert c(start("h1", "Site", "2026-01-01T00:00:10")) is True
+    assert c(start("h1", "Site", "2026-01-01T00:00:20")) is True  # not the first any more
+    assert c(_ok("h1", {"cuda": "12.4"})) is True
+    at = datetime(2026, 1, 1, 0, 0, 10, tzinfo=UTC).timestamp()
+    assert c.facts == {"h1": {"gpulab_first_task_at": at, "cuda": "12.4"}}
+    # a task's end is not its start
+    c({"event": "runner_on_ok", "created": "2026-01-01T00:00:30", "event_data": {"host": "h2"}})
+    assert "h2" not in c.facts
