@@ -356,3 +356,19 @@ def test_numa_remote_lower_reads_container_bandwidth_only_as_a_ratio_of_logs() -
             "no container bandwidth records pinned both local and remote "
             "(a single-NUMA-node host has no remote node)",
         )
+
+
+@pytest.mark.parametrize(("study", "word"), [(True, "units"), (False, "runs")])
+def test_the_ratio_checks_count_units_or_runs_as_their_rows_do(study: bool, word: str) -> None:
+    fn = R.ratio_within(("elapsed_s",), "mnist", "cvm", "cbm", 0.9, 1.1)
+    kw: dict[str, Any] = {"metric": "elapsed_s", "model": "mnist", "study": study}
+    got = fn(table(row(CVM, [1.0] * 3, **kw), row(CBM, [1.0] * 3, **kw)))
+    assert [w[4] for w in judged(got)] == [word]
+    bw: dict[str, Any] = {"metric": "gbps", "model": "bandwidth", "study": study}
+    numa = R.numa_remote_lower(
+        table(
+            row(CBM, [1.0] * 3, variant="bandwidth_h2d_local_64", **bw),
+            row(CBM, [0.8] * 3, variant="bandwidth_h2d_remote_64", **bw),
+        )
+    )
+    assert [w[4] for w in judged(numa)] == [word]
