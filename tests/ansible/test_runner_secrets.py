@@ -329,3 +329,27 @@ def test_an_entry_gone_before_its_lstat_does_not_stop_the_cleanup(
     monkeypatch.setattr(Path, "lstat", lstat)
     assert sorted(runner_mod.clean_stale_secrets(tmp_path)) == sorted(stale)
     assert not any(d.exists() for d in stale)
+
+
+def test_a_no_log_tasks_failure_shows_no_output() -> None:
+    """A failed no_log task's result holds what the task saw (a token); its message is hidden,
+    whether Ansible marks it ``_ansible_no_log`` or has already censored it."""
+    res = {"msg": "token SENTINEL refused", "stderr": "SENTINEL", "module_stderr": "SENTINEL"}
+    hidden = "(output hidden: no_log task)"
+    assert runner_mod._msg_of({**res, "_ansible_no_log": True}) == hidden
+    assert runner_mod._msg_of({**res, "censored": "the output has been hidden"}) == hidden
+    assert runner_mod._msg_of({**res, "_ansible_no_log": False}) != hidden
+
+
+def test_a_failures_message_is_one_line_of_its_first_text() -> None:
+    msg = runner_mod._msg_of
+    assert msg({"msg": "bad\n  value\n\nthere", "stderr": "e"}) == "bad value there"
+    assert msg({"stderr": " e1\ne2 ", "reason": "r"}) == "e1 e2"
+    assert msg({"reason": "unreachable"}) == "unreachable"
+    assert msg({"rc": 3}) == "rc=3"
+    assert msg({"rc": 0}) == "rc=0"
+    assert msg({}) == "(no message)"
+    assert msg({"msg": " \n "}) == "(no message)"
+    assert msg({"msg": "failed", "module_stderr": "\nTraceback\nline 2"}) == "failed (Traceback)"
+    assert msg({"msg": "x" * 500}) == "x" * 400
+    assert msg({"msg": "failed", "module_stderr": "  "}) == "failed"
