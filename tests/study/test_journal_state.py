@@ -272,8 +272,11 @@ def test_a_changed_suite_file_is_refused_only_where_finished_units_ran_it(tmp_pa
     j2, _ = open_journal(tmp_path / "results", s, plan(s), None)
     assert j2.data["suite_digests"][ref] != suite_digest(ref)  # the first digest is kept
     finish(j2, Unit("a", 1))
-    with pytest.raises(UsageError, match=rf"suite file {ref} changed since"):
+    with pytest.raises(UsageError) as exc:
         open_journal(tmp_path / "results", s, plan(s), None)
+    assert str(exc.value).startswith(
+        f"study t: suite file {ref} changed since, but finished units in {j.path} ran with"
+    )
 
 
 def test_a_suite_digest_is_of_the_named_file_or_none(tmp_path: Path) -> None:
@@ -368,3 +371,19 @@ def test_a_study_not_run_yet_says_how_to_run_it(tmp_path: Path) -> None:
     )
     j = opened(tmp_path, study(tmp_path))
     assert find_journal(tmp_path / "results", "t").data == j.data
+
+
+def test_a_new_seed_is_drawn_from_the_whole_32_bit_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    import random
+
+    from infra.study.plan import new_seed
+
+    asked: list[tuple[int, int]] = []
+
+    def randrange(self: random.SystemRandom, lo: int, hi: int) -> int:
+        asked.append((lo, hi))
+        return 7
+
+    monkeypatch.setattr(random.SystemRandom, "randrange", randrange)
+    assert new_seed() == 7
+    assert asked == [(0, 2**32)]

@@ -203,3 +203,46 @@ def test_randomized_order_is_every_unit_once_in_the_seeds_order(tmp_path: Path) 
     assert sorted(units) == [Unit(a, r) for a in "ab" for r in range(1, 6)]
     assert units == plan(s, seed=3)
     assert units != sorted(units)  # shuffled, not the file's order
+
+
+def test_a_stack_name_of_exactly_63_characters_is_kept_whole() -> None:
+    from infra.study.model import study_stack_name
+
+    name = study_stack_name("s" * 25, "a" * 31)  # study-<25>-<31>: 63 characters
+    assert name == f"study-{'s' * 25}-{'a' * 31}" and len(name) == 63
+    longer = study_stack_name("s" * 25, "a" * 32)
+    assert len(longer) == 63 and longer.startswith(f"study-{'s' * 25}-{'a' * 22}-")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["- a\n- b\n", "config: [1, 2]\n", "config:\n  gpulab-study:arm: 3\n", "config: {\n"],
+    ids=["a-list", "config-a-list", "owner-not-text", "not-yaml"],
+)
+def test_a_stack_file_that_names_no_owner_has_none(tmp_path: Path, text: str) -> None:
+    from infra.study.model import stack_owner
+
+    path = tmp_path / "Pulumi.x.yaml"
+    path.write_text(text)
+    assert stack_owner(path) is None
+    path.write_text("config:\n  gpulab-study:arm: st/a\n")
+    assert stack_owner(path) == "st/a"
+
+
+def test_a_stack_file_is_found_beside_the_study_first_then_from_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from infra.paths import PROJECT
+
+    here = tmp_path / "cwd"
+    (here / "labs").mkdir(parents=True)
+    (here / "labs" / "lab.yaml").write_text((PROJECT / "Pulumi.local.yaml").read_text())
+    monkeypatch.chdir(here)
+    d = doc(arms=[{"name": "a", "stack_file": "labs/lab.yaml", "exec_env": "native"}])
+    s = parse_study(d, tmp_path / "studies" / "s.yaml")
+    assert s.arms[0].stack_file == here / "labs" / "lab.yaml"  # absolute, resolved
+    beside = tmp_path / "studies" / "labs"
+    beside.mkdir(parents=True)
+    (beside / "lab.yaml").write_text((PROJECT / "Pulumi.local.yaml").read_text())
+    s = parse_study(d, tmp_path / "studies" / "s.yaml")
+    assert s.arms[0].stack_file == beside / "lab.yaml"
