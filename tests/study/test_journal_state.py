@@ -387,3 +387,22 @@ def test_a_new_seed_is_drawn_from_the_whole_32_bit_range(monkeypatch: pytest.Mon
     monkeypatch.setattr(random.SystemRandom, "randrange", randrange)
     assert new_seed() == 7
     assert asked == [(0, 2**32)]
+
+
+def test_a_failed_unit_is_finished_too_and_keeps_what_it_ran_with(tmp_path: Path) -> None:
+    j = opened(tmp_path, study(tmp_path))
+    j.set_unit(Unit("b", 1), "failed", reason="runner exited 1", records=0)
+    with pytest.raises(UsageError, match=r"study t: suite changed \('smoke' -> 'closer2018'\)"):
+        edited = study(tmp_path, "d2", suite="closer2018")
+        open_journal(tmp_path / "results", edited, plan(edited), None)
+
+
+def test_a_journal_whose_order_was_emptied_by_hand_is_planned_again(tmp_path: Path) -> None:
+    j = opened(tmp_path, study(tmp_path))
+    j.data["order"], j.data["units"] = [], {}
+    j.save()
+    edited = study(tmp_path, "d2", repeats=1)
+    j2, resumed = open_journal(tmp_path / "results", edited, plan(edited), None)
+    assert resumed
+    assert j2.edited == ["repeats"]  # from none planned to 1
+    assert j2.order() == [Unit("a", 1), Unit("b", 1)]

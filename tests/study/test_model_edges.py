@@ -107,6 +107,7 @@ def test_every_key_a_study_gives_is_kept(tmp_path: Path) -> None:
         (doc(name="x" * 64), "name: '" + "x" * 56 + "... is not a plain name"),
         (doc(name=7), "name: 7 is not a plain name ([a-z0-9._-], at most 63)"),
         (doc(suite=""), "suite: '' is not a suite name or .yaml path"),
+        (doc(suite="nosuch.yaml"), "suite: suite file 'nosuch.yaml' cannot be read"),
         (doc(suite="x" * 1025), "suite: 'xxxxxxxxxx"),
         (doc(order=None), "order: None is not one of interleaved, randomized"),
         (
