@@ -406,3 +406,40 @@ def test_a_journal_whose_order_was_emptied_by_hand_is_planned_again(tmp_path: Pa
     assert resumed
     assert j2.edited == ["repeats"]  # from none planned to 1
     assert j2.order() == [Unit("a", 1), Unit("b", 1)]
+
+
+def test_an_edit_that_leaves_the_claims_alone_does_not_name_them(tmp_path: Path) -> None:
+    claims = ["closer2018/single_synthetic"]
+    j = opened(tmp_path, study(tmp_path, claims=claims))
+    finish(j, Unit("a", 1))
+    edited = study(tmp_path, "d2", claims=claims, description="only the text changed")
+    j2, _ = open_journal(tmp_path / "results", edited, plan(edited), None)
+    assert j2.edited == []
+    assert j2.data["edits"][-1]["changed"] == []
+
+
+def test_every_arm_after_a_removed_one_is_still_compared(tmp_path: Path) -> None:
+    opened(tmp_path, study(tmp_path))
+    edited = study(tmp_path, "d2", arms=[{"name": "b", "stack": "local", "exec_env": "native"}])
+    j2, _ = open_journal(tmp_path / "results", edited, plan(edited), None)
+    assert j2.edited == ["baseline", "arms: a removed", "arms[0].exec_env"]
+
+
+def test_a_suite_an_edit_adds_gets_its_digest_kept(tmp_path: Path) -> None:
+    j = opened(tmp_path, study(tmp_path))
+    del j.data["suite_digests"]  # a journal written before suite digests were kept
+    j.save()
+    suite = tmp_path / "mine.yaml"
+    suite.write_text((SUITES_DIR / "smoke.yaml").read_text())
+    edited = study(
+        tmp_path,
+        "d2",
+        arms=[
+            {"name": "a", "stack": "local", "exec_env": "native"},
+            {"name": "b", "stack": "local", "exec_env": "docker", "suite": "mine.yaml"},
+        ],
+    )
+    j2, _ = open_journal(tmp_path / "results", edited, plan(edited), None)
+    ref = str(suite.resolve())
+    assert j2.data["suite_digests"] == {"smoke": suite_digest("smoke"), ref: suite_digest(ref)}
+    assert json.loads(j2.path.read_text())["suite_digests"] == j2.data["suite_digests"]
