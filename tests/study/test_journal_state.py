@@ -443,3 +443,22 @@ def test_a_suite_an_edit_adds_gets_its_digest_kept(tmp_path: Path) -> None:
     ref = str(suite.resolve())
     assert j2.data["suite_digests"] == {"smoke": suite_digest("smoke"), ref: suite_digest(ref)}
     assert json.loads(j2.path.read_text())["suite_digests"] == j2.data["suite_digests"]
+
+
+def test_a_study_moved_aside_is_stamped_in_utc_whatever_the_local_zone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+    from datetime import UTC, datetime
+
+    monkeypatch.setenv("TZ", "Asia/Kolkata")  # UTC+05:30, no daylight saving
+    time.tzset()
+    try:
+        folder = tmp_path / "study-x"
+        folder.mkdir()
+        stamp = move_aside(folder).name.removeprefix("study-x.")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    moved = datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+    assert abs((datetime.now(UTC) - moved).total_seconds()) < 120
