@@ -151,6 +151,7 @@ def test_an_edit_that_keeps_finished_units_is_continued_and_names_what_changed(
     assert j2.data["claims"] == ["closer2018/single_synthetic"]
     (edit,) = j2.data["edits"]
     assert (edit["from"], edit["to"], edit["changed"]) == ("d1", "d2", j2.edited)
+    assert sorted(edit) == ["at", "changed", "from", "to"] and edit["at"].endswith("+00:00")
     assert json.loads(j2.path.read_text())["digest"] == "d2"
 
 
@@ -462,3 +463,28 @@ def test_a_study_moved_aside_is_stamped_in_utc_whatever_the_local_zone(
         time.tzset()
     moved = datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
     assert abs((datetime.now(UTC) - moved).total_seconds()) < 120
+
+
+def test_a_study_file_moved_elsewhere_is_recorded_where_it_is_now(tmp_path: Path) -> None:
+    opened(tmp_path, study(tmp_path))
+    moved = dataclasses.replace(study(tmp_path, "d2"), path=tmp_path / "moved" / "t.yaml")
+    j2, _ = open_journal(tmp_path / "results", moved, plan(moved), None)
+    assert j2.data["file"] == str(tmp_path / "moved" / "t.yaml")
+
+
+def test_a_study_that_cannot_be_moved_aside_is_one_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+
+    from workloads.files import OutputError
+
+    def rename(self: Path, target: Path) -> Path:
+        raise OSError(errno.EXDEV, "Invalid cross-device link")
+
+    folder = tmp_path / "study-x"
+    folder.mkdir()
+    monkeypatch.setattr(Path, "rename", rename)
+    with pytest.raises(OutputError) as exc:
+        move_aside(folder)
+    assert str(exc.value) == f"cannot move {str(folder)!r} aside: Invalid cross-device link"
