@@ -142,3 +142,12 @@ def test_the_teardown_is_recorded_in_the_journal_and_printed_per_stack(tmp_path:
         "teardown lab-a: destroyed",
         "teardown lab-b: kept (--keep)",
     ]
+
+
+def test_the_teardown_lines_are_printed_as_they_are_on_a_terminal(tmp_path: Path) -> None:
+    d, _ = make(tmp_path)
+    out = io.StringIO()
+    d.console = Console(file=out, width=200, force_terminal=True, color_system="standard")
+    d.labs = LabsDouble([{"stack": "lab-1", "status": "failed", "reason": "exit 255 (ssh)"}])  # type: ignore[assignment]
+    d._teardown()
+    assert out.getvalue() == "teardown lab-1: failed (exit 255 (ssh))\n"  # no colour codes

@@ -83,6 +83,9 @@ def test_a_new_journal_holds_the_plan_and_every_unit_pending(tmp_path: Path) -> 
     assert on_disk["suite_digests"] == {"smoke": suite_digest("smoke")}
     assert j.counts() == {"pending": 4, "running": 0, "done": 0, "failed": 0, "skipped": 0}
     assert j.built() == {}
+    del j.data["stacks"]  # a journal from before the stacks were kept
+    j.built()["lab"] = {"last": ["a", 1]}
+    assert j.data["stacks"] == {"lab": {"last": ["a", 1]}}
     assert j.order() == plan(s)
 
 

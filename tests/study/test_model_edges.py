@@ -54,7 +54,7 @@ def test_a_study_without_optional_keys_gets_their_defaults(tmp_path: Path) -> No
         ("b", "b", "docker", "local", None),
     ]
     assert s.arm("b").exec_env == "docker"
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match="'c'"):
         s.arm("c")
     assert "smoke" in s.suites
 
