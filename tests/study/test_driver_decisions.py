@@ -5,6 +5,7 @@ DOUBLE (no Pulumi engine here): it returns the rows LabUnits.teardown returns.""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ def test_on_local_and_another_suite_change_every_arm_and_the_digest(tmp_path: Pa
         ],
     )
     assert s.arms[0].topology == "nova-pci" and s.arms[0].stack_file is not None
+    s = dataclasses.replace(s, arms=(dataclasses.replace(s.arms[0], config=(("k", 1),)), s.arms[1]))
     local = localize(s, RunOptions(on_local=True))
     assert [(a.stack, a.topology, a.stack_file, a.config) for a in local.arms] == [
         ("local", "local", None, ()),

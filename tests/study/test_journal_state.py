@@ -356,6 +356,9 @@ def test_a_journal_too_large_or_not_a_file_is_one_line(tmp_path: Path) -> None:
     from infra.study.journal_check import MAX_JOURNAL_BYTES
 
     path = tmp_path / "study.json"
+    path.write_bytes(b" " * MAX_JOURNAL_BYTES)  # at the limit: read, and not JSON
+    with pytest.raises(JournalError, match="is not valid JSON"):
+        load_journal(path)
     path.write_bytes(b" " * (MAX_JOURNAL_BYTES + 1))
     with pytest.raises(JournalError, match=rf"is larger than {MAX_JOURNAL_BYTES} bytes"):
         load_journal(path)

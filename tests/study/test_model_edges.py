@@ -247,3 +247,21 @@ def test_a_stack_file_is_found_beside_the_study_first_then_from_the_working_dire
     (beside / "lab.yaml").write_text((PROJECT / "Pulumi.local.yaml").read_text())
     s = parse_study(d, tmp_path / "studies" / "s.yaml")
     assert s.arms[0].stack_file == beside / "lab.yaml"
+
+
+@pytest.mark.parametrize("first", ["on-a-named-stack", "its-copy-not-made-yet"])
+def test_every_copied_stack_is_checked_whatever_arm_comes_before_it(
+    tmp_path: Path, first: str
+) -> None:
+    import dataclasses
+
+    from infra.study.model import check_stack_files
+
+    s = parse_study(doc(), tmp_path / "s.yaml")
+    a, b = s.arms
+    if first == "its-copy-not-made-yet":
+        a = dataclasses.replace(a, stack="study-t-a", stack_file=tmp_path / "lab.yaml")
+    b = dataclasses.replace(b, stack="study-t-b", stack_file=tmp_path / "lab.yaml")
+    (tmp_path / "Pulumi.study-t-b.yaml").write_text("config: {}\n")  # made by hand
+    with pytest.raises(UsageError, match=r"arms\[1\]\.stack_file: its stack study-t-b already"):
+        check_stack_files(dataclasses.replace(s, arms=(a, b)), tmp_path)
