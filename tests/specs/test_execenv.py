@@ -387,3 +387,14 @@ def test_role_order_keeps_each_entry_order_and_refuses_a_cycle(
     }
     monkeypatch.setattr(execenv, "ENVS", later)
     assert execenv.role_order() == ["r2", "r3", "r1"]
+
+
+def test_the_generator_writes_each_file_under_the_root_it_is_given(tmp_path: Path) -> None:
+    written = ansible_vars.write(tmp_path)
+    assert written == [tmp_path / rel for rel in ansible_vars.FILES]
+    for rel in ansible_vars.FILES:
+        text = (tmp_path / rel).read_text()
+        assert text == ansible_vars.render(rel) == (REPO / rel).read_text()
+    assert text.startswith(
+        ansible_vars.HEADER + "gpulab_exec_env_roles:\n  native:\n    - workload_env\n"
+    )
