@@ -313,3 +313,20 @@ def test_the_dockerfile_installs_the_runner_deps_only_with_the_images_python() -
     host = render_dockerfile("debian:bookworm", "host")
     assert "pyyaml" not in host and f"PYTHONPATH=/opt/gpulab:{HOST_SITE}" in host
     assert "\nFROM debian:bookworm\n" in host and host.endswith("\n")
+
+
+def test_docker_arm_outside_a_git_checkout_states_an_unknown_revision(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from infra import local_run
+
+    streamed = Streamed()
+    monkeypatch.setattr(local_run, "stream", streamed)
+    monkeypatch.setattr(local_run, "PACKAGES_DIR", tmp_path)  # no repository there
+    monkeypatch.setattr(local_run, "has_nvidia_gpu", lambda: False)
+    local_run.run_docker(
+        cast(Any, Engine()), "img:1", "smoke", tmp_path / "r.jsonl", tmp_path / "log", "image",
+        None, "gpulab-x",
+    )  # fmt: skip
+    env = streamed.calls[0]["env"]
+    assert isinstance(env, dict) and env["GPULAB_GIT_REV"] == "unknown"
