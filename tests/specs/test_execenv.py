@@ -398,3 +398,22 @@ def test_the_generator_writes_each_file_under_the_root_it_is_given(tmp_path: Pat
     assert text.startswith(
         ansible_vars.HEADER + "gpulab_exec_env_roles:\n  native:\n    - workload_env\n"
     )
+
+
+def test_what_the_caller_leaves_out_stays_empty_and_a_gpu_flag_names_its_entry() -> None:
+    """Defaults: no name, user or image given renders empty values, never a stand-in; a GPU
+    flag whose placeholder has no value is named with its entry."""
+    assert render_launch("docker", inner=[]) == [
+        "docker", "run", "--rm", "--name=", "--ipc=host", "--network=host", "--user=",
+        "--env=HOME=/tmp", "--workdir=/opt/gpulab", "--entrypoint=", "",
+    ]  # fmt: skip
+    odd = ExecEnv(
+        name="odd", container=True, roles=("workload_env",), launch=("run", "@gpus", "@inner"),
+        flags=ENVS["native"].flags, gpu_flags=("--devices={devices}",),
+    )  # fmt: skip
+    assert render_launch(odd, inner=["x"]) == ["run", "x"]
+    with pytest.raises(ValueError) as err:
+        render_launch(odd, inner=["x"], gpus="all")
+    assert str(err.value) == (
+        "execution environment odd: no value for {devices} in '--devices={devices}'"
+    )
