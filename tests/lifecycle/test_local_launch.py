@@ -238,6 +238,7 @@ def test_docker_arm_on_a_machine_without_a_gpu(
     assert inner == ["python3", "-m", "workloads", *local_run.runner_args(
         "/suite/mine.yaml", str(results / "r.jsonl"), "arm-b", "docker", "shared")]  # fmt: skip
     assert (call["label"], call["on_start"], call["out"]) == ("arm-b", hook, out)
+    assert call["log"] == tmp_path / "log"
     env = call["env"]
     assert isinstance(env, dict) and env["DOCKER_HOST"] == "tcp://h:1"
     rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
