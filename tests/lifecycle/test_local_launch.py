@@ -32,7 +32,7 @@ def fake_docker(
     cli.write_text(
         "#!/bin/sh\n"
         f'echo "$* host=${{DOCKER_HOST:-}} kit=${{DOCKER_BUILDKIT:-}}" >> {tmp_path}/calls\n'
-        f'[ "$1" = buildx ] && exit {buildx}\n'
+        f'[ "$1" = buildx ] && echo "buildx answered" && exit {buildx}\n'
         f"/bin/sleep {sleep}\n"
         f"printf '%s\\n' '{version}'\n"
         f"exit {rc}\n"
@@ -42,7 +42,7 @@ def fake_docker(
 
 
 def test_find_docker_asks_the_engine_for_its_version(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("PATH", str(fake_docker(tmp_path, buildx=1, version="27.3.1")))
     monkeypatch.delenv("DOCKER_HOST", raising=False)
@@ -57,6 +57,7 @@ def test_find_docker_asks_the_engine_for_its_version(
         "buildx version host=tcp://127.0.0.1:2375 kit=",
         "version --format {{.Server.Version}} host=tcp://127.0.0.1:2375 kit=0",
     ]
+    assert capfd.readouterr() == ("", "")  # the probes print nothing on the user's terminal
     r = engine.run("version", "--format", "x")
     assert r.stdout == "27.3.1\n" and r.returncode == 0
 
