@@ -315,6 +315,7 @@ def test_the_dockerfile_installs_the_runner_deps_only_with_the_images_python() -
     host = render_dockerfile("debian:bookworm", "host")
     assert "pyyaml" not in host and f"PYTHONPATH=/opt/gpulab:{HOST_SITE}" in host
     assert "\nFROM debian:bookworm\n" in host and host.endswith("\n")
+    assert "\n\n" not in host  # block tags leave no empty lines (trim_blocks)
 
 
 def test_docker_arm_outside_a_git_checkout_states_an_unknown_revision(
@@ -332,3 +333,28 @@ def test_docker_arm_outside_a_git_checkout_states_an_unknown_revision(
     )  # fmt: skip
     env = streamed.calls[0]["env"]
     assert isinstance(env, dict) and env["GPULAB_GIT_REV"] == "unknown"
+
+
+def test_docker_arm_states_the_checkouts_revision(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from infra import local_run
+
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    streamed = Streamed()
+    monkeypatch.setattr(local_run, "stream", streamed)
+    monkeypatch.setattr(local_run, "PACKAGES_DIR", tmp_path)
+    local_run.run_docker(
+        cast(Any, Engine()), "img:1", "smoke", tmp_path / "r.jsonl", tmp_path / "log", "image",
+        None, "gpulab-x",
+    )  # fmt: skip
+    env = streamed.calls[0]["env"]
+    assert isinstance(env, dict) and env["GPULAB_GIT_REV"] == head.strip() != ""
+
+
+def test_no_docker_cli_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("infra.local_run.shutil.which", lambda _name: None)
+    assert find_docker() == (None, "no docker CLI on PATH")
