@@ -197,6 +197,11 @@ def test_the_native_arm_runs_this_python_with_the_packages_path(
     env = call["env"]
     assert isinstance(env, dict) and env["PYTHONPATH"] == python_path()
     assert env["PATH"] == os.environ["PATH"]  # the caller's environment, plus the path
+    local_run.run_native("smoke", out, log, None)
+    assert streamed.calls[1]["cmd"] == [
+        sys.executable, "-m", "workloads", *local_run.runner_args("smoke", str(out), "native"),
+    ]  # fmt: skip
+    assert streamed.calls[1]["label"] == "native"
 
 
 def test_docker_arm_on_a_machine_without_a_gpu(
@@ -316,6 +321,11 @@ def test_the_dockerfile_installs_the_runner_deps_only_with_the_images_python() -
     assert "pyyaml" not in host and f"PYTHONPATH=/opt/gpulab:{HOST_SITE}" in host
     assert "\nFROM debian:bookworm\n" in host and host.endswith("\n")
     assert "\n\n" not in host  # block tags leave no empty lines (trim_blocks)
+    assert (
+        "pip install --no-cache-dir" not in host
+    )  # the host's packages are mounted, nothing installed
+    for text in (host, image):
+        assert text.endswith('ENTRYPOINT ["python3", "-m", "workloads"]\n')
 
 
 def test_docker_arm_outside_a_git_checkout_states_an_unknown_revision(
