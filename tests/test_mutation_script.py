@@ -10,7 +10,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "mutation.sh"
 CORE = {"config", "records", "timing", "table", "stats", "checks", "fingerprint", "dynamic",
-        "runner", "scenarios-shared", "scenarios-sharing", "scenarios-barrier"}  # fmt: skip
+        "runner", "scenarios-shared", "scenarios-sharing", "scenarios-barrier", "verdicts",
+        "secrets", "launch"}  # fmt: skip
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
