@@ -275,7 +275,7 @@ def test_docker_arm_with_the_hosts_python_mounts_its_packages(
     streamed = Streamed()
     monkeypatch.setattr(local_run, "stream", streamed)
     monkeypatch.setattr(local_run, "has_nvidia_gpu", lambda: True)
-    (tmp_path / "smoke").mkdir()  # a directory named like the suite is no suite file
+    (tmp_path / "smoke").write_text(TINY_SUITE)  # a file without .yaml is no suite file
     monkeypatch.chdir(tmp_path)
     local_run.run_docker(
         cast(Any, engine),
