@@ -160,7 +160,15 @@ class Streamed:
     def __call__(self, cmd: list[str], log: Path, out: Path, label: str, console: object,
                  env: dict[str, str] | None = None, on_start: object = None) -> int:  # fmt: skip
         self.calls.append(
-            {"cmd": cmd, "log": log, "out": out, "label": label, "env": env, "on_start": on_start}
+            {
+                "cmd": cmd,
+                "log": log,
+                "out": out,
+                "label": label,
+                "env": env,
+                "on_start": on_start,
+                "console": console,
+            }
         )
         return self.rc
 
@@ -188,12 +196,13 @@ def test_the_native_arm_runs_this_python_with_the_packages_path(
         return None
 
     out, log = tmp_path / "r.jsonl", tmp_path / "r.log"
-    rc = local_run.run_native("smoke", out, log, None, "arm-a", "shared", on_start=hook)
+    rc = local_run.run_native("smoke", out, log, streamed, "arm-a", "shared", on_start=hook)
     assert rc == 3
     (call,) = streamed.calls
     want = local_run.runner_args("smoke", str(out), "arm-a", "native", "shared")
     assert call["cmd"] == [sys.executable, "-m", "workloads", *want]
     assert (call["log"], call["out"], call["label"], call["on_start"]) == (log, out, "arm-a", hook)
+    assert call["console"] is streamed
     env = call["env"]
     assert isinstance(env, dict) and env["PYTHONPATH"] == python_path()
     assert env["PATH"] == os.environ["PATH"]  # the caller's environment, plus the path
@@ -224,8 +233,9 @@ def test_docker_arm_on_a_machine_without_a_gpu(
     def hook(_child: object) -> None:
         return None
 
+    console = object()
     rc = local_run.run_docker(
-        cast(Any, engine), "img:1", str(suite), out, tmp_path / "log", "image", None,
+        cast(Any, engine), "img:1", str(suite), out, tmp_path / "log", "image", console,
         "gpulab-r-docker", "arm-b", "shared", on_start=hook,
     )  # fmt: skip
     assert rc == 0
@@ -245,12 +255,19 @@ def test_docker_arm_on_a_machine_without_a_gpu(
         "/suite/mine.yaml", str(results / "r.jsonl"), "arm-b", "docker", "shared")]  # fmt: skip
     assert (call["label"], call["on_start"], call["out"]) == ("arm-b", hook, out)
     assert call["log"] == tmp_path / "log"
+    assert call["console"] is console
+    yml = suite.with_name("other.yml")
+    yml.write_text(TINY_SUITE)
+    local_run.run_docker(cast(Any, engine), "img:1", str(yml), out, tmp_path / "log", "image",
+                         console, "gpulab-r-docker")  # fmt: skip
+    cmd2 = streamed.calls[1]["cmd"]
+    assert isinstance(cmd2, list) and cmd2[cmd2.index("--suite") + 1] == "/suite/other.yml"
     env = call["env"]
     assert isinstance(env, dict) and env["DOCKER_HOST"] == "tcp://h:1"
     rev = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
                          text=True).stdout.strip()  # fmt: skip
     assert env["GPULAB_GIT_REV"] == (rev or "unknown")
-    assert engine.runs == [(("rm", "-f", "gpulab-r-docker"), {"timeout": 60})]
+    assert engine.runs == [(("rm", "-f", "gpulab-r-docker"), {"timeout": 60})] * 2
 
 
 def test_docker_arm_with_the_hosts_python_mounts_its_packages(
@@ -321,6 +338,8 @@ def test_the_dockerfile_installs_the_runner_deps_only_with_the_images_python() -
     assert "pyyaml" not in host and f"PYTHONPATH=/opt/gpulab:{HOST_SITE}" in host
     assert "\nFROM debian:bookworm\n" in host and host.endswith("\n")
     assert "\n\n" not in host  # block tags leave no empty lines (trim_blocks)
+    (pythonpath,) = [ln for ln in image.splitlines() if "PYTHONPATH=" in ln]
+    assert pythonpath.strip() == "PYTHONPATH=/opt/gpulab"  # no host site in image mode
     assert (
         "pip install --no-cache-dir" not in host
     )  # the host's packages are mounted, nothing installed
