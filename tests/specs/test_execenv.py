@@ -274,3 +274,146 @@ def test_site_play_applies_the_roles_in_the_table_order(tmp_path: Path) -> None:
     got = json.loads(r.stdout.split("ROLES=", 1)[1].split('"\n', 1)[0].replace('\\"', '"'))
     assert got == execenv.site_roles(["native", "docker", "singularity"])
     assert got.index("apptainer") < got.index("workload_image")
+
+
+def test_each_launcher_renders_its_own_argv() -> None:
+    """Apptainer, Bitfusion and native, rendered for a laptop: the flags each entry states,
+    in order; a machine without a GPU gets no GPU flag (no --nv, no --gpus)."""
+    inner = ["python3", "-m", "workloads", "bench"]
+    mounts = [Mount("/res", "/res"), Mount("/w", "/opt/gpulab/workloads", read_only=True)]
+    vals = {"apptainer": "apptainer"}
+    with_gpu = render_launch(
+        "singularity", inner=inner, image="/w.sif", mounts=mounts, gpus="all", values=vals
+    )
+    assert with_gpu == [
+        "apptainer", "exec", "--nv", "--bind=/res:/res",
+        "--bind=/w:/opt/gpulab/workloads:ro", "--pwd=/opt/gpulab", "/w.sif", *inner,
+    ]  # fmt: skip
+    no_gpu = render_launch("apptainer", inner=inner, image="/w.sif", mounts=mounts, values=vals)
+    assert no_gpu == [t for t in with_gpu if t != "--nv"]
+    docker = render_launch(
+        "docker", inner=inner, image="i", env_names=["A", "B"], name="n", user="1:2"
+    )
+    assert not [t for t in docker if t.startswith("--gpus")]
+    assert docker[:7] == ["docker", "run", "--rm", "--name=n", "--ipc=host", "--network=host",
+                          "--user=1:2"]  # fmt: skip
+    assert docker[7:10] == ["--env=HOME=/tmp", "--env=A", "--env=B"]
+    assert render_launch("docker", inner=inner, image="i", gpus="0,1")[4] == "--gpus=0,1"
+    bitfusion = render_launch(
+        "bitfusion", inner=inner, values={"bitfusion_gpus": "2", "bitfusion_partial": "0.5"}
+    )
+    assert bitfusion == ["bitfusion", "run", "-n", "2", "-p", "0.5", "--", *inner]
+    assert render_launch("native", inner=inner, gpus="all", mounts=mounts) == inner
+
+
+def test_the_lab_templates_of_each_launcher() -> None:
+    """The workload_run role's templates: role variables where a laptop puts values; the
+    entries without an image or an --env flag get neither."""
+    assert execenv.lab_launch_argv("native") == []
+    assert execenv.lab_launch_argv("singularity") == [
+        "{{ workload_run_apptainer_bin }}", "exec", "--nv",
+        "--bind={{ workload_run_dir }}/workloads:/opt/gpulab/workloads:ro",
+        "--bind={{ workload_run_host_dir }}:{{ workload_run_host_dir }}",
+        "--pwd=/opt/gpulab", "{{ workload_run_apptainer_image }}",
+    ]  # fmt: skip
+    assert execenv.lab_launch_argv("bitfusion") == [
+        "bitfusion", "run", "-n", "{{ workload_run_bitfusion_gpus }}",
+        "-p", "{{ workload_run_bitfusion_partial }}", "--",
+    ]  # fmt: skip
+    docker = execenv.lab_launch_argv("docker")
+    assert docker[3] == "--name=" + execenv.LAB_VALUES["name"]
+    assert docker[4] == "--gpus={{ workload_run_docker_gpus }}" and "--user=0:0" in docker
+    assert "{{ workload_run_env_names | map('regex_replace', '^', '--env=') | list }}" in docker
+    assert docker[-1] == "{{ workload_run_docker_image }}"
+
+
+def test_names_aliases_and_containers_of_the_table() -> None:
+    assert execenv.names() == ("native", "docker", "apptainer", "k8s", "bitfusion")
+    assert execenv.aliases() == {"singularity": "apptainer"}
+    assert execenv.accepted() == (*execenv.names(), "singularity")
+    assert execenv.containers() == ("docker", "apptainer", "k8s")
+    assert (
+        execenv.canonical("singularity") == "apptainer" and execenv.get("native").name == "native"
+    )
+    with pytest.raises(execenv.UnknownExecEnv) as err:
+        execenv.canonical("podman")
+    assert str(err.value) == (
+        "execution environment 'podman' is not one of "
+        "native, docker, apptainer, k8s, bitfusion, singularity"
+    )
+    assert execenv.container_name("20261123T210000Z-0A1B", "Docker") == (
+        "gpulab-20261123t210000z-0a1b-docker"
+    )
+    assert ENVS["apptainer"].record_label == "apptainer"
+    assert ENVS["docker"].virtualization == "container"
+    assert ENVS["bitfusion"].virtualization == "none"
+
+
+def test_role_order_keeps_each_entry_order_and_refuses_a_cycle(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    order = execenv.role_order()
+    assert order == [
+        "docker_engine", "nvidia_container_toolkit", "apptainer", "workload_env", "workload_image",
+    ]  # fmt: skip
+    assert execenv.site_roles(["native"]) == ["workload_env"]
+    assert execenv.site_roles(["singularity", "native"]) == [
+        "apptainer", "workload_env", "workload_image",
+    ]  # fmt: skip
+    assert execenv.site_roles(["k8s", "bitfusion"]) == ["nvidia_container_toolkit", "workload_env"]
+    flags = ENVS["native"].flags
+    cycle = {
+        "a": ExecEnv(
+            name="a", container=False, roles=("r1", "r2"), launch=("@inner",), flags=flags
+        ),
+        "b": ExecEnv(
+            name="b", container=False, roles=("r2", "r1"), launch=("@inner",), flags=flags
+        ),
+    }
+    monkeypatch.setattr(execenv, "ENVS", cycle)
+    with pytest.raises(ValueError) as err:
+        execenv.role_order()
+    assert str(err.value) == (
+        "the execution environments order their roles in a cycle: ['r1', 'r2']"
+    )
+    # ties broken by first appearance, a later entry's order kept
+    later = {
+        "a": ExecEnv(
+            name="a", container=False, roles=("r3", "r1"), launch=("@inner",), flags=flags
+        ),
+        "b": ExecEnv(
+            name="b", container=False, roles=("r2", "r3"), launch=("@inner",), flags=flags
+        ),
+    }
+    monkeypatch.setattr(execenv, "ENVS", later)
+    assert execenv.role_order() == ["r2", "r3", "r1"]
+
+
+def test_the_generator_writes_each_file_under_the_root_it_is_given(tmp_path: Path) -> None:
+    written = ansible_vars.write(tmp_path)
+    assert written == [tmp_path / rel for rel in ansible_vars.FILES]
+    for rel in ansible_vars.FILES:
+        text = (tmp_path / rel).read_text()
+        assert text == ansible_vars.render(rel) == (REPO / rel).read_text()
+    assert text.startswith(
+        ansible_vars.HEADER + "gpulab_exec_env_roles:\n  native:\n    - workload_env\n"
+    )
+
+
+def test_what_the_caller_leaves_out_stays_empty_and_a_gpu_flag_names_its_entry() -> None:
+    """Defaults: no name, user or image given renders empty values, never a stand-in; a GPU
+    flag whose placeholder has no value is named with its entry."""
+    assert render_launch("docker", inner=[]) == [
+        "docker", "run", "--rm", "--name=", "--ipc=host", "--network=host", "--user=",
+        "--env=HOME=/tmp", "--workdir=/opt/gpulab", "--entrypoint=", "",
+    ]  # fmt: skip
+    odd = ExecEnv(
+        name="odd", container=True, roles=("workload_env",), launch=("run", "@gpus", "@inner"),
+        flags=ENVS["native"].flags, gpu_flags=("--devices={devices}",),
+    )  # fmt: skip
+    assert render_launch(odd, inner=["x"]) == ["run", "x"]
+    with pytest.raises(ValueError) as err:
+        render_launch(odd, inner=["x"], gpus="all")
+    assert str(err.value) == (
+        "execution environment odd: no value for {devices} in '--devices={devices}'"
+    )
