@@ -197,6 +197,7 @@ def test_magnum_k8s_registry_that_refuses_the_push_is_one_line(lab: Lab) -> None
     assert "denied: requested access to the resource is denied" in msg
 
 
+@pytest.mark.slow  # the site run until the API refuses it: 50 to 220 s on 2 cores
 def test_magnum_k8s_kubeconfig_of_another_cluster_is_refused(lab: Lab, tmp_path: Path) -> None:
     """A kubeconfig the cluster's CA did not sign gets the API's 401, as the real API's TLS."""
     other = yaml.safe_load(lab.kubeconfig.read_text())
