@@ -40,6 +40,8 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
+from infra.dynamic.aliases import formerly_default_typed
+
 REPLACE_ON = ("vm_uuid", "profile", "server")
 UPDATE_ON = ("vm_name", "user", "password", "insecure")
 REQUIRED = ("vm_uuid", "vm_name", "server", "user", "password")
@@ -199,8 +201,10 @@ class _VcenterResource(pulumi.dynamic.Resource):
         super().__init__(provider, name, {**props, **login}, opts)
 
 
-class VgpuProfile(_VcenterResource):
-    """One vGPU ``profile`` on the VM whose UUID is ``vm_uuid``."""
+class VgpuProfile(_VcenterResource, module="gpulab", name="VgpuProfile"):
+    """One vGPU ``profile`` on the VM whose UUID is ``vm_uuid``; type
+    ``pulumi-python:dynamic/gpulab:VgpuProfile``, aliased to the SDK's default type it had
+    before (:mod:`infra.dynamic.aliases`)."""
 
     vm_name: pulumi.Output[str]
     vm_uuid: pulumi.Output[str]
@@ -224,7 +228,8 @@ class VgpuProfile(_VcenterResource):
             VgpuProfileProvider(),
             name,
             {"vm_uuid": vm_uuid, "vm_name": vm_name, "profile": profile, "profiles": None},
-            server=server, user=user, password=password, insecure=insecure, opts=opts,
+            server=server, user=user, password=password, insecure=insecure,
+            opts=formerly_default_typed(opts),
         )  # fmt: skip
 
 

@@ -42,6 +42,8 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 
+from infra.dynamic.aliases import formerly_default_typed
+
 REPLACE_ON = ("policy", "cluster", "profile", "apply", "server")
 UPDATE_ON = ("timeout_s", "check_id", "user", "password", "insecure")
 DEFAULT_TIMEOUT_S = 1800
@@ -140,10 +142,11 @@ class VgpuPolicyProvider(ResourceProvider):
         return None
 
 
-class VgpuPolicy(pulumi.dynamic.Resource):
+class VgpuPolicy(pulumi.dynamic.Resource, module="gpulab", name="VgpuPolicy"):
     """The vGPU scheduling ``policy`` of ``cluster``'s GPU hosts, in effect (``in_effect``:
     as the hosts report it) or the resource fails; ``plan``: the hosts, what each reports,
-    the hosts changed and what was waited for."""
+    the hosts changed and what was waited for. Type ``pulumi-python:dynamic/gpulab:VgpuPolicy``,
+    aliased to the SDK's default type it had before (:mod:`infra.dynamic.aliases`)."""
 
     plan: pulumi.Output[dict[str, Any]]
     in_effect: pulumi.Output[str]
@@ -165,7 +168,8 @@ class VgpuPolicy(pulumi.dynamic.Resource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         opts = pulumi.ResourceOptions.merge(
-            opts, pulumi.ResourceOptions(additional_secret_outputs=["password"])
+            formerly_default_typed(opts),
+            pulumi.ResourceOptions(additional_secret_outputs=["password"]),
         )
         super().__init__(
             VgpuPolicyProvider(),

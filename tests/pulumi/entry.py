@@ -27,11 +27,13 @@ class Reg:
     deps: set[str]
     inputs: dict[str, Any] = field(default_factory=dict)
     delete_before_replace: bool = False
+    aliases: list[Any] = field(default_factory=list)  # the request's alias_pb2.Alias entries
 
 
 class RecordingMonitor(MockMonitor):
     """The SDK's mock monitor, also keeping what the engine would get: each request's
-    ``dependencies`` (depends_on, expanded, plus the resources behind its input Outputs)."""
+    ``dependencies`` (depends_on, expanded, plus the resources behind its input Outputs) and
+    ``aliases`` (alias specs: the mock monitor, like today's engine, has that feature)."""
 
     def __init__(self, mocks: LabMocks) -> None:
         super().__init__(mocks)
@@ -51,6 +53,7 @@ class RecordingMonitor(MockMonitor):
                     set(request.dependencies),
                     dict(inputs),
                     bool(request.deleteBeforeReplace),
+                    list(request.aliases),
                 )
             )
         return resp

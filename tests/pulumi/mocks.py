@@ -23,8 +23,10 @@ SECRET_VALUES = {
     "os_password": "mock-openstack-Pa55word",
     "vgpu_license_token": "mock-license-token-0123456789",
 }
-# The type of infra.topologies.magnum_k8s.kubeconfig.MagnumKubeconfig (its own module/name).
+# The types of the dynamic resources the mocks answer for (each its own module/name):
+# infra.topologies.magnum_k8s.kubeconfig.MagnumKubeconfig, infra.dynamic.vgpu_policy.VgpuPolicy
 MAGNUM_KUBECONFIG = "pulumi-python:dynamic/gpulab:MagnumKubeconfig"
+VGPU_POLICY = "pulumi-python:dynamic/gpulab:VgpuPolicy"
 KUBECONFIG = "apiVersion: v1\nkind: Config\nusers:\n- user:\n    client-key-data: MOCKPRIVATEKEY\n"
 
 TEMPLATE_VM = {
@@ -84,8 +86,8 @@ class LabMocks(pulumi.runtime.Mocks):
             # its provider talks to Magnum, which the mock runtime skips
             outs["api_address"] = "https://198.51.100.200:6443"
             outs["kubeconfig"] = KUBECONFIG
-        elif typ == "pulumi-python:dynamic:Resource" and {"policy", "cluster"} <= set(outs):
-            # VgpuPolicy: the hosts report the arm's policy in effect (the real provider reads
+        elif typ == VGPU_POLICY:
+            # the hosts report the arm's policy in effect (the real provider reads
             # it back or fails: tests/cloud/test_vgpu_policy_vcsim.py)
             outs["in_effect"] = outs["policy"]
         elif typ == "vsphere:index/virtualMachine:VirtualMachine":

@@ -30,7 +30,8 @@ from tests.pulumi.mocks import REPO
 
 ANSIBLE = "pulumi-python:dynamic/gpulab:AnsibleRun"
 WORKLOAD = "pulumi-python:dynamic/gpulab:WorkloadRun"
-VGPU = "pulumi-python:dynamic:Resource"  # VgpuProfile has no module/name of its own
+VGPU = "pulumi-python:dynamic/gpulab:VgpuProfile"
+SDK_DEFAULT = "pulumi-python:dynamic:Resource"  # a dynamic resource without a name of its own
 REQUIRED_EXPORTS = {"topology", "lab", "hosts", "provision", "results"}
 # the root's real stacks and every example stack (examples/<topology>/Pulumi.<topology>.yaml)
 STACK_FILES = sorted(REPO.glob("Pulumi.*.yaml")) + sorted(REPO.glob("examples/*/Pulumi.*.yaml"))
@@ -67,7 +68,9 @@ def check_flow(
     assert held <= site.deps, f"{stack}: site run does not wait for {sorted(held - site.deps)}"
     if raw.get("topology") not in ("local", "static"):  # those two build nothing
         assert held, f"{stack}: the topology made no resource"
-    vgpus = {r.urn for r in monitor.regs if r.typ == VGPU and "vgpu" in r.name}
+    unnamed = [r.name for r in monitor.regs if r.typ == SDK_DEFAULT]
+    assert not unnamed, f"{stack}: dynamic resources of the SDK's default type: {unnamed}"
+    vgpus = {r.urn for r in monitor.regs if r.typ == VGPU}
     if raw.get("mode") == "vgpu":
         assert len(vgpus) == int(raw.get("host_count", 1)), f"{stack}: vGPU attach missing"
     assert vgpus <= site.deps, f"{stack}: site run does not wait for the vGPU attach"

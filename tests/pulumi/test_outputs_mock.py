@@ -143,7 +143,7 @@ def test_no_output_or_input_holds_a_secret_in_plain_text_mock(
             assert holders <= {
                 "pulumi:providers:openstack",
                 "pulumi:providers:vsphere",
-                "pulumi-python:dynamic:Resource",  # the vGPU attach
+                "pulumi-python:dynamic/gpulab:VgpuProfile",  # the vGPU attach
                 "pulumi-python:dynamic/gpulab:AnsibleRun",  # license token
                 MAGNUM_KUBECONFIG,  # the OpenStack password it connects with
             }

@@ -16,7 +16,12 @@ from tests.pulumi.helpers import check, run_stack, settle
 from tests.pulumi.mocks import SECRET_VALUES, LabMocks, SecretRef
 
 VM = "vsphere:index/virtualMachine:VirtualMachine"
-DYNAMIC = "pulumi-python:dynamic:Resource"
+# The vGPU resources' own types (pulumi stack shows gpulab:VgpuProfile, gpulab:VgpuPolicy), and
+# the SDK's default dynamic type they had before, which their alias names.
+VGPU_PROFILE = "pulumi-python:dynamic/gpulab:VgpuProfile"
+VGPU_POLICY = "pulumi-python:dynamic/gpulab:VgpuPolicy"
+SDK_DEFAULT = "pulumi-python:dynamic:Resource"
+VGPU_TYPES = {VGPU_PROFILE, VGPU_POLICY, SDK_DEFAULT}  # a vGPU resource, of either type
 SECRET_SIG = "4dabf18193072939515e22adb298388d"  # pulumi.runtime.rpc._special_sig_key
 
 
@@ -68,7 +73,7 @@ def test_vsphere_passthrough_mock_reservation_efi_mmio_devices(pulumi_mocks: Lab
             }
             assert clone["customize"]["networkInterfaces"] == [{}]
             assert "lab=vs-lab" in i["annotation"]
-        assert pulumi_mocks.of_type(DYNAMIC) == []
+        assert not {r.typ for r in pulumi_mocks.resources} & VGPU_TYPES
         looked_up = {t.split(":")[-1]: a.get("name") for t, a in pulumi_mocks.calls}
         assert looked_up == {
             "getDatacenter": "DC0",
@@ -117,7 +122,7 @@ def test_vsphere_vgpu_mock_dynamic_profile_resource(pulumi_mocks: LabMocks) -> A
             assert "pciDeviceIds" not in vm.inputs and "hostSystemId" not in vm.inputs
             assert vm.inputs["memoryReservation"] == vm.inputs["memory"] == 65536
             assert vm.inputs["memoryReservationLockedToMax"] is True
-        vgpus = pulumi_mocks.of_type(DYNAMIC)
+        vgpus = pulumi_mocks.of_type(VGPU_PROFILE)
         assert [v.name for v in vgpus] == ["vs-lab-gpu-0-vgpu", "vs-lab-gpu-1-vgpu"]
         for v, vm in zip(vgpus, vms, strict=True):
             i = v.inputs
@@ -160,7 +165,7 @@ def test_vsphere_bitfusion_mock_clients_and_server_record(pulumi_mocks: LabMocks
         assert len(vms) == 3
         for vm in vms:
             assert not {"pciDeviceIds", "memoryReservation", "extraConfig"} & set(vm.inputs)
-        assert pulumi_mocks.of_type(DYNAMIC) == []
+        assert not {r.typ for r in pulumi_mocks.resources} & VGPU_TYPES
         assert [(h.name, h.gpu_path) for h in hosts] == [
             ("vs-lab-gpu-0", "bitfusion"),
             ("vs-lab-gpu-1", "bitfusion"),
@@ -206,11 +211,11 @@ def test_vsphere_vgpu_mock_study_factors_policy_profile_and_knowledge_workers(
             assert (i["numCpus"], i["memory"]) == (4, 8192)
             assert not {"memoryReservation", "pciDeviceIds", "extraConfig"} & set(i)
             assert i["annotation"] == "gpulab lab=vs-lab topology=vsphere-gpu role=knowledge-worker"
-        dynamic = {d.name: d.inputs for d in pulumi_mocks.of_type(DYNAMIC)}
-        assert sorted(dynamic) == sorted(
-            [f"vs-lab-gpu-{i}-vgpu" for i in range(4)] + ["vs-lab-vgpu-policy"]
-        )
-        pol = dynamic["vs-lab-vgpu-policy"]
+        profiles = [d.name for d in pulumi_mocks.of_type(VGPU_PROFILE)]
+        assert profiles == [f"vs-lab-gpu-{i}-vgpu" for i in range(4)]
+        (policy,) = pulumi_mocks.of_type(VGPU_POLICY)
+        assert policy.name == "vs-lab-vgpu-policy"
+        pol = policy.inputs
         assert (pol["policy"], pol["cluster"], pol["profile"], pol["apply"]) == (
             "equal-share",
             cfg.args.cluster,
@@ -351,7 +356,8 @@ def test_vgpu_policy_comes_before_every_vm_and_the_records_state_it_mock(
 
         async def go() -> None:
             await settle()
-            (policy,) = [r for r in monitor.of_type(DYNAMIC) if r.name == "vs-lab-vgpu-policy"]
+            (policy,) = monitor.of_type(VGPU_POLICY)
+            assert policy.name == "vs-lab-vgpu-policy"
             vms = monitor.of_type(VM)
             assert sorted(v.name for v in vms) == [
                 "vs-lab-gpu-0", "vs-lab-gpu-1", "vs-lab-kw-0", "vs-lab-kw-1"
@@ -370,6 +376,53 @@ def test_vgpu_policy_comes_before_every_vm_and_the_records_state_it_mock(
                 "vs-lab-gpu-0": "vgpu:grid_p100-8q.fixed-share.2-per-gpu.kw2",
                 "vs-lab-gpu-1": "vgpu:grid_p100-8q.fixed-share.2-per-gpu.kw2",
             }
+
+        return check(go())
+
+    body()
+
+
+def test_vgpu_resources_have_named_types_and_alias_the_default_type_mock(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """VgpuProfile and VgpuPolicy register as ``gpulab:VgpuProfile`` / ``gpulab:VgpuPolicy``
+    (``pulumi stack`` tells them apart), each with an alias to the SDK's default dynamic type
+    they had before, so a stack made then finds them again instead of replacing them (a
+    replaced VgpuProfile powers its VM off to detach and attach). The alias is a spec of the
+    type alone (same name, same parent): the URN it stands for is the one these resources had
+    under the default type. No resource of the program has the default type any more. Mock
+    runtime: no Pulumi engine here (tests/e2e/engine.py keys its state by type and name and
+    does not follow aliases)."""
+    from tests.pulumi.entry import run_entry_point, stack_config
+    from tests.pulumi.mocks import REPO
+
+    over = {k: None for k in ("gpu_host", "pci_device_ids", "gpus_per_vm", "gpu_bar_gb")}
+    raw = stack_config(
+        REPO / "examples/vsphere-gpu/Pulumi.vsphere-gpu.yaml",
+        {**over, "mode": "vgpu", "vgpu_profile": "grid_p100-8q", "vgpu_policy": "fixed-share"},
+    )
+    stack = "vsphere-gpu-vgpu"
+    # the URNs of these resources when they had the SDK's default type
+    old_prefix = f"urn:pulumi:{stack}::gpulab::gpulab:topology:VsphereGpuLab${SDK_DEFAULT}::"
+
+    @pulumi.runtime.test
+    def body() -> Any:
+        monitor, _ = run_entry_point(stack, raw, monkeypatch)
+
+        async def go() -> None:
+            await settle()
+            assert [r.name for r in monitor.regs if r.typ == SDK_DEFAULT] == []
+            named = monitor.of_type(VGPU_POLICY) + monitor.of_type(VGPU_PROFILE)
+            assert sorted(r.name for r in named) == [
+                "vs-lab-gpu-0-vgpu", "vs-lab-gpu-1-vgpu", "vs-lab-vgpu-policy"
+            ]  # fmt: skip
+            for r in named:
+                (alias,) = r.aliases
+                spec = alias.spec
+                assert (spec.type, spec.name, spec.parentUrn) == (SDK_DEFAULT, "", "")
+                assert not spec.noParent and not spec.project and not spec.stack
+                # the spec's name and parent are the resource's own: only the type differs
+                assert r.urn.replace(f"${r.typ}::", f"${spec.type}::") == old_prefix + r.name
 
         return check(go())
 

@@ -1,5 +1,6 @@
-"""Shared pieces of the study tests: a study file written to a temporary directory, and a
-DOUBLE of the local unit runner that writes records as the runner would (no framework)."""
+"""Shared pieces of the study tests: a study document, parsed or written to a temporary
+directory, and a DOUBLE of the local unit runner that writes records as the runner would (no
+framework)."""
 
 from __future__ import annotations
 
@@ -10,22 +11,38 @@ from typing import Any
 import yaml
 
 from infra.study.local import UnitResult
-from infra.study.model import Arm
+from infra.study.model import Arm, Study, parse_study
 from workloads.records import make_record
 from workloads.suites import load_suite
 
 
-def write_study(tmp_path: Path, **doc: Any) -> Path:
-    base = {
+def study_doc(**change: Any) -> dict[str, Any]:
+    """A study document as a study file holds it: study ``t`` of the smoke suite, arms ``a``
+    (native) and ``b`` (docker) on the local stack; ``change`` replaces whole keys."""
+    d: dict[str, Any] = {
         "name": "t",
         "suite": "smoke",
-        "repeats": 2,
         "arms": [
             {"name": "a", "stack": "local", "exec_env": "native"},
-            {"name": "b", "stack": "local", "exec_env": "native"},
+            {"name": "b", "stack": "local", "exec_env": "docker"},
         ],
     }
-    base.update(doc)
+    d.update(change)
+    return d
+
+
+def parsed_study(tmp_path: Path, digest: str, **change: Any) -> Study:
+    """:func:`study_doc` as ``parse_study`` reads it from ``tmp_path/t.yaml`` (not written)."""
+    return parse_study(study_doc(**change), tmp_path / "t.yaml", digest)
+
+
+def write_study(tmp_path: Path, **doc: Any) -> Path:
+    """A study file of two native arms, 2 repeats; ``doc`` replaces whole keys."""
+    arms = [
+        {"name": "a", "stack": "local", "exec_env": "native"},
+        {"name": "b", "stack": "local", "exec_env": "native"},
+    ]
+    base = study_doc(**{"repeats": 2, "arms": arms, **doc})
     path = tmp_path / f"{base['name']}.yaml"
     path.write_text(yaml.safe_dump(base))
     return path

@@ -14,21 +14,9 @@ import pytest
 from rich.console import Console
 
 from infra.study.driver import Driver, RunOptions, _fmt, localize
-from infra.study.model import Study, parse_study
+from infra.study.model import Study
 from infra.study.plan import Unit
-
-
-def study(tmp_path: Path, **change: Any) -> Study:
-    d: dict[str, Any] = {
-        "name": "t",
-        "suite": "smoke",
-        "arms": [
-            {"name": "a", "stack": "local", "exec_env": "native"},
-            {"name": "b", "stack": "local", "exec_env": "docker"},
-        ],
-    }
-    d.update(change)
-    return parse_study(d, tmp_path / "t.yaml", "dg")
+from tests.study.helpers import parsed_study
 
 
 def test_a_run_as_it_is_keeps_the_study() -> None:
@@ -39,8 +27,9 @@ def test_a_run_as_it_is_keeps_the_study() -> None:
 def test_on_local_and_another_suite_change_every_arm_and_the_digest(tmp_path: Path) -> None:
     stack = tmp_path / "Pulumi.lab.yaml"
     stack.write_text("config:\n  gpulab:topology: nova-pci\n")
-    s = study(
+    s = parsed_study(
         tmp_path,
+        "dg",
         arms=[
             {"name": "a", "stack_file": str(stack), "exec_env": "native"},
             {"name": "b", "stack": "local", "exec_env": "docker"},
@@ -94,7 +83,7 @@ class LabsDouble:
 def make(tmp_path: Path, **change: Any) -> tuple[Driver, io.StringIO]:
     out = io.StringIO()
     d = Driver(
-        study(tmp_path, **change),
+        parsed_study(tmp_path, "dg", **change),
         tmp_path / "results",
         RunOptions(keep=True),
         Console(file=out, width=200),

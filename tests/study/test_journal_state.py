@@ -13,7 +13,7 @@ import pytest
 
 from infra.errors import UsageError
 from infra.study.journal_check import JournalError
-from infra.study.model import Study, parse_study
+from infra.study.model import Study
 from infra.study.plan import Unit, plan
 from infra.study.state import (
     Journal,
@@ -27,21 +27,12 @@ from infra.study.state import (
     unit_file_problem,
     unit_file_problems,
 )
+from tests.study.helpers import parsed_study
 from workloads.suites import SUITES_DIR
 
 
 def study(tmp_path: Path, digest: str = "d1", **change: Any) -> Study:
-    d: dict[str, Any] = {
-        "name": "t",
-        "suite": "smoke",
-        "repeats": 2,
-        "arms": [
-            {"name": "a", "stack": "local", "exec_env": "native"},
-            {"name": "b", "stack": "local", "exec_env": "docker"},
-        ],
-    }
-    d.update(change)
-    return parse_study(d, tmp_path / "t.yaml", digest)
+    return parsed_study(tmp_path, digest, **{"repeats": 2, **change})
 
 
 def opened(tmp_path: Path, s: Study, seed: int | None = None) -> Journal:

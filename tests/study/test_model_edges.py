@@ -13,19 +13,7 @@ import yaml
 from infra.errors import UsageError
 from infra.study.model import MAX_CLAIMS, MAX_SEED, find_study, load_study, parse_study
 from infra.study.plan import Unit, plan
-
-
-def doc(**change: Any) -> dict[str, Any]:
-    d: dict[str, Any] = {
-        "name": "t",
-        "suite": "smoke",
-        "arms": [
-            {"name": "a", "stack": "local", "exec_env": "native"},
-            {"name": "b", "stack": "local", "exec_env": "docker"},
-        ],
-    }
-    d.update(change)
-    return d
+from tests.study.helpers import study_doc as doc
 
 
 def refused(tmp_path: Path, d: Any) -> str:
