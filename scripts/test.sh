@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # Every marker of pyproject.toml names something heavy: the first tier leaves them all out.
 FAST_MARKERS="not slow and not tf and not nspawn and not docker and not ironic and not vcsim"
-FAST_MARKERS+=" and not pushgateway and not network"
+FAST_MARKERS+=" and not pushgateway and not network and not integration"
 usage() {
   cat <<USAGE
 usage: bash scripts/test.sh [--fast] [PYTEST_ARGS ...]

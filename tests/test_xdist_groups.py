@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import GROUPS_ENV, MACHINE_GROUP, xdist_group_of
 from tests.parts import REPO
 
@@ -29,6 +31,7 @@ def test_other_tests_are_grouped_by_their_file() -> None:
     assert xdist_group_of("tests/x/test_y.py::C::test_w", [], set()) == "tests/x/test_y.py"
 
 
+@pytest.mark.integration
 def test_collected_e2e_and_converge_tests_land_in_the_machine_group(tmp_path: Path) -> None:
     """The hook as pytest runs it on a real collection: with GPULAB_XDIST_GROUPS set, the group
     of every collected test is written where the scheduler reads it."""
@@ -58,6 +61,7 @@ def test_collected_e2e_and_converge_tests_land_in_the_machine_group(tmp_path: Pa
     assert set(provider.values()) == {MACHINE_GROUP, "tests/lifecycle/test_ansible_run_provider.py"}
 
 
+@pytest.mark.integration
 def test_two_workers_run_each_group_on_one_worker(tmp_path: Path) -> None:
     """What scripts/test.sh runs, on two small files: every test of a file on the same worker
     (pytest-xdist's own loadgroup spreads them over both under pytest 9.2)."""

@@ -65,6 +65,7 @@ def debian_12_package_lists() -> None:
          "this machine's apt package lists (apt-get update)")  # fmt: skip
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("name", sorted(literal_apt_names()))
 @pytest.mark.usefixtures("debian_12_package_lists")
 def test_each_is_in_debian_12s_archive(name: str) -> None:

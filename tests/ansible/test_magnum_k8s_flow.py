@@ -173,6 +173,7 @@ def test_magnum_k8s_job_that_cannot_pull_its_image_fails_in_one_line(lab: Lab) -
     assert list((lab.api / "jobs" / "gpulab").glob("*.json"))
 
 
+@pytest.mark.integration
 def test_magnum_k8s_job_in_a_missing_namespace_is_refused(lab: Lab) -> None:
     with pytest.raises(WorkloadRunError) as exc:
         _workloads(lab)

@@ -79,6 +79,7 @@ def test_inventory_rejects_bad_hosts(hosts: list[Host], needle: str) -> None:
 # ---------------------------------------------------------------- runner
 
 
+@pytest.mark.integration
 def test_summary_counts_ok_changed_skipped(tmp_path: Path) -> None:
     target = tmp_path / "secret.txt"
     r = run_playbook(SMOKE, [CTL], secrets={"smoke_secret": "s3", "smoke_secret_file": str(target)})
@@ -97,6 +98,7 @@ def test_failure_raises_naming_host_and_task() -> None:
     assert exc.value.result.hosts["ctl"].failed == 1
 
 
+@pytest.mark.integration
 def test_check_false_returns_the_failed_result() -> None:
     r = run_playbook(SMOKE, [CTL], extravars={"smoke_fail": True}, check=False)
     assert not r.ok and r.status == "failed"
@@ -105,6 +107,7 @@ def test_check_false_returns_the_failed_result() -> None:
     ]
 
 
+@pytest.mark.integration
 def test_unreachable_host_is_named() -> None:
     ghost = Host("ghost", "127.0.0.1", ssh_port=1, gpu_path="none")  # nothing listens on :1
     with pytest.raises(PlaybookError) as exc:
@@ -138,6 +141,7 @@ def test_missing_playbook_is_a_clear_error() -> None:
         run_playbook("no-such.yml", [CTL])
 
 
+@pytest.mark.integration
 def test_secret_never_in_artifacts_or_stdout(tmp_path: Path) -> None:
     """The sentinel goes in as a secret and is used (written to a file) by a no_log task; a
     control marker printed by a failing task shows the artifact grep does find values."""
@@ -159,6 +163,7 @@ def test_secret_never_in_artifacts_or_stdout(tmp_path: Path) -> None:
     assert "secrets.yml" in command and "OS_PASSWORD" not in command
 
 
+@pytest.mark.integration
 def test_secrets_file_is_private_and_removed_fresh_data_dirs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -278,6 +283,7 @@ def test_workload_run_interface_matches_callers() -> None:
     assert "choices" not in spec["workload_run_exec_env"]
 
 
+@pytest.mark.integration
 def test_k8s_job_template_renders_a_gpu_job(tmp_path: Path) -> None:
     dest = tmp_path / "job.yaml"
     env = {"GPULAB_DATA_DIR": "/data/inet", "GPULAB_DIST_BASE_PORT": 2300}

@@ -34,6 +34,7 @@ def _hits(root: Path, needle: str) -> list[str]:
     ]
 
 
+@pytest.mark.integration
 def test_secrets_never_reach_the_private_data_dir_while_the_play_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

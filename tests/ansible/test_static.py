@@ -93,6 +93,7 @@ def _plays_to_hosts(playbook: str, inventory: Path, *extra: str) -> dict[str, se
     return plays
 
 
+@pytest.mark.integration
 def test_playbooks_pick_hosts_by_gpu_path_group(tmp_path: Path) -> None:
     """The contract with the topologies: the inventory's gpu_path_* groups (and k8s_control)
     decide which plays reach which host."""

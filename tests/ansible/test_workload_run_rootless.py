@@ -93,6 +93,7 @@ def _write_as(uid: int, path: Path, text: str, mode: int = 0o644) -> None:
     os.chown(path, uid, -1)
 
 
+@pytest.mark.integration
 def test_k8s_job_runs_as_the_controller_user_without_sudo(user_dir: tuple[Path, int]) -> None:
     d, uid = user_dir
     home, api, fetched, registry = d / "home", d / "api", d / "fetched", d / "registry"
@@ -171,6 +172,7 @@ def become_user() -> Iterator[pwd.struct_passwd]:
         subprocess.run(["userdel", name], check=True)
 
 
+@pytest.mark.integration
 def test_host_launch_records_are_fetched_as_the_controller_user(
     become_user: pwd.struct_passwd, user_dir: tuple[Path, int]
 ) -> None:

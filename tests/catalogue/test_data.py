@@ -19,6 +19,7 @@ def shards(tmp_path_factory: pytest.TempPathFactory):
     return out, summary
 
 
+@pytest.mark.integration
 def test_writer_names_shards_like_imagenet(shards) -> None:
     out, summary = shards
     names = sorted(p.name for p in out.iterdir())

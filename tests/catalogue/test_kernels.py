@@ -70,6 +70,7 @@ def test_gemm_flops_follow_the_shape() -> None:
     assert kernels.shape_id(res) == "gemm_64x32x16_bt"
 
 
+@pytest.mark.integration
 def test_conv_output_size_and_forward_flops() -> None:
     # DeepSpeech-like: W 20, H 10, C 4, N 2, K 4, S 5, R 3, no pad, stride 2
     (res,) = compute.conv((20, 10, 4, 2, 4, 5, 3, 0, 0, 2, 2), warmup=1, iters=2, mode="forward")

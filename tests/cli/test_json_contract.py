@@ -76,7 +76,15 @@ CASES: list[tuple[str, list[str], int]] = [
 ]
 
 
-@pytest.mark.parametrize(("args", "code"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+# the cases that build a whole report (figures): seconds each, out of the first tier
+HEAVY_CASES = ("report ok", "report nothing")
+
+
+@pytest.mark.parametrize(
+    ("args", "code"),
+    [pytest.param(*c[1:], id=c[0], marks=[pytest.mark.integration] if c[0] in HEAVY_CASES else [])
+     for c in CASES],
+)  # fmt: skip
 def test_every_command_prints_one_envelope(gpulab, place: Path, args: list[str],
                                            code: int) -> None:  # fmt: skip
     if args[:2] == ["preflight", "pci"]:
@@ -91,6 +99,7 @@ def test_every_command_prints_one_envelope(gpulab, place: Path, args: list[str],
         assert r.stderr.count(f"gpulab: error: {data['error']['message']}") == 1, r.stderr
 
 
+@pytest.mark.integration
 def test_the_numbers_of_the_report(gpulab, place: Path) -> None:
     r = gpulab("report", "run-a.jsonl", "docker.jsonl", "--baseline", "local/native", "--json",
                cwd=place)  # fmt: skip

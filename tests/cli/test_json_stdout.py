@@ -55,6 +55,7 @@ def test_state_url_reads_pulumi_backend_url(monkeypatch: pytest.MonkeyPatch, cap
     capsys.readouterr()
 
 
+@pytest.mark.integration
 def test_report_json(gpulab, tmp_path: Path) -> None:
     from tests.report.synth import reps, write
 

@@ -23,6 +23,7 @@ SOURCES = {
 }
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize("what", list(SOURCES))
 def test_each_list_is_its_source(gpulab, what: str) -> None:
     r = gpulab("list", what, "--json")
@@ -44,6 +45,7 @@ def test_list_studies_names_each_with_its_arms(gpulab) -> None:
     assert "gpulab study run NAME" in gpulab("list", "studies").stdout
 
 
+@pytest.mark.integration
 def test_list_without_what_names_everything(gpulab) -> None:
     r = gpulab("list")
     assert r.returncode == 0

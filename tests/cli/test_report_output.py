@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from infra.cli.bench import print_table
@@ -20,6 +21,7 @@ def _records(root: Path) -> Path:
         "local", "native", experiment="e", model="resnet50", ips=100.0, repeats=3))  # fmt: skip
 
 
+@pytest.mark.integration
 def test_report_goes_under_the_results_root(gpulab, tmp_path: Path) -> None:
     results, here = tmp_path / "elsewhere", tmp_path / "cwd"
     here.mkdir()

@@ -77,6 +77,7 @@ def test_preflight_takes_a_stack_name_from_another_directory(gpulab, tmp_path: P
     assert json.loads(r.stdout)["data"]["file"] == str(PROJECT / "Pulumi.local.yaml")
 
 
+@pytest.mark.integration
 def test_validate_preflight_and_up_read_the_same_file_here(gpulab, tmp_path: Path) -> None:
     """The issue's case: `gpulab up mylab` could not find the Pulumi.mylab.yaml that
     `validate` and `preflight` had just accepted in the current directory. Now up resolves it

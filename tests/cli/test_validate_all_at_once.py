@@ -17,6 +17,7 @@ from tests.cli.conftest import REPO
 EXAMPLE = REPO / "examples" / "nova-pci" / "Pulumi.nova-pci.yaml"
 
 
+@pytest.mark.integration
 def test_the_examples_fail_as_shipped_naming_their_placeholders(gpulab) -> None:
     for example in sorted((REPO / "examples").glob("*/Pulumi.*.yaml")):
         r = gpulab("validate", str(example), "--json")

@@ -117,6 +117,7 @@ def test_k8s_gpu_play_is_a_no_op_on_a_lab_without_a_kubernetes_api_host(tmp_path
     assert not out.exists() and "skipping: no hosts matched" in stdout
 
 
+@pytest.mark.integration
 def test_workload_job_manifest_has_runtime_class_and_gpu_limit(tmp_path: Path) -> None:
     dest = tmp_path / "job.yaml"
     job_vars = {

@@ -101,6 +101,7 @@ def lab() -> tuple[Engine, Provider, Nova, dict[str, Any]]:
     return engine, provider, nova, stack_raw("nova-pci", lab="dbl", host_count=2)
 
 
+@pytest.mark.integration
 def test_preview_first_then_same_for_what_did_not_change() -> None:
     engine, provider, _nova, raw = lab()
     first = engine.up("nova-pci", raw)
@@ -118,6 +119,7 @@ def test_preview_first_then_same_for_what_did_not_change() -> None:
     assert {r.name: r.id for r in engine.state.values()} == ids
 
 
+@pytest.mark.integration
 def test_a_newer_image_replaces_each_server_old_one_first() -> None:
     """imageId is ForceNew: each server is replaced; the program asks for delete-before-
     replace (the port), so the old server goes before the new one is created, and the site
@@ -141,6 +143,7 @@ def test_a_newer_image_replaces_each_server_old_one_first() -> None:
     assert engine.changed_inputs["dbl-site"] == ["hosts"]
 
 
+@pytest.mark.integration
 def test_create_before_delete_unless_asked_and_check_again_before_the_replacement() -> None:
     engine, provider, _nova, raw = lab()
     assert engine.up("nova-pci", raw).error is None
@@ -156,6 +159,7 @@ def test_create_before_delete_unless_asked_and_check_again_before_the_replacemen
     assert result.steps[-1].op == "delete-replaced"
 
 
+@pytest.mark.integration
 def test_down_deletes_dependents_first() -> None:
     engine, _provider, nova, raw = lab()
     assert engine.up("nova-pci", raw).error is None
@@ -176,6 +180,7 @@ def test_a_failing_check_stops_up_before_anything_is_made() -> None:
     assert nova.log == [] and not [c for c in provider.calls if c[0] == "create"]
 
 
+@pytest.mark.integration
 def test_independent_servers_are_made_at_the_same_time() -> None:
     """The two servers depend on nothing of each other: the engine makes them at once (each
     create takes 1 s here); the site run, which needs both, starts after both."""

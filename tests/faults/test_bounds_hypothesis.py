@@ -120,6 +120,7 @@ OTHER_KEYS = {
     numbers=st.dictionaries(st.sampled_from(NOVA_NUMBERS), NUMBERISH, max_size=3),
     others=st.fixed_dictionaries({}, optional=OTHER_KEYS),
 )
+@pytest.mark.integration
 def test_generated_stack_configs(
     worker: Worker, tmp_path: Path, numbers: dict[str, Any], others: dict[str, Any]
 ) -> None:
@@ -211,6 +212,7 @@ def test_generated_command_lines(
     check_contract(worker.run(argv, tmp_path), argv)
 
 
+@pytest.mark.integration
 def test_the_worker_enforces_its_memory_limit(worker: Worker, tmp_path: Path) -> None:
     """The limit is real: a plan of 10**9 measurements cannot be built under it (the old
     ``--repeats 99999999999`` list), while the bounded one is refused before planning."""

@@ -364,7 +364,17 @@ def hostile_server() -> Iterator[Callable[[Callable[[socket.socket], None]], int
         s.close()
 
 
-@pytest.mark.parametrize("name", CASE_NAMES)
+# the cases that draw figures or wait on a slow peer: seconds each, out of the first tier
+HEAVY_CASES = (
+    "report: full disk, figures drawn in parallel",
+    "push: a gateway answering a byte a second",
+)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.integration) if n in HEAVY_CASES else n for n in CASE_NAMES],
+)
 def test_hostile_case_is_one_line_exit_2_and_leaves_nothing(
     tmp_path: Path, name: str, hostile_server: Callable[[Callable[[socket.socket], None]], int]
 ) -> None:

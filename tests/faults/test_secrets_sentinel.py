@@ -124,6 +124,7 @@ def keep(events: list[dict[str, Any]]) -> Any:
     return handler
 
 
+@pytest.mark.integration
 def test_sentinel_is_nowhere_after_a_normal_run(tmp_path: Path, tmpdir_env: Path) -> None:
     play = tmp_path / "play.yml"
     play.write_text(PLAY)
@@ -191,6 +192,7 @@ def _kill_group(proc: subprocess.Popen[str]) -> None:
     proc.wait(timeout=30)
 
 
+@pytest.mark.integration
 def test_secrets_dir_gone_after_sigkill_and_the_next_start(tmp_path: Path) -> None:
     tmp = tmp_path / "tmp"
     tmp.mkdir()
@@ -212,6 +214,7 @@ def test_secrets_dir_gone_after_sigkill_and_the_next_start(tmp_path: Path) -> No
     assert _grep(tmp) == []
 
 
+@pytest.mark.integration
 def test_secrets_dir_gone_after_sigterm(tmp_path: Path) -> None:
     tmp = tmp_path / "tmp"
     tmp.mkdir()
@@ -252,6 +255,7 @@ SEEN_RUNNER = (
 )
 
 
+@pytest.mark.integration
 def test_workload_secret_is_nowhere_after_a_workload_run(
     tmp_path: Path, tmpdir_env: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

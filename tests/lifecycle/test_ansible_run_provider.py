@@ -160,6 +160,7 @@ def test_create_update_delete_on_localhost(tmp_path: Path, monkeypatch: pytest.M
     assert len(runs(log)) == 2  # delete runs nothing
 
 
+@pytest.mark.integration
 def test_a_host_whose_sshd_never_answers_fails_after_host_wait_s(tmp_path: Path) -> None:
     from infra.wait import HostWaitError
 

@@ -36,6 +36,7 @@ def test_down_without_cleanup_on_down_touches_nothing() -> None:
     assert CleanupRunProvider().delete("id", {"hosts": [closed_host()], "enabled": False}) is None
 
 
+@pytest.mark.integration
 def test_down_with_cleanup_on_down_runs_the_play_and_names_a_host_it_cannot_reach() -> None:
     with pytest.raises(PlaybookError) as err:
         CleanupRunProvider().delete("id", {"hosts": [closed_host()], "enabled": True})

@@ -78,6 +78,7 @@ def host(name: str, port: int, **vars_: Any) -> Host:
     return Host(name, "127.0.0.1", ssh_user="debian", gpu_path="none", ssh_port=port, vars=vars_)
 
 
+@pytest.mark.integration
 def test_waits_with_back_off_until_sshd_answers(late_sshd: tuple[int, float]) -> None:
     port, t0 = late_sshd
     (w,) = wait_for_sshd([host("late-0", port)], timeout_s=30, backoff=Backoff(0.2, 2.0, 1.0))
@@ -89,6 +90,7 @@ def test_waits_with_back_off_until_sshd_answers(late_sshd: tuple[int, float]) ->
     assert line.endswith("login 0.4 s, cloud-init done"), line
 
 
+@pytest.mark.integration
 def test_a_port_nothing_answers_fails_within_the_timeout_with_one_line() -> None:
     dead, alive = host("dead-0", free_port()), host("dead-1", free_port())
     t0 = time.monotonic()

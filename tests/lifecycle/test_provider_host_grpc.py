@@ -121,6 +121,7 @@ def diff_each_input(
 # ----------------------------------------------------------------------------- AnsibleRun
 
 
+@pytest.mark.integration
 def test_ansible_run_over_grpc(ph: ProviderHost, tmp_path: Path) -> None:
     log = tmp_path / "probe.log"
     name = "grpc-site"
@@ -205,6 +206,7 @@ def tiny_host(name: str, tmp_path: Path, rc: int | None = 0) -> dict[str, Any]:
     )
 
 
+@pytest.mark.integration
 def test_workload_run_over_grpc(tmp_path: Path) -> None:
     """The records go to the results root of the machine that runs the command: the provider
     host's ``GPULAB_RESULTS`` (what ``gpulab up`` gives the engine), under the stack's name; a
@@ -272,6 +274,7 @@ def _workload_run_over_grpc(
     assert Path(record).is_file() and Path(updated["records"][0]).is_file()  # results kept
 
 
+@pytest.mark.integration
 def test_workload_run_partial_failure_over_grpc(tmp_path: Path) -> None:
     name = "grpc-workloads-partial"
     inputs = program_inputs(

@@ -234,6 +234,7 @@ def test_failed_run_names_host_and_task(tmp_path: Path) -> None:
     assert "no_such_model" in str(err.value)
 
 
+@pytest.mark.integration
 def test_secrets_reach_the_play_but_not_extravars_outputs_or_state(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -286,6 +287,7 @@ cat > "$FAKE_DOCKER_OUT.stdin"
     [("registry.example:5000/lab/runner:1", ["registry.example:5000"]),
      ("lab/runner:1", []), ("localhost/runner", ["localhost"])],
 )  # fmt: skip
+@pytest.mark.integration
 def test_registry_login_task_sends_the_password_on_stdin(
     tmp_path: Path, image: str, registry: list[str]
 ) -> None:

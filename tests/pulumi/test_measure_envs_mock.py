@@ -107,6 +107,7 @@ def test_switching_the_measured_env_keeps_the_site_inputs_mock(topology: str) ->
     assert AnsibleRunProvider().changed_inputs(site_n, only[f"{lab}-site"]) == ["variables"]
 
 
+@pytest.mark.integration
 def test_engine_double_switch_of_measured_env_keeps_the_site_run() -> None:
     """Three ups of one stack as a study's units make them: native, docker (a measure), native
     again; the site run is created once and then the same, each unit's workload run runs."""

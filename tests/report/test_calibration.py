@@ -25,6 +25,7 @@ def harness() -> Harness:
     return Harness(within=5, within_noise=0.005)
 
 
+@pytest.mark.integration
 def test_paper_truth_gives_no_false_alarm_and_intervals_cover(harness: Harness) -> None:
     n = max(units_needed(c) for c in SUBSETS)
     rng = np.random.default_rng([31, 1])
@@ -41,6 +42,7 @@ def test_paper_truth_gives_no_false_alarm_and_intervals_cover(harness: Harness) 
     assert verdicts.count(REPRODUCED) / len(verdicts) >= 0.5  # and verdicts are reached
 
 
+@pytest.mark.integration
 def test_a_number_outside_its_band_by_the_band_width_is_not_reproduced(
     harness: Harness,
 ) -> None:

@@ -36,6 +36,7 @@ def _single_threaded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(threading, "active_count", lambda: 1)
 
 
+@pytest.mark.integration
 def test_parallel_figures_are_the_same_bytes_in_the_same_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -148,6 +149,7 @@ def test_single_threaded_the_figures_are_drawn_by_forked_workers(
     assert pids == []  # appended in the workers' copies of the list, not here
 
 
+@pytest.mark.integration
 def test_the_warm_up_runs_beside_the_scan_and_is_joined_before_the_fork(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

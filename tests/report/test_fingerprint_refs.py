@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 
 from infra.cli import main
 from report.build import _duckdb, _python, build_report
@@ -149,6 +150,7 @@ def test_a_reference_no_record_carries_is_one_note_on_both_engines(tmp_path: Pat
     assert res.table.rows
 
 
+@pytest.mark.integration
 def test_the_export_inlines_the_fingerprint_in_every_row(tmp_path: Path) -> None:
     """A Parquet row stands alone: each carries the fingerprint and its reference; the
     report reads the export as it reads the records."""

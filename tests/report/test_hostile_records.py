@@ -73,6 +73,7 @@ def test_the_cli_prints_the_note(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "1 value(s) that are not finite numbers" in out and "images_per_sec" in out
 
 
+@pytest.mark.integration
 def test_words_duckdb_reads_as_numbers_and_python_does_not_are_skipped_alike(
     tmp_path: Path,
 ) -> None:
@@ -154,6 +155,7 @@ def test_the_cli_prints_a_name_that_is_not_utf8(
     assert (Path(out) / "report.html").is_file()
 
 
+@pytest.mark.integration
 def test_a_record_line_over_16_mib_is_read_by_both_engines(tmp_path: Path) -> None:
     """DuckDB's JSON reader stops at 16 MiB a line: that file goes to the Python reader."""
     g = good(tmp_path)

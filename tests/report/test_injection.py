@@ -220,6 +220,7 @@ def test_html_holds_no_element_or_attribute_from_a_value(rep: ReportResult) -> N
         assert not any(k.startswith("on") for k, _ in attrs), attrs
 
 
+@pytest.mark.integration
 def test_console_output_of_gpulab_report(rep: ReportResult, tmp_path: Path) -> None:
     from infra.cli import app
 

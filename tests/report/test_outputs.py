@@ -35,6 +35,7 @@ def png_size(path: Path) -> tuple[int, int]:
     return w, h
 
 
+@pytest.mark.integration
 def test_figures_are_pngs_of_the_expected_size(report: ReportResult) -> None:
     names = {f.path.name for f in report.figures}
     expected = {

@@ -48,6 +48,7 @@ def report_json(inp: Path, out: Path) -> dict[str, Any]:
     return data
 
 
+@pytest.mark.integration
 def test_cli_report_on_parquet_equals_report_on_jsonl(
     exported: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -64,6 +65,7 @@ def test_cli_report_on_parquet_equals_report_on_jsonl(
     assert len(a["problems"]) == len(b["problems"])
 
 
+@pytest.mark.integration
 def test_directory_with_parquet_and_python_engine_agree(
     exported: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -166,6 +168,7 @@ def test_bad_json_text_in_a_parquet_column_names_file_and_row(tmp_path: Path) ->
         build_report([bad], tmp_path / "rep")
 
 
+@pytest.mark.integration
 def test_jsonl_and_parquet_mixed_give_the_table_of_all_jsonl(tmp_path: Path) -> None:
     """Half the records as JSON Lines, half exported to Parquet: the same table (the same
     environments, the same repetitions in the same order) as all of them as JSON Lines."""

@@ -59,6 +59,7 @@ def test_an_extra_column_with_a_value_is_an_unknown_field(tmp_path: Path) -> Non
     assert fast == slow
 
 
+@pytest.mark.integration
 def test_an_extra_column_of_nulls_is_no_field(tmp_path: Path) -> None:
     src = _rewrite(tmp_path, "nulls.parquet", "* EXCLUDE (rn), NULL::VARCHAR AS colour")
     assert _both(src, tmp_path) == ("", "")

@@ -19,6 +19,7 @@ def test_published_schema_is_the_generated_one() -> None:
     )
 
 
+@pytest.mark.integration
 def test_real_records_validate_and_bad_ones_do_not() -> None:
     schema = json.loads(PUBLISHED.read_text(encoding="utf-8"))
     recs = synth.paper_like()

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from report import build_report
 from tests.report import synth
 from workloads.setting import make_setting, setting_record_fields
@@ -101,6 +103,7 @@ def test_runner_refuses_a_bad_setting_in_one_line(tmp_path: Path) -> None:
     assert not out.exists()
 
 
+@pytest.mark.integration
 def test_the_runner_records_the_setting_from_the_lab_environment(tmp_path: Path) -> None:
     """A real run (mnist_cnn, 2 steps, CPU) given the setting as the workload_run role gives it
     (GPULAB_* environment): the record states it, cross-checked against this machine's real

@@ -19,6 +19,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from report.exclusions import split
 from report.load import load_records
 from report.mapping import arm_settings, resolve_baseline
@@ -56,6 +58,7 @@ def _table_builds(path: Path) -> int:
     return len(table.rows)
 
 
+@pytest.mark.integration
 def test_cut_at_random_offsets_loses_no_complete_record(tmp_path: Path) -> None:
     records = _records()
     stream_file = tmp_path / "stream.jsonl"

@@ -185,6 +185,7 @@ class RecordingProvider:
         self.ops.append(("delete", name))
 
 
+@pytest.mark.integration
 def test_engine_double_keeps_cloud_outputs_so_a_measurement_only_up_keeps_the_site_run() -> None:
     from tests.e2e.engine import Engine
 

@@ -85,6 +85,7 @@ def test_invalid_yaml_is_one_line(text: str, message: str) -> None:
     assert str(err.value) == f"{NAME} {message}"
 
 
+@pytest.mark.integration
 def test_every_yaml_file_the_product_ships_loads_within_the_bounds() -> None:
     """Stack examples, studies, suites, published results, playbooks and roles."""
     files = [
