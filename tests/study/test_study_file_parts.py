@@ -187,6 +187,23 @@ def test_a_bad_arm_config_key_is_one_line_naming_it(tmp_path: Path) -> None:
     )
 
 
+def test_a_named_stack_that_a_stack_file_arm_copies_to_is_refused_on_the_copying_arm(
+    project: Path, tmp_path: Path
+) -> None:
+    """Arm ``b`` copies its stack file to ``study-t-b``; arm ``c``, after it, names that stack:
+    the copying arm is the one to rename, whichever comes first."""
+    stack_file(project / "Pulumi.study-t-b.yaml")
+    stack_file(tmp_path / "mine.yaml")
+    p = tmp_path / "s.yaml"
+    copying = {"name": "b", "stack_file": "mine.yaml", "exec_env": "native"}
+    named = {"name": "c", "stack": "study-t-b", "exec_env": "native"}
+    for arms, i, j in (((copying, named), 0, 1), ((named, copying), 1, 0)):
+        assert refusal(p, doc(*arms)) == (
+            f"study {p}: arms[{i}].stack_file: its stack name study-t-b is the stack arms[{j}] "
+            "names; rename the arm"
+        )
+
+
 # -- the study's keys and limits ---------------------------------------------------------------
 
 
