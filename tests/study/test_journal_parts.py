@@ -92,7 +92,9 @@ def test_a_failed_units_suite_file_edited_since_is_refused_under_the_same_study_
     j, _ = opened(tmp_path, s)
     j.set_unit(Unit("a", 1), "failed", reason="runner exited 1")
     suite.write_text(suite.read_text() + "\n# edited\n")
-    with pytest.raises(UsageError, match=f"^study t: suite file {suite} changed since, but finished units"):
+    with pytest.raises(
+        UsageError, match=f"^study t: suite file {suite} changed since, but finished units"
+    ):
         opened(tmp_path, s)
 
 
