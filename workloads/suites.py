@@ -263,12 +263,21 @@ def _bounded(suite: Suite) -> Suite:
     return suite
 
 
+def _is_file(path: Path) -> bool:
+    """``path.is_file()``, False where the name itself is refused (longer than a file name
+    may be: ENAMETOOLONG, which ``is_file`` raises)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
 def load_suite(name_or_path: str) -> Suite:
     """A suite by name (``workloads/suites/<name>.yaml``) or by path to a ``.yaml`` file."""
     path = Path(name_or_path)
-    if not (name_or_path.endswith((".yaml", ".yml")) or path.is_file()):
+    if not (name_or_path.endswith((".yaml", ".yml")) or _is_file(path)):
         path = SUITES_DIR / f"{name_or_path}.yaml"
-        if not path.is_file():
+        if not _is_file(path):
             raise InputError(f"unknown suite {name_or_path!r} (known: {', '.join(list_suites())})")
     doc = load_yaml(path, "suite file")  # bounded: aliases, depth, duplicate keys
     if doc is None:

@@ -143,3 +143,11 @@ def test_command_line_suites_name_the_option():
     assert [e.image_size for e in over.entries] == [
         e.image_size for e in load_suite("smoke").entries
     ]
+
+
+def test_a_suite_name_longer_than_a_file_name_may_be_is_an_unknown_suite() -> None:
+    """A name over the file system's 255-byte limit (a study's suite may be 1024 characters)
+    is not a file: one line naming an unknown suite, not an OSError traceback."""
+    for name in ("a" * 300, "a" * 300 + "/x", "a" * 1024):
+        with pytest.raises(InputError, match=r"^unknown suite 'a{10}.*' \(known: .*smoke"):
+            load_suite(name)
