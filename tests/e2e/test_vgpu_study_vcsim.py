@@ -35,6 +35,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -62,7 +63,7 @@ from infra.study.driver import Driver, RunOptions
 from infra.study.model import load_study
 from infra.study.state import Journal
 from infra.summary import summarize_files
-from tests.e2e.engine import Engine, Res, Step
+from tests.e2e.engine import Engine, Res, Step, UpResult
 from tests.e2e.vcsim_cloud import VcsimCloud
 from tests.parts import REPO
 from tests.parts.fixtures_vcsim import VcsimPart, running_vcsim
@@ -76,6 +77,9 @@ TINY = HERE / "vmware-mnist-tiny.yaml"
 GUEST = "guest-double:"  # the type prefix of what the guest doubles made (down skips them)
 ADDRESSES = [f"192.0.2.{i + 1}" for i in range(120)]  # never dialled: no guest answers
 KW_SCALE = 16  # the knowledge-worker arms here clone 1/16 of the study's VMs (docstring)
+GUEST_BOOT_S = 0.3  # the module's simulator: a guest is back this long after its power-on
+REBOOT_S = 0.3  # and a host this long after its reboot
+VM_STEP = re.compile(r"-(?:gpu|kw)-\d+(?:-vgpu)?$")  # a VM clone or a vGPU attach
 Run = dict[str, Any]  # what the study_run fixture gives the tests
 
 
@@ -188,7 +192,7 @@ class _Stack:
     def up(self, on_output: Any = None, on_event: Any = None, color: Any = None, **kw: Any) -> Any:
         self.auto.calls.append(("up", self.name))
         engine = self.auto.engine(self.name)
-        result = engine.up(
+        result = self.auto.ups[self.name] = engine.up(
             self.name, raw_from_stack_file(self.file), secret_values=self.auto.secrets
         )
         for name, op, dt in result.steps:
@@ -227,6 +231,7 @@ class EngineAuto:
         self.engines: dict[str, GuestEngine] = {}
         self.outputs: dict[str, dict[str, Any]] = {}
         self.calls: list[tuple[str, str]] = []
+        self.ups: dict[str, UpResult] = {}  # each stack's last up, as the engine double gave it
 
     def engine(self, stack: str) -> GuestEngine:
         if stack not in self.engines:
@@ -288,7 +293,7 @@ def study_vcsim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VcsimPart]
     """The module's own simulator (the study reboots its hosts): guests back 0.3 s after a
     power-on, hosts 0.3 s after a reboot (see the module docstring)."""
     d = tmp_path_factory.mktemp("vcsim-study")
-    with running_vcsim(d, reboot_seconds=0.3, guest_boot_seconds=0.3) as part:
+    with running_vcsim(d, reboot_seconds=REBOOT_S, guest_boot_seconds=GUEST_BOOT_S) as part:
         yield part
 
 
@@ -432,3 +437,27 @@ def test_every_unit_built_its_lab_and_destroyed_it_before_the_next(study_run: Ru
     assert copies == sorted(f"Pulumi.study-vmware-vgpu-{a}.yaml" for a in (
         "vgpu", "vgpu-equal", "vgpu-fixed", "vgpu-2pg", "vgpu-4pg", "vgpu-kw32", "vgpu-kw64",
         "vgpu-kw96"))  # fmt: skip
+
+
+def test_every_clone_and_vgpu_attach_waited_for_its_guest(study_run: Run) -> None:
+    """The simulator's guests come back GUEST_BOOT_S after a power-on: each unit cloned its GPU
+    VMs and its knowledge-worker VMs (as many as its arm says) and attached a vGPU to each GPU
+    VM, and each of those returned only once its guest was back (the guest waits polled)."""
+    j: Journal = study_run["journal"]
+    study = load_study(j.data["file"])
+    ups: dict[str, UpResult] = study_run["auto"].ups
+    assert len(ups) == 8
+    for u in j.order():
+        config = dict(study.arm(u.arm).config)
+        result = ups[f"study-vmware-vgpu-{u.arm}"]
+        steps = [st for st in result.steps if st.op == "create" and VM_STEP.search(st.name)]
+        attaches = [st.name for st in steps if st.name.endswith("-vgpu")]
+        gpu_vms = [st.name for st in steps if re.search(r"-gpu-\d+$", st.name)]
+        kw_vms = [st.name for st in steps if re.search(r"-kw-\d+$", st.name)]
+        assert sorted(attaches) == sorted(f"{n}-vgpu" for n in gpu_vms), (u.arm, attaches)
+        assert len(gpu_vms) == config["host_count"], (u.arm, gpu_vms)
+        assert len(kw_vms) == config["kw_vm_count"], (u.arm, kw_vms)
+        quickest = min(st.seconds for st in steps)
+        say(f"[vgpu-study] unit {u.key}: {len(gpu_vms)} GPU VMs, {len(kw_vms)} knowledge-worker "
+            f"VMs, {len(attaches)} vGPU attaches, the quickest {quickest:.2f} s")  # fmt: skip
+        assert quickest >= GUEST_BOOT_S, (u.arm, [(st.name, st.seconds) for st in steps])
