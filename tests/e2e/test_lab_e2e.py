@@ -39,7 +39,11 @@ from workloads.records import read_records
 pytestmark = [pytest.mark.nspawn, pytest.mark.tf, pytest.mark.slow]
 
 CPU = {"workload_run_suite": str(TINY_SUITE), "workload_run_expect_device": "cpu"}
-LATE_SSHD_S = 20.0  # the first lab's hosts: sshd answers this long after cloud-init finished
+# The first lab's hosts: sshd answers this long after cloud-init finished. Late enough that the
+# site run's wait probes several times (at 0, 0.5, 1.5, 3.5, 7.5 s, ...) and longer than the
+# pauses of ssh's own reconnections in a play (ANSIBLE_SSH_RETRIES=3: 0 + 1 + 3 s), so ssh's
+# retries alone would not get a play through; 20 s showed nothing more and cost 15 s more.
+LATE_SSHD_S = 8.0
 SITE, WORKLOADS = "e2e-pci-site", "e2e-pci-workloads-native"
 SERVERS = ("e2e-pci-gpu-0", "e2e-pci-gpu-1")
 

@@ -19,6 +19,15 @@ with the setting the lab stated. Every unit therefore fails with "the workload r
 failed": that is where the study stops without GPUs. The arms' suite is vmware-mnist with one
 repeat (tests/e2e/vmware-mnist-tiny.yaml) and the study one repeat: the runner fails before it
 trains, so more would only repeat the failure.
+
+Sized to what it checks: the knowledge-worker arms keep their structure and ratios (one ML VM
+beside 32, 64, 96 CPU-only VMs in the study) with a sixteenth of the VMs (2, 4, 6): what is
+checked is that each arm builds its knowledge-worker VMs, records its factor and destroys them
+all, which 6 VMs show as well as 96 (the program's 96-VM lab is checked under the mock runtime,
+tests/pulumi/test_vsphere_mock.py). The simulator's guests boot 0.3 s after their power-on and
+its hosts reboot in 0.3 s: still late (the guest wait and the reboot wait poll at least once),
+not the 2 s and 1 s of the default, which only made every VM clone and vGPU attach a 3.5 s
+wait (tests/cloud/test_vgpu_guest_wait_vcsim.py checks the guest wait itself).
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -53,9 +63,10 @@ from infra.study.driver import Driver, RunOptions
 from infra.study.model import load_study
 from infra.study.state import Journal
 from infra.summary import summarize_files
-from tests.e2e.engine import Engine, Res, Step
+from tests.e2e.engine import Engine, Res, Step, UpResult
 from tests.e2e.vcsim_cloud import VcsimCloud
 from tests.parts import REPO
+from tests.parts.fixtures_vcsim import VcsimPart, running_vcsim
 from tests.parts.provider_host import ProviderHost
 from workloads.vgpu_factors import parse
 
@@ -65,6 +76,10 @@ HERE = Path(__file__).resolve().parent
 TINY = HERE / "vmware-mnist-tiny.yaml"
 GUEST = "guest-double:"  # the type prefix of what the guest doubles made (down skips them)
 ADDRESSES = [f"192.0.2.{i + 1}" for i in range(120)]  # never dialled: no guest answers
+KW_SCALE = 16  # the knowledge-worker arms here clone 1/16 of the study's VMs (docstring)
+GUEST_BOOT_S = 0.3  # the module's simulator: a guest is back this long after its power-on
+REBOOT_S = 0.3  # and a host this long after its reboot
+VM_STEP = re.compile(r"-(?:gpu|kw)-\d+(?:-vgpu)?$")  # a VM clone or a vGPU attach
 Run = dict[str, Any]  # what the study_run fixture gives the tests
 
 
@@ -88,8 +103,7 @@ class GuestEngine(Engine):
         if typ.endswith(":WorkloadRun"):
             return self._guest(mocks, typ, name, inputs, opts, self._workloads)
         rid, outs = super().step_dynamic(mocks, typ, name, inputs, opts)
-        # VgpuPolicy is a dynamic resource of the SDK's default type: known by its name
-        if name.endswith("-vgpu-policy") and not mocks.preview:
+        if typ.endswith(":VgpuPolicy") and not mocks.preview:
             self.policies.append(outs)
         return rid, outs
 
@@ -121,6 +135,7 @@ class GuestEngine(Engine):
     def _workloads(inputs: dict[str, Any]) -> dict[str, Any]:
         run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + f"-{time.monotonic_ns()}"
         fetch = results_dir_of(inputs) / run_id  # <results root>/<stack>/, as the provider
+        runs = []  # one runner per host, all at once, as the play runs on every host at once
         for host in inputs["hosts"]:
             hv = host.get("vars") or {}
             env = {
@@ -136,10 +151,18 @@ class GuestEngine(Engine):
             out = fetch / host["name"] / "records.jsonl"
             out.parent.mkdir(parents=True)
             suite = (inputs.get("variables") or {}).get("workload_run_suite") or inputs["suite"]
-            subprocess.run(
+            runs.append(subprocess.Popen(
                 [sys.executable, "-m", "workloads", "bench", "--suite", suite, "--out", str(out)],
-                cwd=REPO, env=env, capture_output=True, timeout=300, check=False,
-            )  # fmt: skip
+                cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            ))  # fmt: skip
+        try:
+            for proc in runs:
+                proc.wait(timeout=300)
+        finally:
+            for proc in runs:  # one past its deadline is stopped, never left running
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
         files = sorted(fetch.rglob("*.jsonl"))
         summary = summarize_files(files, suite=Path(inputs["suite"]).stem)
         summary["records"] = [str(f) for f in files]
@@ -168,7 +191,7 @@ class _Stack:
     def up(self, on_output: Any = None, on_event: Any = None, color: Any = None, **kw: Any) -> Any:
         self.auto.calls.append(("up", self.name))
         engine = self.auto.engine(self.name)
-        result = engine.up(
+        result = self.auto.ups[self.name] = engine.up(
             self.name, raw_from_stack_file(self.file), secret_values=self.auto.secrets
         )
         for name, op, dt in result.steps:
@@ -207,6 +230,7 @@ class EngineAuto:
         self.engines: dict[str, GuestEngine] = {}
         self.outputs: dict[str, dict[str, Any]] = {}
         self.calls: list[tuple[str, str]] = []
+        self.ups: dict[str, UpResult] = {}  # each stack's last up, as the engine double gave it
 
     def engine(self, stack: str) -> GuestEngine:
         if stack not in self.engines:
@@ -247,12 +271,16 @@ def vcsim_stack(path: Path, vcsim: Any) -> Path:
 
 def study_file(tmp: Path, stack: Path) -> Path:
     """studies/vmware-vgpu.yaml with its vGPU arms only (the others need bare metal or a
-    passthrough GPU), each on the simulator's stack file, one repeat."""
+    passthrough GPU), each on the simulator's stack file, one repeat, a sixteenth of the
+    knowledge-worker VMs."""
     doc = yaml.safe_load((REPO / "studies/vmware-vgpu.yaml").read_text())
     arms = [a for a in doc["arms"] if "config" in a]
     for a in arms:
         del a["stack"]
         a["stack_file"] = str(stack)
+        kw = a["config"]["kw_vm_count"]
+        assert kw % KW_SCALE == 0, (a["name"], kw)
+        a["config"] = {**a["config"], "kw_vm_count": kw // KW_SCALE}
     doc.update(arms=arms, repeats=1, baseline="vgpu", seed=7)
     path = tmp / "vmware-vgpu.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))
@@ -260,7 +288,16 @@ def study_file(tmp: Path, stack: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def study_run(fresh_vcsim: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
+def study_vcsim(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VcsimPart]:
+    """The module's own simulator (the study reboots its hosts): guests back 0.3 s after a
+    power-on, hosts 0.3 s after a reboot (see the module docstring)."""
+    d = tmp_path_factory.mktemp("vcsim-study")
+    with running_vcsim(d, reboot_seconds=REBOOT_S, guest_boot_seconds=GUEST_BOOT_S) as part:
+        yield part
+
+
+@pytest.fixture(scope="module")
+def study_run(study_vcsim: VcsimPart, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Run]:
     from pyVim.task import WaitForTask
 
     tmp = tmp_path_factory.mktemp("vgpu-study")
@@ -268,7 +305,7 @@ def study_run(fresh_vcsim: Any, tmp_path_factory: pytest.TempPathFactory) -> Ite
     project.mkdir()
     shutil.copy(REPO / "Pulumi.yaml", project)
     results = tmp / "results"
-    cloud = VcsimCloud(fresh_vcsim.host, fresh_vcsim.port, fresh_vcsim.user, fresh_vcsim.password)
+    cloud = VcsimCloud(study_vcsim.host, study_vcsim.port, study_vcsim.user, study_vcsim.password)
     # the operator empties the GPU hosts first: gpulab powers off no VM for a policy reboot
     emptied = []
     for vm in cloud._vms():
@@ -283,8 +320,8 @@ def study_run(fresh_vcsim: Any, tmp_path_factory: pytest.TempPathFactory) -> Ite
     try:
         # the engine double starts a fresh host for each operation and stops it after
         with ProviderHost(stack="vgpu-study") as provider:
-            auto = EngineAuto(project, provider, cloud, {"vsphere_password": fresh_vcsim.password})
-            path = study_file(tmp, vcsim_stack(tmp / "vsphere-vcsim.yaml", fresh_vcsim))
+            auto = EngineAuto(project, provider, cloud, {"vsphere_password": study_vcsim.password})
+            path = study_file(tmp, vcsim_stack(tmp / "vsphere-vcsim.yaml", study_vcsim))
             driver = Driver(
                 load_study(str(path)),
                 results,
@@ -293,7 +330,7 @@ def study_run(fresh_vcsim: Any, tmp_path_factory: pytest.TempPathFactory) -> Ite
             )
             journal = driver.run()
             wall = time.monotonic() - t0
-            yield {"journal": journal, "auto": auto, "cloud": cloud, "vcsim": fresh_vcsim,
+            yield {"journal": journal, "auto": auto, "cloud": cloud, "vcsim": study_vcsim,
                    "console": out.getvalue(), "wall_s": wall, "project": project}  # fmt: skip
     finally:
         say(out.getvalue())
@@ -332,9 +369,10 @@ def test_each_arm_is_built_with_its_factors_and_records_them(study_run: Run) -> 
         "vgpu-fixed": ("fixed-share", "grid_p100-16q", 1, 0, 1),
         "vgpu-2pg": ("best-effort", "grid_p100-8q", 2, 0, 2),
         "vgpu-4pg": ("best-effort", "grid_p100-4q", 4, 0, 4),
-        "vgpu-kw32": ("best-effort", "grid_p100-16q", 1, 32, 1),
-        "vgpu-kw64": ("best-effort", "grid_p100-16q", 1, 64, 1),
-        "vgpu-kw96": ("best-effort", "grid_p100-16q", 1, 96, 1),
+        # knowledge-worker VMs: 32, 64, 96 in the study, a sixteenth here (module docstring)
+        "vgpu-kw32": ("best-effort", "grid_p100-16q", 1, 2, 1),
+        "vgpu-kw64": ("best-effort", "grid_p100-16q", 1, 4, 1),
+        "vgpu-kw96": ("best-effort", "grid_p100-16q", 1, 6, 1),
     }
     got = {}
     for arm, rs in per_arm.items():
@@ -398,3 +436,27 @@ def test_every_unit_built_its_lab_and_destroyed_it_before_the_next(study_run: Ru
     assert copies == sorted(f"Pulumi.study-vmware-vgpu-{a}.yaml" for a in (
         "vgpu", "vgpu-equal", "vgpu-fixed", "vgpu-2pg", "vgpu-4pg", "vgpu-kw32", "vgpu-kw64",
         "vgpu-kw96"))  # fmt: skip
+
+
+def test_every_clone_and_vgpu_attach_waited_for_its_guest(study_run: Run) -> None:
+    """The simulator's guests come back GUEST_BOOT_S after a power-on: each unit cloned its GPU
+    VMs and its knowledge-worker VMs (as many as its arm says) and attached a vGPU to each GPU
+    VM, and each of those returned only once its guest was back (the guest waits polled)."""
+    j: Journal = study_run["journal"]
+    study = load_study(j.data["file"])
+    ups: dict[str, UpResult] = study_run["auto"].ups
+    assert len(ups) == 8
+    for u in j.order():
+        config = dict(study.arm(u.arm).config)
+        result = ups[f"study-vmware-vgpu-{u.arm}"]
+        steps = [st for st in result.steps if st.op == "create" and VM_STEP.search(st.name)]
+        attaches = [st.name for st in steps if st.name.endswith("-vgpu")]
+        gpu_vms = [st.name for st in steps if re.search(r"-gpu-\d+$", st.name)]
+        kw_vms = [st.name for st in steps if re.search(r"-kw-\d+$", st.name)]
+        assert sorted(attaches) == sorted(f"{n}-vgpu" for n in gpu_vms), (u.arm, attaches)
+        assert len(gpu_vms) == config["host_count"], (u.arm, gpu_vms)
+        assert len(kw_vms) == config["kw_vm_count"], (u.arm, kw_vms)
+        quickest = min(st.seconds for st in steps)
+        say(f"[vgpu-study] unit {u.key}: {len(gpu_vms)} GPU VMs, {len(kw_vms)} knowledge-worker "
+            f"VMs, {len(attaches)} vGPU attaches, the quickest {quickest:.2f} s")  # fmt: skip
+        assert quickest >= GUEST_BOOT_S, (u.arm, [(st.name, st.seconds) for st in steps])

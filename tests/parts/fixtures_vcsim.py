@@ -74,8 +74,16 @@ class VcsimPart:
 
 
 @contextlib.contextmanager
-def running_vcsim(d: Path, reboot_seconds: float = 2.0) -> Iterator[VcsimPart]:
-    """A vCenter simulator of its own in ``d`` (see the module docstring)."""
+def running_vcsim(
+    d: Path, reboot_seconds: float = 2.0, guest_boot_seconds: float = 2.0
+) -> Iterator[VcsimPart]:
+    """A vCenter simulator of its own in ``d`` (see the module docstring): a rebooting host is
+    away ``reboot_seconds``; a powered-on guest runs VMware Tools and has its address
+    ``guest_boot_seconds`` after the power-on (never at once: a wait must poll for it)."""
+    if guest_boot_seconds <= 0:
+        raise ValueError(
+            f"guest_boot_seconds must be > 0 (a guest boots late), not {guest_boot_seconds}"
+        )
     need(VCSIM.exists(), f"vCenter simulator {VCSIM} (scripts/parts/vcsim.sh prepare)")
     t0 = time.monotonic()
     url_file = d / "url"
@@ -84,6 +92,7 @@ def running_vcsim(d: Path, reboot_seconds: float = 2.0) -> Iterator[VcsimPart]:
     env = dict(os.environ, VCSIM_PASSWORD=password)
     argv = [str(VCSIM), "-listen", "127.0.0.1:0", "-url-file", str(url_file), "-username", user]
     argv += ["-reboot-seconds", str(reboot_seconds)]
+    argv += ["-guest-boot", f"{guest_boot_seconds}s"]
     with log.open("wb") as out:
         proc = subprocess.Popen(
             argv, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env

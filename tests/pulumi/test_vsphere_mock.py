@@ -427,3 +427,32 @@ def test_vgpu_resources_have_named_types_and_alias_the_default_type_mock(
         return check(go())
 
     body()
+
+
+@pulumi.runtime.test
+def test_the_vgpu_studys_largest_knowledge_worker_arm_builds_all_its_vms(
+    pulumi_mocks: LabMocks,
+) -> Any:
+    """studies/vmware-vgpu.yaml's vgpu-kw96 arm as the program builds it: its ML VM with the
+    vGPU and all 96 knowledge-worker VMs (tests/e2e/test_vgpu_study_vcsim.py runs the study's
+    knowledge-worker arms in the vCenter simulator with a sixteenth of the VMs)."""
+    from infra.study.model import load_study
+
+    (arm,) = [a for a in load_study("vmware-vgpu").arms if a.name == "vgpu-kw96"]
+    config = dict(arm.config)
+    assert config["kw_vm_count"] == 96
+    cfg, _comp, hosts = run_stack("vsphere-gpu", **config)
+
+    async def go() -> None:
+        await settle()
+        vms = sorted(v.name for v in pulumi_mocks.of_type(VM))
+        assert vms == sorted(
+            [f"{cfg.args.lab}-gpu-0"] + [f"{cfg.args.lab}-kw-{i}" for i in range(96)]
+        )
+        workers = [h for h in hosts if h.groups == ["knowledge_workers"]]
+        (ml,) = [h for h in hosts if h.gpu_path == "vgpu"]
+        assert len(workers) == 96 and ml.vars["kw_vms"] == 96
+        sharing = await ml.vars["workload_run_sharing"].future()
+        assert sharing.endswith(".1-per-gpu.kw96"), sharing
+
+    return check(go())
