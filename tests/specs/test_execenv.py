@@ -362,30 +362,22 @@ def test_role_order_keeps_each_entry_order_and_refuses_a_cycle(
     ]  # fmt: skip
     assert execenv.site_roles(["k8s", "bitfusion"]) == ["nvidia_container_toolkit", "workload_env"]
     flags = ENVS["native"].flags
-    cycle = {
-        "a": ExecEnv(
-            name="a", container=False, roles=("r1", "r2"), launch=("@inner",), flags=flags
-        ),
-        "b": ExecEnv(
-            name="b", container=False, roles=("r2", "r1"), launch=("@inner",), flags=flags
-        ),
-    }
-    monkeypatch.setattr(execenv, "ENVS", cycle)
+
+    def two_envs(a: tuple[str, ...], b: tuple[str, ...]) -> dict[str, ExecEnv]:
+        """Environments ``a`` and ``b`` (in that order) asking for roles ``a`` and ``b``."""
+        return {
+            name: ExecEnv(name=name, container=False, roles=roles, launch=("@inner",), flags=flags)
+            for name, roles in (("a", a), ("b", b))
+        }
+
+    monkeypatch.setattr(execenv, "ENVS", two_envs(("r1", "r2"), ("r2", "r1")))
     with pytest.raises(ValueError) as err:
         execenv.role_order()
     assert str(err.value) == (
         "the execution environments order their roles in a cycle: ['r1', 'r2']"
     )
     # ties broken by first appearance, a later entry's order kept
-    later = {
-        "a": ExecEnv(
-            name="a", container=False, roles=("r3", "r1"), launch=("@inner",), flags=flags
-        ),
-        "b": ExecEnv(
-            name="b", container=False, roles=("r2", "r3"), launch=("@inner",), flags=flags
-        ),
-    }
-    monkeypatch.setattr(execenv, "ENVS", later)
+    monkeypatch.setattr(execenv, "ENVS", two_envs(("r3", "r1"), ("r2", "r3")))
     assert execenv.role_order() == ["r2", "r3", "r1"]
 
 
