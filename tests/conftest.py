@@ -1,11 +1,15 @@
 """Root test configuration: loads every real-part plugin under tests/parts/, and groups the tests
 for the two pytest-xdist workers of scripts/test.sh (``-n 2 --dist loadgroup``).
 
-Grouping: a test that uses the nspawn test hosts (one lab per machine: its bridge, apt cache and
-booted hosts are built once, and the first converge is the suite's longest setup) or the chroot
-target goes to the group ``machine-parts``, so one worker builds them once and runs every test
-that needs them in collection order. Every other test is grouped by its file, so a file's
-module-scoped fixtures are built once; an explicit ``xdist_group`` mark names its own group.
+Grouping: a test that uses the nspawn test hosts (a lab per worker: its bridge, apt cache and
+booted hosts are built once per worker, and the first converge is the suite's longest setup) or
+the chroot target goes to one of two machine groups, so each group's worker builds its lab once
+and runs the group's tests in collection order: ``machine-parts-e2e`` (tests/e2e/: the
+topologies' and studies' ``up``, about 9 minutes) and ``machine-parts`` (the others: converges,
+logins, proxy, chroot, distributed runs, about 7 minutes). The two start first, one on each
+worker (one group alone was 16 minutes, longer than the rest of the suite on the other
+worker). Every other test is grouped by its file, so a file's module-scoped fixtures are built
+once; an explicit ``xdist_group`` mark names its own group.
 Ironic and the vCenter simulator listen on free ports in per-worker temporary directories, and
 dockerd has a data root per worker, so each worker may start its own.
 
@@ -21,6 +25,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,14 +40,17 @@ pytest_plugins = sorted(
 MACHINE_PARTS = frozenset({"nspawn_lab", "nspawn_host", "chroot_target"})
 MACHINE_MARKERS = frozenset({"nspawn"})
 MACHINE_GROUP = "machine-parts"
+E2E_MACHINE_GROUP = "machine-parts-e2e"  # tests/e2e/: a lab of their own on the other worker
+MACHINE_GROUPS = frozenset({MACHINE_GROUP, E2E_MACHINE_GROUP})
 GROUPS_ENV = "GPULAB_XDIST_GROUPS"
 
 
 def xdist_group_of(nodeid: str, fixturenames: list[str], markers: set[str]) -> str:
-    """The xdist group of a test: the machine-parts group, or its file."""
+    """The xdist group of a test: one of the two machine groups, or its file."""
+    path = nodeid.split("::", 1)[0]
     if MACHINE_PARTS.intersection(fixturenames) or MACHINE_MARKERS & markers:
-        return MACHINE_GROUP
-    return nodeid.split("::", 1)[0]
+        return E2E_MACHINE_GROUP if path.startswith("tests/e2e/") else MACHINE_GROUP
+    return path
 
 
 def group_of_item(item: pytest.Item) -> str:
@@ -67,7 +75,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
     def rank(item: pytest.Item) -> int:
         g = groups[item.nodeid]
-        return 0 if g == MACHINE_GROUP else 1 if g in slow else 2
+        return 0 if g in MACHINE_GROUPS else 1 if g in slow else 2
 
     items.sort(key=rank)  # stable: each group's own order is kept
     groups = {item.nodeid: groups[item.nodeid] for item in items}
@@ -96,6 +104,76 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 _GROUPS_DIR = pytest.StashKey[str]()
 
+
+def read_groups() -> dict[str, str]:
+    """The group of each test id, as the workers wrote it (empty before they have)."""
+    where = Path(os.environ.get(GROUPS_ENV, "/nonexistent"))
+    for f in sorted(where.glob("groups-*.json")):
+        groups: dict[str, str] = json.loads(f.read_text())
+        return groups
+    return {}
+
+
+class WorkerTimes:
+    """Per worker, what it ran (the controller sees every report): test count, seconds of
+    setup + call + teardown, and when its last report came, from the start of the session; and
+    the seconds of each machine group. Printed at the end, to see how the workers balance."""
+
+    def __init__(self) -> None:
+        self.t0 = time.monotonic()
+        self.tests: dict[str, int] = {}
+        self.busy: dict[str, float] = {}
+        self.last: dict[str, float] = {}
+        self.groups: dict[str, float] = {}
+        self._group_of: dict[str, str] = {}
+
+    def add(self, worker: str, nodeid: str, when: str, duration: float) -> None:
+        if not self._group_of:
+            self._group_of = read_groups()  # written by the workers before their first test
+        group = self._group_of.get(nodeid, "")
+        if when == "call":
+            self.tests[worker] = self.tests.get(worker, 0) + 1
+        self.busy[worker] = self.busy.get(worker, 0.0) + duration
+        self.last[worker] = time.monotonic() - self.t0
+        if group in MACHINE_GROUPS:
+            self.groups[group] = self.groups.get(group, 0.0) + duration
+
+    def lines(self) -> list[str]:
+        out = [
+            f"{w}: {self.tests.get(w, 0)} tests, {self.busy[w]:.0f} s of tests,"
+            f" last at {self.last[w]:.0f} s"
+            for w in sorted(self.busy)
+        ]
+        out += [f"{g}: {s:.0f} s of tests" for g, s in sorted(self.groups.items())]
+        return out
+
+
+_TIMES = pytest.StashKey[WorkerTimes]()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if session.config.stash.get(_GROUPS_DIR, None):
+        session.config.stash[_TIMES] = WorkerTimes()
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    node = getattr(report, "node", None)  # set on the controller's copy of a worker's report
+    config = getattr(node, "config", None)
+    times = config.stash.get(_TIMES, None) if config is not None else None
+    if times is None or node is None:
+        return
+    times.add(node.gateway.id, report.nodeid, report.when, report.duration)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    times = config.stash.get(_TIMES, None)
+    if times is not None and times.busy:
+        terminalreporter.section("time per worker")
+        for line in times.lines():
+            terminalreporter.write_line(line)
+
+
 try:
     from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
 except ImportError:  # pragma: no cover - the test extra installs pytest-xdist
@@ -114,11 +192,7 @@ else:
 
         def _split_scope(self, nodeid: str) -> str:
             if self._groups is None:
-                self._groups = {}
-                where = Path(os.environ.get(GROUPS_ENV, "/nonexistent"))
-                for f in sorted(where.glob("groups-*.json")):
-                    self._groups = json.loads(f.read_text())
-                    break
+                self._groups = read_groups()
             group = self._groups.get(nodeid)
             if group is None and "@" in nodeid:  # a pytest where xdist's renaming still works
                 group = self._groups.get(nodeid[: nodeid.rfind("@")], nodeid.rsplit("@", 1)[1])

@@ -1,5 +1,6 @@
 """The grouping of tests for the two pytest-xdist workers (tests/conftest.py): the tests that use
-the nspawn hosts or the chroot target share one group; the others are grouped by file."""
+the nspawn hosts or the chroot target form two groups (tests/e2e/ and the others, a lab on each
+worker); the others are grouped by file."""
 
 from __future__ import annotations
 
@@ -12,7 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import GROUPS_ENV, MACHINE_GROUP, xdist_group_of
+from tests.conftest import (
+    E2E_MACHINE_GROUP,
+    GROUPS_ENV,
+    MACHINE_GROUP,
+    MACHINE_GROUPS,
+    xdist_group_of,
+)
 from tests.parts import REPO
 
 
@@ -22,6 +29,16 @@ def test_machine_parts_by_fixture_or_marker_share_one_group() -> None:
     assert xdist_group_of("tests/c.py::t[x]", ["request"], {"nspawn", "slow"}) == MACHINE_GROUP
     # dockerd has a data root per worker: its tests stay with their file
     assert xdist_group_of("tests/d.py::t", ["dockerd"], {"docker"}) == "tests/d.py"
+
+
+def test_e2e_machine_tests_are_a_group_of_their_own() -> None:
+    """The topologies' and studies' ``up`` on the other worker, with a lab of its own."""
+    assert xdist_group_of("tests/e2e/test_x.py::t", ["nspawn_lab"], set()) == E2E_MACHINE_GROUP
+    assert xdist_group_of("tests/e2e/test_y.py::t[1]", ["request"], {"nspawn"}) == (
+        E2E_MACHINE_GROUP
+    )
+    assert xdist_group_of("tests/e2e/test_z.py::t", ["tmp_path"], set()) == "tests/e2e/test_z.py"
+    assert xdist_group_of("tests/ansible/test_e2e.py::t", ["nspawn_host"], set()) == MACHINE_GROUP
 
 
 def test_other_tests_are_grouped_by_their_file() -> None:
@@ -47,10 +64,12 @@ def test_collected_e2e_and_converge_tests_land_in_the_machine_group(tmp_path: Pa
     groups: dict[str, str] = json.loads((tmp_path / "groups-main.json").read_text())
     # longest first: the host tests, then the groups with a slow test, then the rest
     order = list(groups.values())
-    last_machine = max(i for i, g in enumerate(order) if g == MACHINE_GROUP)
-    assert set(order[: last_machine + 1]) == {MACHINE_GROUP}, order
+    last_machine = max(i for i, g in enumerate(order) if g in MACHINE_GROUPS)
+    assert set(order[: last_machine + 1]) == MACHINE_GROUPS, order
     assert order[-1] == "tests/test_records.py", order  # no slow test in it
-    machine = {i for i in groups if i.startswith(("tests/e2e/", "tests/ansible/"))}
+    e2e = {i for i in groups if i.startswith("tests/e2e/")}
+    assert len(e2e) >= 5 and {groups[i] for i in e2e} == {E2E_MACHINE_GROUP}, groups
+    machine = {i for i in groups if i.startswith("tests/ansible/")}
     machine |= {i for i in groups if "nspawn_host" in i}
     assert len(machine) >= 5, sorted(groups)
     assert {groups[i] for i in machine} == {MACHINE_GROUP}, groups
@@ -78,4 +97,9 @@ def test_two_workers_run_each_group_on_one_worker(tmp_path: Path) -> None:
         ran.setdefault(m.group(2), set()).add(m.group(1))
     assert set(ran) == {"tests/test_records.py", "tests/cli/test_stack_ref.py"}, r.stdout[-3000:]
     assert all(len(workers) == 1 for workers in ran.values()), ran
+    # the controller's summary: per worker, its tests and seconds, adding up to the run
+    summary = r.stdout[r.stdout.index("time per worker") :]
+    counts = re.findall(r"^gw\d: (\d+) tests, \d+ s of tests, last at \d+ s$", summary, re.M)
+    passed = re.search(r"(\d+) passed", r.stdout)
+    assert passed and sum(map(int, counts)) == int(passed.group(1)), summary
     assert not list(tmp_path.glob("gpulab-xdist-groups-*"))  # the controller removed its files

@@ -5,7 +5,9 @@ Library behind ``tests/parts/fixtures_nspawn.py`` (the pytest fixtures) and
 
 - a Linux bridge with a private 10.213.N.0/24 that overlaps nothing on the machine
   (the bridge holds ``.1``; hosts get ``.2``, ``.3``, ... in boot order);
-- apt-cacher-ng bound to the bridge address only (Debian backend = this machine's mirror);
+- apt-cacher-ng bound to the bridge address only (Debian backend = this machine's mirror; its
+  cache is ``.cache/acng``, or a copy of it when another lab on the machine holds that one, so
+  two pytest workers may each run a lab);
 - HTTP servers bound to the bridge address only: the stub NVIDIA repository and whatever
   :meth:`NspawnLab.serve` is given (a wheelhouse, a pip index);
 - the hosts: each ``systemd-nspawn -b --volatile=overlay`` of the cached rootfs
@@ -34,6 +36,7 @@ Booting more hosts for a benchmark::
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import re
 import shlex
@@ -57,6 +60,7 @@ ROOTFS = CACHE / "rootfs" / "bookworm"
 ROOTFS_READY = CACHE / "rootfs" / "bookworm.ready"
 STUB_REPO = CACHE / "nvidia-stub-repo"
 ACNG_CACHE = CACHE / "acng"
+LAB_LOCK = CACHE / "nspawn-lab.lock"  # held while a lab picks its subnet and makes its bridge
 ACNG_PORT = 3142
 STUB_PORT = 8713
 LOGIN_USER = "debian"  # the Debian cloud image's default user (cloud-init creates it)
@@ -214,6 +218,7 @@ class NspawnLab:
     sshd_delay_s: float | None = 0.0  # after cloud-init has finished; None: sshd never starts
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     _next: int = 0
+    _acng_lock: int | None = None  # fd holding the shared apt cache (None: this lab's own copy)
 
     @property
     def host_side(self) -> str:
@@ -372,6 +377,9 @@ class NspawnLab:
         for p in reversed(self._procs):
             stop_process(p)
         subprocess.run(["ip", "link", "del", self.bridge], capture_output=True, check=False)
+        if self._acng_lock is not None:
+            os.close(self._acng_lock)  # releases the flock
+            self._acng_lock = None
         shutil.rmtree(self.workdir, ignore_errors=True)
 
     # -- internals -------------------------------------------------------------------------
@@ -442,13 +450,29 @@ class NspawnLab:
         _run(*ns, "ip", "link", "set", "host0", "up")
         _run(*ns, "ip", "route", "add", "default", "via", self.host_side)
 
+    def _apt_cache(self) -> Path:
+        """The shared apt cache when no other lab on this machine uses it (this lab then holds
+        it until :meth:`close`), else a copy of it in this lab's directory: two apt-cacher-ng
+        processes must not write one cache."""
+        (ACNG_CACHE / "cache").mkdir(parents=True, exist_ok=True)
+        fd = os.open(ACNG_CACHE / "in-use.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            own = self.workdir / "acng-cache"
+            _run("cp", "-a", "--reflink=auto", str(ACNG_CACHE / "cache"), str(own))
+            return own
+        self._acng_lock = fd
+        return ACNG_CACHE / "cache"
+
     def _start_services(self) -> None:
         cfg = self.workdir / "acng"
         (cfg / "log").mkdir(parents=True)
-        (ACNG_CACHE / "cache").mkdir(parents=True, exist_ok=True)
+        cache = self._apt_cache()
         (cfg / "backends_debian").write_text(mirror() + "\n")
         (cfg / "acng.conf").write_text(
-            f"CacheDir: {ACNG_CACHE / 'cache'}\nLogDir: {cfg / 'log'}\n"
+            f"CacheDir: {cache}\nLogDir: {cfg / 'log'}\n"
             "SupportDir: /usr/lib/apt-cacher-ng\n"
             f"Port: {ACNG_PORT}\nBindAddress: {self.host_side}\nForeGround: 1\nExThreshold: 4\n"
             "Remap-debrep: file:deb_mirror*.gz /debian ; file:backends_debian\n"
@@ -514,20 +538,27 @@ def start_lab(gpu_paths: Sequence[str] = ("pci-passthrough", "none"), **kw: Any)
             f"cached rootfs {ROOTFS} of recipe {rootfs_key()} missing or stale"
             " (scripts/parts/rootfs.sh prepare)"
         )
-    sums = prepare_stub_repo()
-    workdir = Path(tempfile.mkdtemp(prefix="gpulab-nspawn-"))
-    net = _free_subnet()
-    lab = NspawnLab(workdir=workdir, net=net, bridge=f"glbr{os.getpid() % 100000}",
-                    key=workdir / "id", stub_sha256=sums)  # fmt: skip
     t0 = time.monotonic()
+    workdir = Path(tempfile.mkdtemp(prefix="gpulab-nspawn-"))
+    # Two labs may start at once (one per pytest worker): one at a time builds the stub
+    # repository, picks a free subnet and takes it with its bridge's address.
+    with _machine_lock():
+        sums = prepare_stub_repo()
+        net = _free_subnet()
+        lab = NspawnLab(workdir=workdir, net=net, bridge=f"glbr{os.getpid() % 100000}",
+                        key=workdir / "id", stub_sha256=sums)  # fmt: skip
+        try:
+            _run("ip", "link", "add", lab.bridge, "type", "bridge")
+            _run("ip", "addr", "add", f"{lab.host_side}/24", "dev", lab.bridge)
+        except BaseException:
+            lab.close()
+            raise
     try:
         _run("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(lab.key))
         (workdir / "01proxy").write_text(
             f'Acquire::http::Proxy "{lab.apt_proxy}";\n'
             f'Acquire::http::Proxy::{lab.host_side} "DIRECT";\n'  # the lab's own servers
         )
-        _run("ip", "link", "add", lab.bridge, "type", "bridge")
-        _run("ip", "addr", "add", f"{lab.host_side}/24", "dev", lab.bridge)
         _run("ip", "link", "set", lab.bridge, "up")
         lab._start_services()
         lab.boot_specs([(p, ["cpu_hosts" if p == "none" else "gpu_hosts"]) for p in gpu_paths])
@@ -536,6 +567,14 @@ def start_lab(gpu_paths: Sequence[str] = ("pci-passthrough", "none"), **kw: Any)
     except BaseException:
         lab.close()
         raise
+
+
+@contextlib.contextmanager
+def _machine_lock() -> Iterator[None]:
+    LAB_LOCK.parent.mkdir(parents=True, exist_ok=True)
+    with LAB_LOCK.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)  # released when the file closes
+        yield
 
 
 @contextlib.contextmanager
