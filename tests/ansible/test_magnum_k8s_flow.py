@@ -130,6 +130,14 @@ def test_magnum_k8s_flow_kubeconfig_chart_image_namespace_job_records(lab: Lab) 
     assert image.startswith(f"{REGISTRY}/gpulab/gpulab-workloads:")
     # image pushed to the registry the config names
     assert (lab.registry / "images" / image.replace("/", "%2F")).exists()
+    # its build context holds the runner's sources as they are, and no byte code
+    context = lab.results.parent / "home/.cache/gpulab/k8s_image"
+    source = Path(__import__("workloads").__file__).parent
+    files = {p.relative_to(source) for p in source.rglob("*") if p.is_file()}
+    wanted = {f for f in files if "__pycache__" not in f.parts and f.suffix != ".pyc"}
+    built = {p.relative_to(context / "workloads") for p in (context / "workloads").rglob("*")}
+    assert {f for f in built if (context / "workloads" / f).is_file()} == wanted
+    assert (context / "workloads/__main__.py").read_bytes() == (source / "__main__.py").read_bytes()
     # namespace and pull secret with the registry's credentials, chart installed
     assert (lab.api / "namespaces" / "gpulab").exists()
     secret = json.loads((lab.api / "objects/Secret/gpulab/gpulab-registry.json").read_text())
