@@ -27,6 +27,7 @@ which inherit the table instead of receiving it; the PNGs are the same bytes eit
 from __future__ import annotations
 
 import multiprocessing
+import signal
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -122,11 +123,28 @@ def draw(tasks: list[Task], n: int) -> list[FigureFile | None]:
         return [fn(*args) for fn, args in tasks]
     global _TASKS
     _TASKS = tasks
+    pool = multiprocessing.get_context("fork").Pool(
+        min(n, len(tasks)), initializer=_default_signals
+    )
     try:
-        with multiprocessing.get_context("fork").Pool(min(n, len(tasks))) as pool:
-            return pool.map(_draw_one, range(len(tasks)), chunksize=1)
+        out = pool.map(_draw_one, range(len(tasks)), chunksize=1)
+        pool.close()  # the workers leave when the queue is empty: no signal needed
+        return out
+    except BaseException:
+        pool.terminate()  # SIGTERM: the workers' default action ends them wherever they are
+        raise
     finally:
+        pool.join()
         _TASKS = []
+
+
+def _default_signals() -> None:
+    """A drawing worker's stop signals back to the defaults: a fork inherits the command's
+    handlers (infra.signals: raise, or hold back while a journal write runs), with which a
+    worker blocked on the pool's queue lock survived the pool's SIGTERM and the report waited
+    for it for ever."""
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def warm_up() -> threading.Thread | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from infra.signals import deferred, stop_signals
 from report import build_report
 from report import figures as figures_mod
 from report.figures import FigureFile
@@ -121,6 +123,26 @@ def test_an_error_in_a_worker_reaches_the_caller(monkeypatch: pytest.MonkeyPatch
     tasks = [(boom, (i,)) for i in range(figures_mod.PARALLEL_FROM)]
     with pytest.raises(ValueError, match=r"^figure [0-3] failed$"):  # the first that failed
         figures_mod.draw(tasks, 2)  # type: ignore[arg-type]
+
+
+def _stop_handlers() -> list[Any]:
+    return [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)]
+
+
+def test_the_drawing_workers_stop_signals_are_the_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``gpulab study run`` draws its report under its own stop-signal handlers, inside a block
+    that holds signals back (infra.signals): a worker forked with them survived the pool's
+    SIGTERM while it waited on the queue's lock, and the study hung after its last unit."""
+    _single_threaded(monkeypatch)
+    tasks = [(_stop_handlers, ()) for _ in range(figures_mod.PARALLEL_FROM)]
+    with stop_signals(), deferred():
+        assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN)
+        got: Any = figures_mod.draw(tasks, 2)  # type: ignore[arg-type]
+        here = _stop_handlers()
+    assert got == [[signal.SIG_DFL] * 3] * figures_mod.PARALLEL_FROM
+    assert here != [signal.SIG_DFL] * 3  # the command's own handlers stay
 
 
 def test_with_another_thread_running_the_figures_are_drawn_here() -> None:
