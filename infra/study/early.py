@@ -27,6 +27,7 @@ from infra.study.state import Journal
 from infra.study.unit_files import read_part
 from report.intervals import LINEAR, LOG, estimate
 
+JOB_ELAPSED = "job_elapsed_degradation"  # elapsed_shared_s / elapsed_alone_s - 1 (report.table)
 # a unit's own quantities: (metric, words before the value, how the value is shown)
 OWN: dict[str, list[tuple[str, str, str]]] = {
     "sharing": [
@@ -35,7 +36,10 @@ OWN: dict[str, list[tuple[str, str, str]]] = {
     ],
     "shared": [
         ("images_per_sec_degradation", "images/sec lower by", "%"),
+        # the scenario's own elapsed_degradation is the timed windows' (the report's
+        # timed_degradation); the report's elapsed_degradation is the jobs' launch to finish
         ("elapsed_degradation", "timed window longer by", "%"),
+        (JOB_ELAPSED, "job elapsed longer by", "%"),
     ],
 }
 Key = tuple[str, str, int]  # experiment, model, batch
@@ -74,6 +78,9 @@ def _own(recs: list[dict[str, Any]]) -> dict[tuple[str, Key, str], float]:
         metrics = r.get("metrics")
         if not isinstance(metrics, dict):
             continue
+        alone, shared = _num(metrics.get("elapsed_alone_s")), _num(metrics.get("elapsed_shared_s"))
+        if alone and shared is not None:
+            metrics = {**metrics, JOB_ELAPSED: shared / alone - 1.0}
         key = (str(r.get("experiment")), str(r.get("model")), int(r.get("batch_size") or 0))
         for metric, _words, _unit in OWN.get(scenario, []):
             v = _num(metrics.get(metric))
@@ -182,23 +189,31 @@ class EarlyLines:
             if isinstance(r.get("params"), dict) and isinstance(n := r["params"].get("jobs"), int)
         }
         what = f" ({next(iter(jobs))} jobs)" if len(jobs) == 1 else ""
-        now, over = [], []
-        for scenario, key, metric in sorted(own, key=lambda t: (keys.index(t[1]), t[0])):
-            words, unit = next((w, s) for m, w, s in OWN[scenario] if m == metric)
-            name = _name(key, keys)
-            now.append(f"{name} {words} {_shown(own[(scenario, key, metric)], unit)}")
-            values = [
-                v
-                for r in self._repeats()
-                if (rs := self._recs(Unit(u.arm, r))) is not None
-                and (v := _own(rs).get((scenario, key, metric))) is not None
-            ]
-            if len(values) >= 2 and (text := _over(values, LINEAR, unit)):
-                over.append((len(values), f"{name} {words} {text}"))
-        lines = [f"  {u.arm}{what}, repeat {u.repeat}: {', '.join(now)}"]
+        now: list[str] = []
+        over: list[str] = []
+        n_over = 0
+        for key in keys:
+            now_k, over_k = [], []
+            for scenario, k, metric in own:  # in OWN's order
+                if k != key:
+                    continue
+                words, unit = next((w, s) for m, w, s in OWN[scenario] if m == metric)
+                now_k.append(f"{words} {_shown(own[(scenario, key, metric)], unit)}")
+                values = [
+                    v
+                    for r in self._repeats()
+                    if (rs := self._recs(Unit(u.arm, r))) is not None
+                    and (v := _own(rs).get((scenario, key, metric))) is not None
+                ]
+                if len(values) >= 2 and (text := _over(values, LINEAR, unit)):
+                    over_k.append(f"{words} {text}")
+                    n_over = len(values) if not n_over else min(n_over, len(values))
+            now.append(f"{_name(key, keys)}: {', '.join(now_k)}")
+            if over_k:
+                over.append(f"{_name(key, keys)}: {', '.join(over_k)}")
+        lines = [f"  {u.arm}{what}, repeat {u.repeat}: {'; '.join(now)}"]
         if over:
-            n = min(k for k, _ in over)
-            lines.append(f"  {u.arm}{what} over {n} repeats: {', '.join(t for _, t in over)}")
+            lines.append(f"  {u.arm}{what} over {n_over} repeats: {'; '.join(over)}")
         return lines
 
 

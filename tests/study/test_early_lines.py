@@ -107,7 +107,12 @@ def shared_rec(arm: str, degradation: float, elapsed: float) -> dict[str, Any]:
         arm=arm,
         topology="local",
         images_per_sec=10.0,
-        metrics={"images_per_sec_degradation": degradation, "elapsed_degradation": elapsed},
+        metrics={
+            "images_per_sec_degradation": degradation,
+            "elapsed_degradation": elapsed,
+            "elapsed_alone_s": 4.0,
+            "elapsed_shared_s": 5.0,
+        },
     )
 
 
@@ -151,18 +156,20 @@ def test_shared_and_sharing_units_show_their_own_ratios_then_over_the_repeats() 
     journal = JournalDouble({Unit("shared", 1), Unit("nway", 1)})
     early = EarlyLines(journal, read=lambda u: recs[u])  # type: ignore[arg-type]
     assert early.after(Unit("shared", 1)) == [
-        "  shared, repeat 1: alexnet images/sec lower by 40 %, alexnet timed window longer by 70 %"
+        "  shared, repeat 1: alexnet: images/sec lower by 40 %, timed window longer by 70 %, "
+        "job elapsed longer by 25 %"  # 5.0 s / 4.0 s - 1, as the report has it
     ]
     assert early.after(Unit("nway", 1)) == [
-        "  nway (4 jobs), repeat 1: mnist_cnn aggregate throughput 1.30x one job, "
-        "mnist_cnn completion time 2.00x one job's"
+        "  nway (4 jobs), repeat 1: mnist_cnn: aggregate throughput 1.30x one job, "
+        "completion time 2.00x one job's"
     ]
     journal.done |= {Unit("nway", 2)}
     assert early.after(Unit("nway", 2)) == [
-        "  nway (4 jobs), repeat 2: mnist_cnn aggregate throughput 1.10x one job, "
-        "mnist_cnn completion time 2.20x one job's",
-        "  nway (4 jobs) over 2 repeats: mnist_cnn aggregate throughput 1.20x one job "
-        "[-0.07, 2.47], mnist_cnn completion time 2.10x one job's [0.83, 3.37]",
+        "  nway (4 jobs), repeat 2: mnist_cnn: aggregate throughput 1.10x one job, "
+        "completion time 2.20x one job's",
+        # the mean of the repeats' own ratios, mean +- t(0.975, 1) s/sqrt 2 = 12.71 * 0.1
+        "  nway (4 jobs) over 2 repeats: mnist_cnn: aggregate throughput 1.20x one job "
+        "[-0.07, 2.47], completion time 2.10x one job's [0.83, 3.37]",
     ]
     # a unit not done, or a failed one, completes nothing
     assert early.after(Unit("shared", 2)) == []
