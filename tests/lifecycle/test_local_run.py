@@ -316,6 +316,15 @@ def test_first_run_study_native_docker_shared_nway(dockerd, tmp_path: Path) -> N
     assert "local/docker" in html and "local/nway" in html
     assert "method" in r.stdout and "reproduced" not in r.stdout
     assert list((out / "report" / "figures").glob("*.png"))
+    # the container's ratio to native is printed once both units of the repeat are done:
+    # after the docker unit's line, before the shared arm starts
+    err = r.stderr.splitlines()
+    (ratio,) = [i for i, ln in enumerate(err) if ln.startswith("  docker/native images/sec")]
+    assert err[ratio].startswith("  docker/native images/sec, repeat 1: mnist_cnn ")
+    assert err[ratio].endswith("x")
+    docker_done = next(i for i, ln in enumerate(err) if "done arm docker, repeat 1" in ln)
+    shared_starts = next(i for i, ln in enumerate(err) if "arm shared, repeat 1/1" in ln)
+    assert docker_done < ratio < shared_starts
 
 
 @pytest.mark.slow
