@@ -5,7 +5,8 @@ part-way, failed, skipped) runs again. A unit that fails is recorded as failed w
 and the study goes on (``fail_fast``: it stops there). The teardown (``down`` of every stack
 the study built) runs at the end whether units failed or not, unless ``keep``; after a stop
 signal the labs stay as they are so that ``run`` again carries on. Progress (unit, arm, repeat,
-elapsed, the estimate left) goes to the console given (stderr in the CLI).
+elapsed, the estimate left) and the ratios each done unit completes (:mod:`infra.study.early`)
+go to the console given (stderr in the CLI).
 
 The command holds the study's lock (:mod:`infra.study.lock`) the whole time; the driver
 assumes it. A unit is ``done`` only with the records it reports: the runner's count is checked
@@ -28,6 +29,7 @@ from infra.errors import UsageError
 from infra.procs import ProcessRef, stop_process
 from infra.runner_child import Child
 from infra.signals import deferred, signum_of
+from infra.study.early import EarlyLines
 from infra.study.lab import LabUnits
 from infra.study.local import LocalUnits, UnitResult
 from infra.study.model import Arm, Study, check_stack_files
@@ -107,6 +109,7 @@ class Driver:
         self.labs = LabUnits(self.journal, root, self._echo, auto=opts.auto, repo=opts.repo)
         self._child: Child | None = None
         self._planned: dict[str, int | None] = {}
+        self.early = EarlyLines(self.journal)
 
     def _echo(self, line: str) -> None:
         self.console.print(line.rstrip("\n"), markup=False, highlight=False, soft_wrap=True)
@@ -418,6 +421,9 @@ class Driver:
         )
         for flag in flags:
             self._say(f"arm {u.arm}, repeat {u.repeat}: flagged: {flag}")
+        if res.status == "done":
+            for line in self.early.after(u):  # the ratios this unit completes, shown now
+                self._echo(line)
         return res
 
     def _teardown(self) -> None:

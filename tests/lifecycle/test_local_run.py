@@ -316,39 +316,62 @@ def test_first_run_study_native_docker_shared_nway(dockerd, tmp_path: Path) -> N
     assert "local/docker" in html and "local/nway" in html
     assert "method" in r.stdout and "reproduced" not in r.stdout
     assert list((out / "report" / "figures").glob("*.png"))
+    # the container's ratio to native is printed once both units of the repeat are done:
+    # after the docker unit's line, before the shared arm starts
+    err = r.stderr.splitlines()
+    (ratio,) = [i for i, ln in enumerate(err) if ln.startswith("  docker/native images/sec")]
+    assert err[ratio].startswith("  docker/native images/sec, repeat 1: mnist_cnn ")
+    assert err[ratio].endswith("x")
+    docker_done = next(i for i, ln in enumerate(err) if "done arm docker, repeat 1" in ln)
+    shared_starts = next(i for i, ln in enumerate(err) if "arm shared, repeat 1/1" in ln)
+    assert docker_done < ratio < shared_starts
 
 
 @pytest.mark.slow
 @pytest.mark.tf
 def test_run_local_script_from_another_directory_writes_results_there(tmp_path: Path) -> None:
-    """The README's main command as a user types it, from a directory other than the clone
-    (no Docker engine: the docker arm is skipped with its reason, and the other arms run). The
-    suite is swapped for a two-step MNIST one (``--suite``, passed on to ``gpulab study run``)
-    to keep it short."""
-    (tmp_path / "tiny.yaml").write_text(TINY_SUITE)
+    """The README's main command as a user types it, from a directory other than the clone,
+    with the built-in first-run study as shipped (no Docker engine: the docker arm is skipped
+    with its reason, and the other arms run). Every runner process it starts is counted (a
+    sitecustomize on PYTHONPATH, which the runner passes on): as many as its suites plan
+    (tests/lifecycle/first_run.py), within the first run's budget. Its first ratios are printed
+    as the units giving them finish, before the final table."""
+    from tests.lifecycle.first_run import COUNTER_DIR, PROCESS_BUDGET, measure_launches, planned
+
     work = tmp_path / "work"
     work.mkdir()
+    launches = tmp_path / "launches.log"
     env = dict(os.environ, COLUMNS="160", TERM="dumb", DOCKER_HOST="unix:///nonexistent.sock")
     env.pop("GPULAB_RESULTS", None)
+    env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(COUNTER_DIR), env.get("PYTHONPATH", "")) if p
+    )
+    env["GPULAB_TEST_LAUNCHES"] = str(launches)
     # The clone's own results (from a run the user made there before) must be left as they were:
     # compare the file's state before and after, never its mtime with another clock.
     clone_study = REPO / "results" / "study-local-first-run" / "study.json"
     clone_before = file_state(clone_study)
     t0 = time.monotonic()
     r = subprocess.run(
-        ["bash", str(REPO / "scripts" / "run-local.sh"), "--suite", str(tmp_path / "tiny.yaml")],
+        ["bash", str(REPO / "scripts" / "run-local.sh")],
         cwd=work,
         env=env,
         capture_output=True,
         text=True,
         timeout=900,
     )
-    print(f"\n[run-local] scripts/run-local.sh, tiny suite: {time.monotonic() - t0:.1f} s")
+    took = time.monotonic() - t0
+    started = measure_launches(launches)
+    print(f"\n[run-local] scripts/run-local.sh, no docker: {took:.1f} s, {len(started)} runners")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     out = work / "results" / "study-local-first-run"
     units = json.loads((out / "study.json").read_text())["units"]
-    statuses = {k.split("#")[0]: v["status"] for k, v in units.items()}
-    assert statuses == {"native": "done", "docker": "skipped", "shared": "done", "nway": "done"}
+    statuses = {k: v["status"] for k, v in units.items()}
+    assert statuses == {
+        f"{arm}#{n}": "skipped" if arm == "docker" else "done"
+        for arm in ("native", "docker", "shared", "nway")
+        for n in (1, 2, 3)
+    }
     # The docker arm is skipped with the reason, in the study's record and on stderr.
     reason = "no Docker engine reachable at unix:///nonexistent.sock"
     assert units["docker#1"] == {**units["docker#1"], "status": "skipped", "reason": reason}
@@ -356,8 +379,25 @@ def test_run_local_script_from_another_directory_writes_results_there(tmp_path: 
     records = [json.loads(ln) for f in (out / "units").glob("*.jsonl") for ln in f.open()]
     assert records and all(x["status"] == "ok" for x in records)
     assert file_state(clone_study) == clone_before, "the run wrote into the clone's results/"
-    # a CPU run: the table says so, and gives no verdict word (the tiny suite measures no claim)
+    # Every runner process the suites plan, and no other (the docker arm's never started).
+    plan = planned()
+    assert len(started) == sum(plan.values()) - plan["docker"]
+    assert sum(plan.values()) <= PROCESS_BUDGET
+    # The first ratios come as the units giving them finish: the native arm's first repeat
+    # has no pair (docker skipped), the shared and nway units show their own ratios at once.
+    err = r.stderr.splitlines()
+    first_nway = next(i for i, ln in enumerate(err) if ln.startswith("  nway (4 jobs), repeat 1:"))
+    assert "aggregate throughput" in err[first_nway] and "completion time" in err[first_nway]
+    assert any(ln.startswith("  shared, repeat 1: alexnet: images/sec lower by") for ln in err)
+    over = [ln for ln in err if ln.startswith("  nway (4 jobs) over 3 repeats:")]
+    assert len(over) == 1 and "[" in over[0]
+    assert first_nway < next(i for i, ln in enumerate(err) if "[6/12]" in ln)
+    # a CPU run: the table says so, and gives a method check with intervals over the 3 repeats,
+    # never a verdict word
     verdicts = json.loads((out / "report" / "study.json").read_text())["verdicts"]
     assert {v["label"] for v in verdicts} == {"CPU"}
+    by_claim = {v["claim"]: v for v in verdicts}
+    sharing = by_claim["vmware_bitfusion_singularity/sharing_throughput"]
+    assert sharing["verdict"] == "method check" and "n=3 units" in sharing["measured"]
     assert {v["verdict"] for v in verdicts} <= {"method check", "not measured"}
     assert "reproduced" not in r.stdout + r.stderr
