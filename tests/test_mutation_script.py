@@ -11,7 +11,8 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "scripts" / "mutation.sh"
 CORE = {"config", "records", "timing", "table", "stats", "checks", "fingerprint", "dynamic",
         "runner", "scenarios-shared", "scenarios-sharing", "scenarios-barrier", "verdicts",
-        "secrets", "study-model", "study-journal", "study-verdicts", "study-early", "launch"}  # fmt: skip
+        "secrets", "study-model", "study-journal", "study-verdicts", "study-early",
+        "launch"}  # fmt: skip
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
