@@ -52,6 +52,27 @@ def record_ids(results: Path) -> list[str]:
     ]
 
 
+def runner_running(pid: int) -> bool:
+    """Whether a runner (`python -m workloads`) runs below process `pid`, read from /proc."""
+    todo, seen = [pid], set()
+    while todo:
+        p = todo.pop()
+        seen.add(p)
+        try:
+            cmd = Path(f"/proc/{p}/cmdline").read_bytes().split(b"\0")
+            kids = [
+                int(c)
+                for t in Path(f"/proc/{p}/task").iterdir()
+                for c in (t / "children").read_text().split()
+            ]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if p != pid and b"-m" in cmd and b"workloads" in cmd:
+            return True
+        todo += [k for k in kids if k not in seen]
+    return False
+
+
 @pytest.mark.slow
 @pytest.mark.tf
 def test_closer2018_on_local_interrupted_mid_arm_then_resumed(tmp_path: Path) -> None:
@@ -78,15 +99,16 @@ def test_closer2018_on_local_interrupted_mid_arm_then_resumed(tmp_path: Path) ->
         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     try:
-        # wait until the third unit (arm vm) is measuring, then Ctrl-C
+        # wait until the third unit (arm vm) is measuring: the journal says it runs and its
+        # runner process exists (a fixed wait raced a fast unit: the unit ended first and the
+        # Ctrl-C fell into repeat 2), then Ctrl-C
         deadline = time.monotonic() + 400
         while time.monotonic() < deadline and proc.poll() is None:
             units = journal(results).get("units", {})
-            if units.get("vm#1", {}).get("status") == "running":
+            if units.get("vm#1", {}).get("status") == "running" and runner_running(proc.pid):
                 break
-            time.sleep(0.5)
+            time.sleep(0.1)
         assert proc.poll() is None, proc.communicate()
-        time.sleep(4)  # the runner has started
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=120)
     finally:
