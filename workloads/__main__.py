@@ -145,14 +145,19 @@ def protocol_stream() -> Any:
     return proto
 
 
-def emit_result(proto: Any, fields: dict[str, Any]) -> None:
-    """Add the environment fingerprint to a measurement and write its result line."""
+def emit_result(proto: Any, fields: dict[str, Any], backend: dict[str, Any] | None = None) -> None:
+    """Add the environment fingerprint to a measurement and write its result line.
+
+    ``backend``: the fingerprint's ``software.backend`` as a child job reported it (a scenario
+    that measures only in children does not import the framework itself)."""
     from workloads.bench import PREFIX
 
     try:
         from workloads.fingerprint import collect
 
         fields["fingerprint"] = collect()
+        if backend is not None:
+            fields["fingerprint"]["software"]["backend"] = backend
     except Exception as exc:  # a fingerprint problem must not lose the measurement
         fields["fingerprint"] = {"error": f"{type(exc).__name__}: {exc}"}
     proto.write(PREFIX + "result " + json.dumps(fields, default=str) + "\n")
@@ -164,7 +169,7 @@ def _measure() -> int:
     proto = protocol_stream()
     from workloads import expect_device
     from workloads.bench import PREFIX
-    from workloads.scenarios import Job, get_scenario
+    from workloads.scenarios import MEASURED_IN_CHILDREN, Job, get_scenario, jobs
 
     job = Job.from_json(json.loads(sys.stdin.read()))
 
@@ -176,8 +181,14 @@ def _measure() -> int:
     job.progress = progress
     fields: dict[str, Any]
     device: dict[str, Any] | None = None
+    backend: dict[str, Any] | None = None
+    # a scenario that measures only in child jobs leaves the device check to them and takes
+    # their device and backend (its own process skips the framework's import: seconds a job)
+    in_children = job.scenario in MEASURED_IN_CHILDREN
     try:
-        device = expect_device.check(job.backend)  # a GPU host never trains on the CPU silently
+        if not in_children:
+            # a GPU host never trains on the CPU silently
+            device = expect_device.check(job.backend)
         fields = get_scenario(job.scenario)(job)
         fields.setdefault("status", "ok")
     except expect_device.DeviceMissing as exc:
@@ -186,6 +197,14 @@ def _measure() -> int:
     except Exception as exc:
         traceback.print_exc()
         fields = {"status": "failed", "error": f"{type(exc).__name__}: {exc}"[:2000]}
+    if in_children:
+        device, backend = jobs.children_device()
+        if device is None:  # no child got as far as its device check
+            try:
+                device = expect_device.check(job.backend)
+            except expect_device.DeviceMissing as exc:
+                device = exc.device
+                fields = {"status": "failed", "error": str(exc)}
     if device is not None:
         fields.setdefault("params", {})["device"] = device
     fields["elapsed_s"] = time.time() - job.launched_at
@@ -194,7 +213,7 @@ def _measure() -> int:
         timespec="milliseconds"
     )
     fields["finished_at"] = datetime.now(UTC).isoformat(timespec="milliseconds")
-    emit_result(proto, fields)
+    emit_result(proto, fields, backend)
     return 0
 
 

@@ -5,11 +5,14 @@ seconds on a CPU) the built-in study ``local-first-run`` starts, counted from it
 Per measurement: ``single`` 1; ``shared`` 4 (the scenario's own process, the foreground alone,
 the background, the foreground beside it: workloads/scenarios/shared.py); ``sharing``
 2 + jobs (the scenario's own process, one job alone, the N jobs together:
-workloads/scenarios/sharing.py). tests/lifecycle/test_local_run.py counts the real launches of
-the README's main command against this."""
+workloads/scenarios/sharing.py). Of these, the shared and sharing scenarios' own processes
+measure nothing themselves and never import TensorFlow (``framework_processes``).
+tests/lifecycle/test_local_run.py counts the real launches and imports of the README's main
+command against this."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from infra.study.model import Study, load_study
@@ -31,13 +34,20 @@ def processes(entry: Entry) -> int:
     raise AssertionError(f"scenario {entry.scenario!r} is not one the first run uses")
 
 
-def planned(study: Study | None = None) -> dict[str, int]:
-    """Runner processes per arm over the whole study (every repeat)."""
+def framework_processes(entry: Entry) -> int:
+    """Those of them that import TensorFlow: all but the shared and sharing scenarios' own."""
+    return processes(entry) - (entry.scenario in ("shared", "sharing"))
+
+
+def planned(
+    study: Study | None = None, count: Callable[[Entry], int] = processes
+) -> dict[str, int]:
+    """Runner processes per arm over the whole study (every repeat), counted by ``count``."""
     st = study or load_study("local-first-run")
     out = {}
     for arm in st.arms:
         suite = st.suites.get(arm.suite) or load_suite(arm.suite)
-        per_unit = sum(processes(e) * e.repeats for e in suite.entries)
+        per_unit = sum(count(e) * e.repeats for e in suite.entries)
         out[arm.name] = per_unit * st.repeats
     return out
 
@@ -47,3 +57,11 @@ def measure_launches(log: Path) -> list[str]:
     if not log.is_file():
         return []
     return [ln for ln in log.read_text().splitlines() if "-m workloads _measure" in ln]
+
+
+def tensorflow_imports(log: Path) -> set[int]:
+    """The pids that the launch counter saw import TensorFlow."""
+    if not log.is_file():
+        return set()
+    lines = log.read_text().splitlines()
+    return {int(ln.split()[0]) for ln in lines if ln.endswith(" imports tensorflow")}

@@ -336,7 +336,14 @@ def test_run_local_script_from_another_directory_writes_results_there(tmp_path: 
     sitecustomize on PYTHONPATH, which the runner passes on): as many as its suites plan
     (tests/lifecycle/first_run.py), within the first run's budget. Its first ratios are printed
     as the units giving them finish, before the final table."""
-    from tests.lifecycle.first_run import COUNTER_DIR, PROCESS_BUDGET, measure_launches, planned
+    from tests.lifecycle.first_run import (
+        COUNTER_DIR,
+        PROCESS_BUDGET,
+        framework_processes,
+        measure_launches,
+        planned,
+        tensorflow_imports,
+    )
 
     work = tmp_path / "work"
     work.mkdir()
@@ -383,6 +390,17 @@ def test_run_local_script_from_another_directory_writes_results_there(tmp_path: 
     plan = planned()
     assert len(started) == sum(plan.values()) - plan["docker"]
     assert sum(plan.values()) <= PROCESS_BUDGET
+    # TensorFlow imported by the measuring processes alone (the shared and sharing scenarios'
+    # own processes take their device and backend from their jobs' records)
+    imported = tensorflow_imports(launches)
+    plan_tf = planned(count=framework_processes)
+    assert imported <= {int(ln.split()[0]) for ln in started}
+    assert len(imported) == sum(plan_tf.values()) - plan_tf["docker"]
+    for rec in records:
+        assert rec["params"]["device"]["used"] == "cpu", rec["scenario"]
+        backend = rec["fingerprint"]["software"]["backend"]
+        assert backend["keras_backend"] == "tensorflow", rec["scenario"]
+        assert backend["tensorflow_build"]["is_cuda_build"] in ("True", "False"), backend
     # The first ratios come as the units giving them finish: the native arm's first repeat
     # has no pair (docker skipped), the shared and nway units show their own ratios at once.
     err = r.stderr.splitlines()

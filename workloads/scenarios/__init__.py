@@ -79,6 +79,10 @@ OptionCheck = Callable[[Mapping[str, Any]], dict[str, Any]]
 SCENARIOS: dict[str, ScenarioFn] = {}
 OPTION_CHECKS: dict[str, OptionCheck] = {}
 MODEL_NAMES: dict[str, Callable[[], Iterable[str]]] = {}
+# Scenarios whose every measurement runs in child ``_measure`` processes (workloads.scenarios.
+# jobs): their own process never imports the framework; the record's device and backend are
+# the children's (each child checks the expected device itself).
+MEASURED_IN_CHILDREN: set[str] = set()
 
 
 def register(
@@ -86,12 +90,15 @@ def register(
     run: ScenarioFn,
     check_options: OptionCheck | None = None,
     model_names: Callable[[], Iterable[str]] | None = None,
+    measured_in_children: bool = False,
 ) -> None:
     SCENARIOS[name] = run
     if check_options is not None:
         OPTION_CHECKS[name] = check_options
     if model_names is not None:
         MODEL_NAMES[name] = model_names
+    if measured_in_children:
+        MEASURED_IN_CHILDREN.add(name)
 
 
 def _registry_models() -> Iterable[str]:

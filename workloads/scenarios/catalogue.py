@@ -26,8 +26,9 @@ def register_all(register: Callable[..., None], data_sources: MutableMapping[str
     from workloads.scenarios import distributed, mnist_epochs, shared, sharing
 
     register("distributed", distributed.run, distributed.check_options)
-    register("shared", shared.run, shared.check_options)
-    register("sharing", sharing.run, sharing.check_options)
+    # shared and sharing measure only in child jobs: no framework import of their own
+    register("shared", shared.run, shared.check_options, measured_in_children=True)
+    register("sharing", sharing.run, sharing.check_options, measured_in_children=True)
     register("mnist_epochs", mnist_epochs.run, mnist_epochs.check_options, mnist_epochs.model_names)
     register("kernel", kernels.run, kernels.check_options, kernels.model_names)
     register("fathom", fathom.run, fathom.check_options, fathom.model_names)

@@ -80,6 +80,23 @@ def wait_timed(proc: Proc, deadline: float) -> bool:
     return False
 
 
+# Every result a child job of this process reported, in order (see children_device).
+REPORTED: list[dict[str, Any]] = []
+
+
+def children_device() -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(device, backend) of the first child job that reported its device: what the record of
+    a scenario that measures only in children carries (``params.device`` and the
+    fingerprint's ``software.backend``, which its own process, without the framework, lacks).
+    (None, None) when no child got that far."""
+    for result in REPORTED:
+        device = (result.get("params") or {}).get("device")
+        if isinstance(device, dict):
+            backend = ((result.get("fingerprint") or {}).get("software") or {}).get("backend")
+            return device, backend if isinstance(backend, dict) else None
+    return None, None
+
+
 def finish(group: ProcGroup, procs: list[Proc], deadline: float) -> list[dict[str, Any]]:
     """Wait for ``procs`` until ``deadline``; each one's result fields (failed when none)."""
     group.wait(procs, deadline)
@@ -95,6 +112,7 @@ def finish(group: ProcGroup, procs: list[Proc], deadline: float) -> list[dict[st
                 "error": f"{proc.name} exited {proc.popen.returncode}: {proc.tail()}",
             }
         out.append(result)
+    REPORTED.extend(out)
     return out
 
 
