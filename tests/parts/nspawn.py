@@ -543,8 +543,12 @@ def start_lab(gpu_paths: Sequence[str] = ("pci-passthrough", "none"), **kw: Any)
     # Two labs may start at once (one per pytest worker): one at a time builds the stub
     # repository, picks a free subnet and takes it with its bridge's address.
     with _machine_lock():
-        sums = prepare_stub_repo()
-        net = _free_subnet()
+        try:
+            sums = prepare_stub_repo()
+            net = _free_subnet()
+        except BaseException:
+            shutil.rmtree(workdir, ignore_errors=True)  # no lab yet to close
+            raise
         lab = NspawnLab(workdir=workdir, net=net, bridge=f"glbr{os.getpid() % 100000}",
                         key=workdir / "id", stub_sha256=sums)  # fmt: skip
         try:
