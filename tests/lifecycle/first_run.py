@@ -59,9 +59,9 @@ def measure_launches(log: Path) -> list[str]:
     return [ln for ln in log.read_text().splitlines() if "-m workloads _measure" in ln]
 
 
-def tensorflow_imports(log: Path) -> set[int]:
-    """The pids that the launch counter saw import TensorFlow."""
+def imports(log: Path, package: str = "tensorflow") -> set[int]:
+    """The pids that the launch counter saw import ``package`` (one of its WATCHED)."""
     if not log.is_file():
         return set()
     lines = log.read_text().splitlines()
-    return {int(ln.split()[0]) for ln in lines if ln.endswith(" imports tensorflow")}
+    return {int(ln.split()[0]) for ln in lines if ln.endswith(f" imports {package}")}

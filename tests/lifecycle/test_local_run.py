@@ -340,9 +340,9 @@ def test_run_local_script_from_another_directory_writes_results_there(tmp_path: 
         COUNTER_DIR,
         PROCESS_BUDGET,
         framework_processes,
+        imports,
         measure_launches,
         planned,
-        tensorflow_imports,
     )
 
     work = tmp_path / "work"
@@ -392,10 +392,13 @@ def test_run_local_script_from_another_directory_writes_results_there(tmp_path: 
     assert sum(plan.values()) <= PROCESS_BUDGET
     # TensorFlow imported by the measuring processes alone (the shared and sharing scenarios'
     # own processes take their device and backend from their jobs' records)
-    imported = tensorflow_imports(launches)
+    imported = imports(launches, "tensorflow")
     plan_tf = planned(count=framework_processes)
     assert imported <= {int(ln.split()[0]) for ln in started}
     assert len(imported) == sum(plan_tf.values()) - plan_tf["docker"]
+    # and none of them imports what TensorFlow and Keras would take along unused
+    # (workloads/lean_imports.py: JAX, matplotlib)
+    assert not imported & (imports(launches, "jax") | imports(launches, "matplotlib"))
     for rec in records:
         assert rec["params"]["device"]["used"] == "cpu", rec["scenario"]
         backend = rec["fingerprint"]["software"]["backend"]

@@ -38,22 +38,23 @@ def package_versions() -> dict[str, str]:
 def backend_info() -> dict[str, Any]:
     """The Keras backend in use and its CUDA/cuDNN build, only for modules already imported."""
     info: dict[str, Any] = {"keras_backend": None}
+    mods = {k: v for k, v in sys.modules.items() if v is not None}  # None: kept out
     try:
-        if "keras" in sys.modules:
-            info["keras_backend"] = sys.modules["keras"].backend.backend()
-        if "tensorflow" in sys.modules:
-            build = dict(sys.modules["tensorflow"].sysconfig.get_build_info())
+        if "keras" in mods:
+            info["keras_backend"] = mods["keras"].backend.backend()
+        if "tensorflow" in mods:
+            build = dict(mods["tensorflow"].sysconfig.get_build_info())
             info["tensorflow_build"] = {
                 k: str(build[k])
                 for k in ("cuda_version", "cudnn_version", "is_cuda_build")
                 if k in build
             }
-        if "torch" in sys.modules:
-            torch = sys.modules["torch"]
+        if "torch" in mods:
+            torch = mods["torch"]
             info["torch_cuda"] = torch.version.cuda
             info["torch_cudnn"] = torch.backends.cudnn.version()
-        if "jax" in sys.modules:
-            info["jax_platform"] = sys.modules["jax"].default_backend()
+        if "jax" in mods:
+            info["jax_platform"] = mods["jax"].default_backend()
     except Exception as exc:  # version probes must never fail a record
         info["error"] = f"{type(exc).__name__}: {exc}"
     return info

@@ -175,6 +175,9 @@ def run_allreduce_worker(spec: dict[str, Any]) -> dict[str, Any]:
 def main() -> int:
     spec = json.loads(os.environ["GPULAB_DIST_SPEC"])
     os.environ["KERAS_BACKEND"] = "tensorflow"
+    from workloads.lean_imports import keep_out
+
+    keep_out("tensorflow")  # JAX and matplotlib: 0.8 s of CPU a process, never used here
     import tensorflow as tf
 
     resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()

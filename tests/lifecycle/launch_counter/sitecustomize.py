@@ -2,13 +2,14 @@
 interpreter started with this directory on ``PYTHONPATH`` (the runner passes its own
 ``PYTHONPATH`` on to every process it starts, workloads.paths.python_path) appends its command
 line to ``$GPULAB_TEST_LAUNCHES``, one line per process (one ``write`` in append mode), and a
-line ``<pid> imports tensorflow`` when it first imports TensorFlow (an audit hook: a process
+line ``<pid> imports <name>`` once one of WATCHED is imported (an audit hook: a process
 killed later, as a shared scenario's background job is, has written it already)."""
 
 import os
 import sys
 
 _path = os.environ.get("GPULAB_TEST_LAUNCHES")
+WATCHED = ("tensorflow", "jax", "matplotlib")
 
 
 def _append(line: str) -> None:
@@ -29,11 +30,17 @@ if _path:
     except OSError:
         _argv = []
     _append(" ".join(_argv[1:]))
-    _seen = []
+    _seen: set = set()
 
     def _on_import(event: str, args: tuple) -> None:
-        if not _seen and event == "import" and args and args[0] == "tensorflow":
-            _seen.append(True)
-            _append("imports tensorflow")
+        # an import event comes for every attempt, also one that fails (a package kept out
+        # with None in sys.modules): a package counts once it is a module in sys.modules,
+        # seen at any later import (its own submodules' among them)
+        if event != "import" or len(_seen) == len(WATCHED):
+            return
+        for name in WATCHED:
+            if name not in _seen and sys.modules.get(name) is not None:
+                _seen.add(name)
+                _append(f"imports {name}")
 
     sys.addaudithook(_on_import)
