@@ -81,3 +81,18 @@ def test_a_tensorflow_measurement_imports_neither_jax_nor_matplotlib(tmp_path: P
     backend = rec["fingerprint"]["software"]["backend"]
     assert backend["keras_backend"] == "tensorflow" and "error" not in backend
     assert "jax_platform" not in backend
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_the_startup_benchmark_prints_both_sides_and_the_ratio() -> None:
+    """benchmarks/runner_startup.py as its docstring runs it (one round; the study part is
+    minutes long and left to the benchmark's own runs): both rows and its last line."""
+    r = subprocess.run([sys.executable, "benchmarks/runner_startup.py", "--rounds", "1"],
+                       cwd=REPO, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    lines = r.stdout.splitlines()
+    rows = {ln.split()[0]: ln.split()[-2:] for ln in lines if ln.startswith(("plain", "kept"))}
+    assert set(rows) == {"plain", "kept"} and all(float(v) > 0 for v in rows["plain"])
+    last = lines[-1]
+    assert last.startswith("ratio_cpu=") and float(last.split("=")[1]) > 0
