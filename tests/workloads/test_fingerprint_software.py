@@ -131,6 +131,19 @@ def test_each_framework_alone(no_frameworks: pytest.MonkeyPatch, name: str) -> N
     assert backend_info() == expected
 
 
+@pytest.mark.parametrize("name", FRAMEWORKS)
+def test_a_package_kept_out_is_not_imported(no_frameworks: pytest.MonkeyPatch, name: str) -> None:
+    """``None`` in ``sys.modules`` (workloads/lean_imports.py keeps a package out that way) is a
+    package not imported: no probe of it, no error; the others are still read."""
+    no_frameworks.setitem(sys.modules, name, None)
+    jax = module("jax", default_backend=lambda: "cpu")
+    if name != "jax":
+        no_frameworks.setitem(sys.modules, "jax", jax)
+    expected = {"keras_backend": None} if name == "jax" else {"keras_backend": None,
+                                                               "jax_platform": "cpu"}  # fmt: skip
+    assert backend_info() == expected
+
+
 def test_a_probe_that_raises_is_recorded_not_raised(no_frameworks: pytest.MonkeyPatch) -> None:
     """An old TensorFlow without ``tf.sysconfig``: the record says why, the Keras backend read
     before it stays."""
