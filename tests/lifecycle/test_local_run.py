@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from infra.local_run import HOST_SITE, find_docker, render_dockerfile
+from workloads.records import read_records
 
 REPO = Path(__file__).resolve().parents[2]
 MODELS = {"alexnet", "resnet50", "inception_v3", "mnist_cnn"}
@@ -399,7 +400,8 @@ def test_run_local_script_from_another_directory_writes_results_there(tmp_path: 
     # and none of them imports what TensorFlow and Keras would take along unused
     # (workloads/lean_imports.py: JAX, matplotlib)
     assert not imported & (imports(launches, "jax") | imports(launches, "matplotlib"))
-    for rec in records:
+    # each record's fingerprint, put back by the reader (schema 3: once per file)
+    for rec in read_records(sorted((out / "units").glob("*.jsonl"))):
         assert rec["params"]["device"]["used"] == "cpu", rec["scenario"]
         backend = rec["fingerprint"]["software"]["backend"]
         assert backend["keras_backend"] == "tensorflow", rec["scenario"]
