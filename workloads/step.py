@@ -134,7 +134,10 @@ class DecayedLoss:
 
 
 def _read_value(value: Any) -> Any:
-    """TensorFlow (and anything with ``numpy()``): the value on the host, which waits for it."""
+    """The value on the host, which waits for it: ``.item()`` for a PyTorch tensor (its
+    ``numpy()`` refuses a tensor on a GPU), ``numpy()`` for TensorFlow, ``float`` otherwise."""
+    if type(value).__module__.startswith("torch"):
+        return value.item()
     return value.numpy() if hasattr(value, "numpy") else float(value)
 
 

@@ -119,3 +119,34 @@ def test_l2_weight_decay_as_tf_cnn_skips_batch_norm() -> None:
     want = TF_CNN_WEIGHT_DECAY * 0.5 * (np.sum(kernel**2) + np.sum(bias**2))
     assert decayed - base == pytest.approx(want, rel=1e-4)
     assert TF_CNN_WEIGHT_DECAY == 4e-5
+
+
+class _CudaTensor:
+    """Stands in for a PyTorch tensor on a GPU (torch is not installed here): its ``numpy()``
+    refuses, as torch's does for a CUDA tensor; ``item()`` copies the value to the host."""
+
+    __module__ = "torch"
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def numpy(self) -> float:
+        raise TypeError("can't convert cuda:0 device type tensor to numpy")
+
+    def item(self) -> float:
+        return self.value
+
+
+def test_losses_of_a_torch_step_on_a_gpu_are_fetched_with_item() -> None:
+    """The runner's fetch after the timed window failed every PyTorch measurement on an H200
+    ("can't convert cuda:0 device type tensor to numpy"): a torch loss comes through item()."""
+    train = step.TrainStep(lambda images, labels: _CudaTensor(2.5), sync=lambda loss: None)
+    assert train.fetch([train(None, None), _CudaTensor(0.25)]) == [2.5, 0.25]
+
+
+def test_losses_with_numpy_or_plain_numbers_are_fetched_as_floats() -> None:
+    class Eager:  # TensorFlow's eager tensor: numpy() brings the value to the host
+        def numpy(self) -> float:
+            return 1.5
+
+    assert step.TrainStep(lambda i, lab: 0.0).fetch([Eager(), 3]) == [1.5, 3.0]
