@@ -52,14 +52,25 @@ class TorchOps:
     def batch_norm(
         self, x: Any, w: dict[str, Any], s: dict[str, Any], cfg: dict[str, Any], training: bool
     ) -> tuple[Any, None]:
+        import torch
         import torch.nn.functional as F
 
+        gamma, beta = w.get("gamma"), w.get("beta")
+        if gamma is None and beta is not None:
+            # scale=False (InceptionV3's batch norms): with no weight, the batch-norm backward on
+            # an H200 (torch 2.11, cuDNN) gave the bias an empty gradient ("invalid gradient at
+            # index 2 - got [0] but expected shape compatible with [192]"); a fixed weight of
+            # ones, made once per layer, computes the same and trains.
+            ones: dict[int, Any] = self.__dict__.setdefault("_ones", {})
+            gamma = ones.get(id(beta))
+            if gamma is None:
+                gamma = ones[id(beta)] = torch.ones_like(beta, requires_grad=False)
         y = F.batch_norm(
             x,
             s["moving_mean"],
             s["moving_variance"],
-            w.get("gamma"),
-            w.get("beta"),
+            gamma,
+            beta,
             training,
             1.0 - cfg["momentum"],
             cfg["epsilon"],
