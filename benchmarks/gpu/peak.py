@@ -58,3 +58,25 @@ def bf16_matmul(framework: str, n: int, warmup: int = 3, iters: int = 10) -> dic
         "device": device,
         "iters": iters,
     }
+
+
+# NVIDIA's data-sheet dense bf16 Tensor Core peaks (TFLOP/s, without sparsity; the sheets print
+# twice these "with sparsity"), by the name NVML gives the card. The first match wins, so the
+# more specific names come first. H200 SXM and H100 SXM share the Hopper SXM figure.
+DATASHEET_BF16_DENSE: tuple[tuple[str, str, float], ...] = (
+    ("H200 NVL", "H200 NVL", 835.5),
+    ("H200", "H200 SXM", 989.4),
+    ("H100 NVL", "H100 NVL", 835.5),
+    ("H100 PCIe", "H100 PCIe", 756.5),
+    ("H100", "H100 SXM", 989.4),
+    ("A100", "A100", 312.0),
+)
+
+
+def datasheet_peak(gpu_name: str | None) -> tuple[str, float] | None:
+    """(the data sheet's name for the card, its dense bf16 TFLOP/s) for an NVML name such as
+    "NVIDIA H200" or "NVIDIA H100 80GB HBM3"; None for a card not listed."""
+    for needle, label, tflops in DATASHEET_BF16_DENSE:
+        if needle.lower() in (gpu_name or "").lower():
+            return label, tflops
+    return None
