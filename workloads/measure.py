@@ -84,6 +84,8 @@ def timed_training(
             else None
         ),
     }
+    if getattr(job, "barrier_wait_s", None) is not None:
+        params["barrier_wait_s"] = job.barrier_wait_s  # after the warm-up, before the window
     metrics: dict[str, float] = dict(timing.summary())
     if window.sampler is not None:
         metrics.update(window.sampler.summary())

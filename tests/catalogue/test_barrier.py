@@ -97,6 +97,34 @@ def test_wait_in_child_reports_ready_then_leaves_on_release(
         os.close(go_w)
 
 
+def test_a_job_keeps_the_seconds_it_waited_at_the_barrier(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Job.on_step after the last warm-up step waits at the barrier and keeps how long
+    (the record's params.barrier_wait_s: the shared scenario leaves it out of the elapsed
+    time); a job without a barrier keeps None."""
+    import threading
+
+    from workloads.scenarios import Job
+
+    job = Job(suite="t", experiment="e", model="mnist_cnn")
+    job.on_step("warmup", 2, 2)
+    assert job.barrier_wait_s is None
+    ready_r, _go_r, go_w = _child_side(monkeypatch, None)
+    release = threading.Timer(0.3, os.write, (go_w, b"g"))
+    release.start()
+    try:
+        job.on_step("warmup", 1, 2)  # not the last warm-up step: no wait
+        assert job.barrier_wait_s is None
+        job.on_step("warmup", 2, 2)
+        assert job.barrier_wait_s is not None and 0.25 <= job.barrier_wait_s < 5.0
+        assert "barrier_wait_s" not in job.to_json()
+    finally:
+        release.join()
+        os.close(ready_r)
+        os.close(go_w)
+
+
 def test_wait_in_child_takes_one_release_and_leaves_the_rest(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -21,6 +21,7 @@ import shlex
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +51,13 @@ if mode == "crash" or (mode == "crash-concurrent" and behind_barrier):
 for i in range(1, job["warmup"] + 1):
     time.sleep(step_s)
     out("progress", {"phase": "warmup", "step": i, "total": job["warmup"]})
+barrier_wait = None
 if behind_barrier:  # the real child's barrier (Job.on_step after the last warm-up step)
     from workloads.scenarios.barrier import wait_in_child
 
+    w0 = time.monotonic()
     wait_in_child()
+    barrier_wait = time.monotonic() - w0
 t0 = time.time()
 times = []
 for i in range(1, steps + 1):
@@ -73,6 +77,8 @@ params = {
     "cuda": env.get("CUDA_VISIBLE_DEVICES"),
     "barrier_timeout": env.get("GPULAB_BARRIER_TIMEOUT_S"),
 }
+if barrier_wait is not None:
+    params["barrier_wait_s"] = barrier_wait
 if mode != "no-window-any" and (mode != "no-window" or not behind_barrier):
     params["timed_window_unix"] = [t0, t1]
 if mode == "fail" or (mode == "fail-concurrent" and behind_barrier):
@@ -653,6 +659,53 @@ def test_shared_reports_its_steps(shared_fake: list[str]) -> None:
     assert steps == [("alone", 0, 2), ("background", 1, 2)]
 
 
+def test_shared_foreground_starts_beside_the_background_when_asked(
+    shared_fake: list[str],
+) -> None:
+    """foreground_start with-background: the shared run's foreground is launched with the
+    background and begins its timed steps only after the background's 1 s warm-up (it waited
+    about that second at the barrier); its elapsed time leaves the wait out."""
+    out = shared.run(
+        _shared(foreground_start="with-background", background_env={"FAKE_STEP_S": "1.0"})
+    )
+    assert "status" not in out, out.get("error")
+    m, p = out["metrics"], out["params"]
+    assert 0.9 <= p["barrier_wait_s"] < 5.0, p
+    assert m["elapsed_shared_s"] < 0.9 <= m["elapsed_shared_s"] + p["barrier_wait_s"]
+    assert m["window_overlap"] == 1.0
+
+
+def test_shared_foreground_starts_after_the_background_warm_up_by_default(
+    shared_fake: list[str],
+) -> None:
+    """The paper's way, the default: the foreground is launched only once the background is in
+    its timed steps, with no barrier (it never waits)."""
+    out = shared.run(_shared(background_env={"FAKE_STEP_S": "1.0"}))
+    assert "status" not in out, out.get("error")
+    assert "barrier_wait_s" not in out["params"]
+    assert out["metrics"]["window_overlap"] == 1.0
+
+
+@pytest.mark.parametrize("mode", ["crash", "stall-warm"])
+def test_shared_beside_foreground_that_never_gets_warm_is_a_failed_record(
+    shared_fake: list[str], mode: str
+) -> None:
+    """A foreground launched beside the background that dies (or is still warming at the
+    deadline) before the barrier fails the record naming the shared run."""
+    # alternate order, an odd repeat: the shared run first
+    options: dict[str, Any] = {"foreground_start": "with-background", "order": "alternate"}
+    if mode == "crash":
+        job = _shared(**options, foreground_env={"FAKE_MODE": "crash"})
+        want = "shared: shared exited 3: "
+    else:
+        job = _shared(**options, deadline_s=3.0, foreground_env={"FAKE_STEP_S": "10"})
+        want = "shared: shared killed at the deadline"
+    out = shared.run(replace(job, repeat=1))
+    assert out["status"] == "failed"
+    assert want in out["error"]
+    assert out["params"]["run_order"] == "shared-first"
+
+
 def test_shared_counts_only_the_background_steps_during_the_foreground(
     shared_fake: list[str],
 ) -> None:
@@ -826,6 +879,11 @@ def test_shared_unknown_background_model_lists_the_models() -> None:
         ({"min_overlap": 2}, r"'min_overlap'"),
         ({"order": "x"}, r"option 'order' must be one of alone-first, alternate, random, got 'x'"),
         ({"order_seed": True}, r"option 'order_seed' must be an integer, got True"),
+        (
+            {"foreground_start": "early"},
+            r"option 'foreground_start' must be one of after-warm-up, with-background, "
+            r"got 'early'",
+        ),
         ({"order_seed": 1.5}, r"'order_seed'"),
         ({"bogus": 1}, r"^option 'bogus' is unknown for scenario 'shared' \(known: .*order_seed"),
     ],

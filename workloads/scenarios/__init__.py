@@ -44,24 +44,29 @@ class Job:
     progress: ProgressFn | None = field(default=None, repr=False, compare=False)
     # time.time() at the end of the last timed step (set by on_step; not serialized)
     timed_end_unix: float | None = field(default=None, repr=False, compare=False)
+    # seconds waited at a start barrier after the warm-up (set by on_step; not serialized)
+    barrier_wait_s: float | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d.pop("progress")
         d.pop("timed_end_unix")
+        d.pop("barrier_wait_s")
         return d
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> Job:
-        return cls(**{k: v for k, v in d.items() if k not in ("progress", "timed_end_unix")})
+        unset = ("progress", "timed_end_unix", "barrier_wait_s")
+        return cls(**{k: v for k, v in d.items() if k not in unset})
 
     def on_step(self, phase: str, step: int, total: int) -> None:
         """After each step (workloads.timing.timed_loop): progress, start barrier, window end.
 
         After the last warm-up step a job started behind a start barrier (the ``sharing``
-        scenario, workloads.scenarios.barrier) waits there until every job is warm, so all
-        timed windows start together; after the last timed step the wall-clock time is kept
-        (the window's end; its start is that minus the timed loop's wall-clock).
+        scenario, ``shared`` with ``foreground_start: with-background``; workloads.scenarios.
+        barrier) waits there until it is released, so timed windows start together, and keeps
+        the seconds it waited (``barrier_wait_s``); after the last timed step the wall-clock
+        time is kept (the window's end; its start is that minus the timed loop's wall-clock).
         """
         if phase == "timed" and step == total:
             self.timed_end_unix = time.time()
@@ -70,7 +75,9 @@ class Job:
         if phase == "warmup" and step == total:
             from workloads.scenarios.barrier import wait_in_child
 
-            wait_in_child()
+            t0 = time.monotonic()
+            if wait_in_child():
+                self.barrier_wait_s = time.monotonic() - t0
 
 
 ScenarioFn = Callable[[Job], dict[str, Any]]
