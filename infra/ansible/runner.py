@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.ansible.inventory import PATH_RE, InventoryError, build_inventory
+from infra.ansible.strategy import strategy_env
 from infra.ansible.untrusted import as_unsafe_json
 from infra.hosts import Host
 from infra.paths import PROJECT
@@ -359,7 +360,13 @@ def _unmatched(events: Iterable[Mapping[str, Any]]) -> list[str]:
     ]
 
 
-SUDO_PASSWORD_SIGNS = ("missing sudo password", "a password is required", "incorrect sudo password")
+# Ansible's own words, and Mitogen's ("sudo password is required", its strategy's default)
+SUDO_PASSWORD_SIGNS = (
+    "missing sudo password",
+    "a password is required",
+    "incorrect sudo password",
+    "sudo password is required",
+)
 
 
 def _explain_sudo(failures: list[TaskFailure], inventory: Mapping[str, Any]) -> None:
@@ -408,7 +415,8 @@ def run_playbook(
 ) -> PlaybookResult:
     """Run ``playbook`` on ``hosts``; see the module docstring. Raises PlaybookError on failure
     when ``check`` (default), FileNotFoundError for a missing playbook, InventoryError for bad
-    hosts."""
+    hosts or an unknown ``GPULAB_ANSIBLE_STRATEGY`` (infra.ansible.strategy: Mitogen's by
+    default)."""
     import ansible_runner  # heavy: keep `gpulab --help` fast
 
     hosts = list(hosts)
@@ -418,6 +426,7 @@ def run_playbook(
         cvars.setdefault("ansible_ssh_private_key_file", str(private_key_file))
     inventory = build_inventory(hosts, cvars)
     kube = kube_env(hosts)  # checked before anything is made
+    strategy = strategy_env()  # likewise: GPULAB_ANSIBLE_STRATEGY
 
     clean_stale_secrets()
     data_dir = Path(tempfile.mkdtemp(prefix="gpulab-ansible-"))
@@ -438,6 +447,7 @@ def run_playbook(
         if check_mode:
             cmdline += ["--check", "--diff"]
         env = dict(ANSIBLE_ENV)
+        env.update(strategy)
         env.update(kube)
         env["ANSIBLE_LOCAL_TEMP"] = str(data_dir / "tmp")
         env["ANSIBLE_CONTROL_PATH_DIR"] = str(data_dir / "cp")
