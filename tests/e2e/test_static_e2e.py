@@ -34,8 +34,7 @@ import yaml
 
 from infra.ansible.ssh_route import login_argv
 from infra.config import load_stack_file, raw_from_stack_file
-from tests.ansible.helpers import stub_vars
-from tests.e2e.conftest import TINY_SUITE, say
+from tests.e2e.conftest import TINY_SUITE, booting_the_lab_image, requirements, say, site_vars
 from tests.e2e.engine import Engine, UpResult
 from tests.parts import REPO
 from tests.parts.nspawn import NspawnHost, NspawnLab
@@ -126,8 +125,11 @@ def _configure(bastion: NspawnHost, gpus: list[NspawnHost], key: Path) -> None:
 def owned(nspawn_lab: NspawnLab, wheelhouse: Path, tmp_path_factory) -> Iterator[Owned]:  # type: ignore[no-untyped-def]
     workdir = tmp_path_factory.mktemp("e2e-static")
     results = workdir / "results"
-    t0 = time.monotonic()
-    booted = nspawn_lab.boot(3, gpu_path="whole-machine")
+    wheel_url = nspawn_lab.serve(wheelhouse)
+    site = site_vars(nspawn_lab, wheel_url, requirements(wheelhouse))
+    with booting_the_lab_image(nspawn_lab, site, wheelhouse):
+        t0 = time.monotonic()
+        booted = nspawn_lab.boot(3, gpu_path="whole-machine")
     bastion, gpus = booted[0], booted[1:]
     key = workdir / "bastion_ed25519"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
@@ -139,17 +141,6 @@ def owned(nspawn_lab: NspawnLab, wheelhouse: Path, tmp_path_factory) -> Iterator
         _configure(bastion, gpus, key)
         time.sleep(1.1)  # the journal counts in seconds: the direct logins above come before
         restricted = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())  # the hosts' clock
-        wheel_url = nspawn_lab.serve(wheelhouse)
-        reqs = [ln.strip() for ln in (wheelhouse / "requirements.txt").read_text().splitlines()
-                if ln.strip()]  # fmt: skip
-        site = stub_vars(nspawn_lab.stub_url, nspawn_lab.stub_sha256)
-        site.update(
-            workload_env_pip_packages=reqs,
-            workload_env_pip_index_url="",
-            workload_env_pip_extra_args=(
-                f"--no-index --find-links {wheel_url}/ --trusted-host {nspawn_lab.host_side}"
-            ),
-        )
         with ProviderHost(stack="e2e-static", env={"GPULAB_RESULTS": str(results)}) as provider:
             say(f"\n[e2e-static] bastion {bastion.address}, machines "
                 f"{[nh.address for nh in gpus]} up in {time.monotonic() - t0:.1f} s")  # fmt: skip

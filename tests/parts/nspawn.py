@@ -216,6 +216,7 @@ class NspawnLab:
     stub_sha256: dict[str, str] = field(default_factory=dict)
     boot_s: float = 0.0
     sshd_delay_s: float | None = 0.0  # after cloud-init has finished; None: sshd never starts
+    rootfs: Path = ROOTFS  # what the next hosts boot (tests/parts/lab_image.py: a lab image)
     _procs: list[subprocess.Popen[bytes]] = field(default_factory=list)
     _next: int = 0
     _acng_lock: int | None = None  # fd holding the shared apt cache (None: this lab's own copy)
@@ -315,14 +316,18 @@ class NspawnLab:
         groups: Sequence[str] = (),
         sshd_delay_s: float | None = 0.0,
         hostname: str | None = None,
+        persistent: Path | None = None,
     ) -> NspawnHost:
         """Start one host and return while it is still booting: cloud-init, then sshd
         ``sshd_delay_s`` later (``None``: never), as a cloud's server is ACTIVE long before it
         answers SSH. ``address``: one :meth:`reserve_address` gave (default: the next one);
-        ``hostname``: what the seed's meta-data names it (default: its machine name)."""
+        ``hostname``: what the seed's meta-data names it (default: its machine name);
+        ``persistent``: a root directory the host boots and WRITES (no volatile overlay: what
+        tests/parts/lab_image.py builds an image in), instead of an overlay of :attr:`rootfs`."""
         nh = self._start_one(
-            gpu_path, list(groups), address=address, sshd_delay_s=sshd_delay_s, hostname=hostname
-        )
+            gpu_path, list(groups), address=address, sshd_delay_s=sshd_delay_s,
+            hostname=hostname, persistent=persistent,
+        )  # fmt: skip
         self.hosts.append(nh)
         try:
             self._configure_net(nh)
@@ -393,6 +398,7 @@ class NspawnLab:
         address: str | None = None,
         sshd_delay_s: float | Literal["lab"] | None = "lab",
         hostname: str | None = None,
+        persistent: Path | None = None,
     ) -> NspawnHost:
         addr = address or self.reserve_address()
         i = int(addr.rsplit(".", 1)[1]) - 2
@@ -404,10 +410,15 @@ class NspawnLab:
             *extra_binds,
         ]
         log = self.workdir / f"{name}.log"
+        root = (
+            ["-D", str(persistent)]
+            if persistent
+            else ["-D", str(self.rootfs), "--volatile=overlay"]
+        )
         proc = subprocess.Popen(
-            ["systemd-nspawn", "-b", "-D", str(ROOTFS), "-M", name, f"--hostname={name}",
+            ["systemd-nspawn", "-b", *root, "-M", name, f"--hostname={name}",
              "--register=no", "--keep-unit", f"--network-bridge={self.bridge}",
-             "--console=passive", "--volatile=overlay", *binds,
+             "--console=passive", *binds,
              f"--uuid={uuid.uuid4()}"],  # its own machine id (else the VM's DMI UUID for all)
             stdout=log.open("wb"), stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,
