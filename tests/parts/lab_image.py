@@ -3,15 +3,15 @@ bakes its own image (diskimage-builder, Packer) so that a new server does not do
 unpack TensorFlow again.
 
 The end-to-end tests boot many servers, and on each the site play's ``workload_env`` role
-installed TensorFlow from the served wheelhouse: about 14 s of CPU a host (pip unpacking and
-byte-compiling some 20,000 files), a third of an ``up`` on 2 cores. :func:`lab_image` builds,
-once per content key, a copy of the rootfs (``scripts/parts/rootfs.sh``) in which one boot ran
-the REAL ``workload_env`` role (tests/ansible/playbooks/one_role.yml) over SSH with the lab's
-own variables, then shut down and was cleaned as an image is before it is uploaded
-(``cloud-init clean --logs --seed``, the rootfs's empty machine id, the build's login key and the boot's mount points
-removed). Hosts booted from it are still new machines: their own instance id, cloud-init run,
-login key, late sshd; the site play still runs every role, and ``workload_env`` finds its
-virtualenv and the runner's files as they should be (``ok``, not ``changed``).
+installed TensorFlow from the served wheelhouse: about 14 s of CPU a host (pip unpacking the
+wheels and byte-compiling every module), a third of an ``up`` on 2 cores. :func:`lab_image`
+builds, once per content key, a copy of the rootfs (``scripts/parts/rootfs.sh``) in which one
+boot ran the REAL ``workload_env`` role (tests/ansible/playbooks/one_role.yml) over SSH with
+the lab's own variables, then shut down and was cleaned as an image is before it is uploaded
+(``cloud-init clean --logs --seed``; the rootfs's empty machine id back; the build's login key
+and the boot's mount points removed). Hosts booted from it are still new machines: their own
+instance id, cloud-init run, login key, late sshd; the site play still runs every role, and
+``workload_env`` finds its virtualenv and the runner's files as they should be (``ok``).
 
 What is NOT baked in: the NVIDIA driver, CUDA, Docker, the container toolkit, Singularity, the
 vGPU and Bitfusion clients -- every role whose first run the end-to-end tests look at (changes,
