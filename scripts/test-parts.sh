@@ -3,10 +3,37 @@
 # (install and build what it needs, idempotent and cached under .cache/). Apt packages of every
 # part are listed in scripts/parts/apt-packages.txt and installed once, first.
 # The parts' prepare steps run concurrently; logs go to .cache/parts/<name>.log.
+#
+# What the parts build once per recipe is shared by every clone on the machine: the rootfs and
+# the images made from it (lab image, dnf layer), the vCenter simulator, the wheelhouse, the stub
+# repositories, pushgateway, the Ironic venv and apt-cacher-ng's package cache live in
+# GPULAB_PARTS_CACHE (default ${XDG_CACHE_HOME:-~/.cache}/gpulab-parts), linked from this clone's
+# .cache/ (and .venv-ironic). Each carries the stamp of what built it (a recipe key or a content
+# hash), so a changed recipe is rebuilt, and each part prepares under a lock there (two clones
+# never build one at once). GPULAB_PARTS_CACHE= (empty) keeps everything in this clone; a
+# .cache/<part> that already exists as a directory is left as it is.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 action=${1:-prepare}
 mkdir -p .cache/parts
+SHARED=(rootfs vcsim wheelhouse nvidia-stub-repo rpm-stub-repo pushgateway acng)
+parts_cache=${GPULAB_PARTS_CACHE-${XDG_CACHE_HOME:-$HOME/.cache}/gpulab-parts}
+locks=
+if [ -n "$parts_cache" ]; then
+  mkdir -p "$parts_cache/locks"
+  parts_cache=$(cd "$parts_cache" && pwd)
+  locks=$parts_cache/locks
+  for d in "${SHARED[@]}"; do
+    if [ ! -e ".cache/$d" ] && [ ! -L ".cache/$d" ]; then
+      mkdir -p "$parts_cache/$d"
+      ln -s "$parts_cache/$d" ".cache/$d"
+    fi
+  done
+  if [ ! -e .venv-ironic ] && [ ! -L .venv-ironic ]; then
+    mkdir -p "$parts_cache/venv-ironic"
+    ln -s "$parts_cache/venv-ironic" .venv-ironic
+  fi
+fi
 
 mapfile -t pkgs < <(grep -vE '^\s*(#|$)' scripts/parts/apt-packages.txt | awk '{print $1}')
 missing=()
@@ -43,7 +70,11 @@ stop_parts() {
 trap stop_parts INT TERM HUP
 for script in scripts/parts/*.sh; do
   name=$(basename "$script" .sh)
-  setsid bash "$script" "$action" > ".cache/parts/$name.log" 2>&1 < /dev/null &
+  lock=()
+  if [ -n "$locks" ]; then
+    lock=(flock "$locks/$name.lock")
+  fi
+  setsid "${lock[@]}" bash "$script" "$action" > ".cache/parts/$name.log" 2>&1 < /dev/null &
   pids+=($!)
   names+=("$name")
 done

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh machine (run as root): installs the venv, runs the static
-# checks (scripts/lint.sh: ruff check, ruff format --check, mypy, ansible-lint; a failure stops
-# here), installs the apt packages and prepares the real test parts the tests need (nspawn rootfs,
-# Ironic venv, vCenter simulator, dockerd, stub repositories), then runs pytest. The tests start
-# and stop every process by PID.
+# The whole test suite on a fresh machine (run as root): installs the apt packages and prepares
+# the real test parts the tests need (nspawn rootfs, Ironic venv, vCenter simulator, stub
+# repositories; kept in the machine's parts cache, scripts/test-parts.sh) beside the venv's
+# install, runs the static checks (scripts/lint.sh: ruff check, ruff format --check, mypy,
+# ansible-lint) once the venv is there, and stops if either failed; then runs pytest. The tests
+# start and stop every process by PID.
 # Tests run in two pytest-xdist workers (GPULAB_TEST_WORKERS, default 2; 0 runs them in this process):
 # the tests that use the nspawn hosts or the chroot target go to one worker in collection
 # order, the others are spread by file (tests/conftest.py). pytest prints the 25 slowest tests last.
@@ -42,27 +43,44 @@ case "${1:-}" in
     ;;
 esac
 t0=$SECONDS
-scripts/venv.sh
 workers=${GPULAB_TEST_WORKERS:-2}
 dist=()
 if [ "$workers" != 0 ]; then
   dist=(-n "$workers" --dist loadgroup)
 fi
 if [ "$fast" = 1 ]; then
+  scripts/venv.sh
   exec .venv/bin/python -m pytest "${dist[@]}" -m "$FAST_MARKERS" --durations=10 "$@"
 fi
+# The parts' preparation (apt packages, rootfs, simulators: none needs the venv but the
+# wheelhouse's build, which waits for it) starts first, beside the venv's install; the static
+# checks start once the venv is there, beside the parts. A failure of either stops before pytest.
+parts_pid=
 lint_pid=
 lint_log=
+stop_setup() {
+  for pid in $parts_pid $lint_pid; do
+    kill -TERM "$pid" 2>/dev/null || true
+  done
+  if [ -n "$lint_log" ]; then rm -f "$lint_log"; fi
+}
+trap stop_setup EXIT
+scripts/test-parts.sh prepare &
+parts_pid=$!
+scripts/venv.sh
 if [ "${LINT:-1}" != 0 ]; then
-  # The static checks run beside the parts' preparation; a failure stops before pytest.
   lint_log=$(mktemp /tmp/gpulab-lint.XXXXXX)
   scripts/lint.sh >"$lint_log" 2>&1 &
   lint_pid=$!
-  trap 'if [ -n "$lint_pid" ]; then kill "$lint_pid" 2>/dev/null || true; fi; rm -f "$lint_log"' EXIT
 fi
-scripts/test-parts.sh prepare
+rc=0
+wait "$parts_pid" || rc=$?
+parts_pid=
+if [ "$rc" != 0 ]; then
+  echo "==> test parts failed (scripts/test-parts.sh prepare): no tests run" >&2
+  exit "$rc"
+fi
 if [ -n "$lint_pid" ]; then
-  rc=0
   wait "$lint_pid" || rc=$?
   lint_pid=
   cat "$lint_log" >&2

@@ -8,7 +8,9 @@ cd "$(dirname "$0")/../.."
 action=${1:-prepare}
 PY=${PYTHON:-python3}
 IRONIC_SPEC=${IRONIC_SPEC:-ironic}
-venv=.venv-ironic
+# its real place (.venv-ironic may link to the parts cache: scripts/test-parts.sh): the venv's
+# scripts name their interpreter by the path the venv was made at
+venv=$(realpath -m .venv-ironic)
 stamp=$venv/.gpulab-stamp
 case "$action" in
   prepare)

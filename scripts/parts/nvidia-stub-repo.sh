@@ -21,7 +21,7 @@
 # Usage: nvidia-stub-repo.sh prepare|clean
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-OUT=.cache/nvidia-stub-repo
+OUT=$(realpath -m .cache/nvidia-stub-repo)  # its real place: .cache/nvidia-stub-repo may link to the parts cache
 STAMP=$OUT/.ready
 LISTS=infra/vendor_packages
 SELF_SUM=$(cat "$0" "$LISTS"/nvidia-cuda/*.txt "$LISTS"/nvidia-container-toolkit/deb.txt \

@@ -2,8 +2,8 @@
 # Part "wheelhouse": the runner's requirements as wheels for the test hosts (Debian bookworm,
 # CPython 3.11, x86_64), so the hosts install them the way an air-gapped lab does:
 # `pip install --no-index --find-links <served .cache/wheelhouse/> -r requirements.txt`.
-# Versions are the ones of the controller's .venv (tensorflow-cpu, keras, numpy, pyyaml,
-# nvidia-ml-py) plus all their dependencies, fetched with `pip download` from PyPI.
+# Versions are the pins of constraints.txt, the controller's .venv's (tensorflow-cpu, keras, numpy,
+# pyyaml, nvidia-ml-py) plus all their dependencies, fetched with `pip download` from PyPI.
 # Layout:
 #   .cache/wheelhouse/*.whl              every wheel the runner needs
 #   .cache/wheelhouse/requirements.txt   the pinned top-level requirements (one per line)
@@ -12,7 +12,7 @@
 # Usage: wheelhouse.sh prepare|clean
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-OUT=.cache/wheelhouse
+OUT=$(realpath -m .cache/wheelhouse)  # its real place: .cache/wheelhouse may link to the parts cache
 PY=.venv/bin/python
 PIP_CACHE=.cache/pip-download
 
@@ -22,35 +22,25 @@ case "${1:-prepare}" in
   *) echo "usage: $0 prepare|clean" >&2; exit 2 ;;
 esac
 
-# The venv is built by scripts/venv.sh, possibly at the same time as this part: wait for it.
-for _ in $(seq 1 600); do
-  [ -f .venv/.gpulab-stamp ] && break
-  sleep 1
-done
-[ -x "$PY" ] || { echo "wheelhouse: error: $PY missing (run scripts/venv.sh)" >&2; exit 1; }
-
-reqs=$("$PY" - <<'PY'
-from importlib.metadata import PackageNotFoundError, version
-
-for dist, fallback in (
-    ("tensorflow-cpu", None),
-    ("keras", None),
-    ("numpy", None),
-    ("pyyaml", None),
-    ("nvidia-ml-py", None),
-):
-    try:
-        print(f"{dist}=={version(dist)}")
-    except PackageNotFoundError:
-        raise SystemExit(f"wheelhouse: error: {dist} is not installed in .venv")
-PY
-)
+# The versions are the pins of constraints.txt (the controller's .venv is installed from them),
+# so a cached wheelhouse is found without the venv; only a build needs its pip.
+reqs=$(for dist in tensorflow-cpu keras numpy pyyaml nvidia-ml-py; do
+  v=$(grep -i -E "^${dist//-/[-_]}==" constraints.txt | head -n 1 | cut -d= -f3)
+  [ -n "$v" ] || { echo "wheelhouse: error: $dist is not pinned in constraints.txt" >&2; exit 1; }
+  echo "$dist==$v"
+done)
 want=$( { sha256sum "$0" | cut -d' ' -f1; echo "$reqs"; } | sha256sum | cut -d' ' -f1)
 if [ -f "$OUT/.ready" ] && [ "$(cat "$OUT/.ready")" = "$want" ]; then
   echo "wheelhouse: cached at $OUT ($(find "$OUT" -name '*.whl' | wc -l) wheels)"
   exit 0
 fi
 
+# The venv is built by scripts/venv.sh, possibly at the same time as this part: wait for it.
+for _ in $(seq 1 600); do
+  [ -f .venv/.gpulab-stamp ] && break
+  sleep 1
+done
+[ -x "$PY" ] || { echo "wheelhouse: error: $PY missing (run scripts/venv.sh)" >&2; exit 1; }
 t0=$SECONDS
 rm -rf "$OUT.tmp"
 mkdir -p "$OUT.tmp" "$PIP_CACHE"

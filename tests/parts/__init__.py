@@ -8,14 +8,30 @@ a skip; on a developer machine it skips with the reason.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = REPO / ".cache"
+
+
+@contextmanager
+def build_lock(built: Path) -> Iterator[None]:
+    """Hold the lock of what builds ``built`` (a directory under :data:`CACHE`), beside its real
+    place: ``scripts/test-parts.sh`` links the parts' builds from the machine's parts cache,
+    which every clone on the machine shares, so two clones (or two workers) never build one
+    at once; the second finds it built."""
+    lock = built.resolve().with_name(built.name + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
 
 
 def in_ci() -> bool:

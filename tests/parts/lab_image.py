@@ -25,17 +25,15 @@ change to any of them builds a new image (older ones are removed).
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import shutil
 import subprocess
 import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.parts import CACHE, REPO
+from tests.parts import CACHE, REPO, build_lock
 from tests.parts.nspawn import (
     LOGIN_USER,
     ROOTFS,
@@ -47,7 +45,6 @@ from tests.parts.nspawn import (
 )
 
 IMAGES = CACHE / "rootfs" / "lab-image"
-LOCK = CACHE / "rootfs" / "lab-image.lock"
 ONE_ROLE = REPO / "tests" / "ansible" / "playbooks" / "one_role.yml"
 # Where nspawn made mount points for the boot's bind mounts (they stay behind, empty).
 BOOT_MOUNTS = (SEED_DIR, SSH_DROPIN, "/etc/apt/apt.conf.d/01gpulab-proxy")
@@ -74,21 +71,13 @@ def image_key(requirements: Path) -> str:
     return h.hexdigest()[:16]
 
 
-@contextmanager
-def _locked() -> Iterator[None]:
-    LOCK.parent.mkdir(parents=True, exist_ok=True)
-    with LOCK.open("a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)  # two workers never build one image twice
-        yield
-
-
 def lab_image(lab: NspawnLab, site: Mapping[str, Any], requirements: Path) -> Path:
     """The image for ``site`` (the lab's variables for ``workload_env``), built now on ``lab``
     when missing; returns its root directory (boot it as :attr:`NspawnLab.rootfs`)."""
     key = image_key(requirements)
     image = IMAGES / key
     ready = IMAGES / f"{key}.ready"
-    with _locked():
+    with build_lock(IMAGES):  # two workers (or clones) never build one image twice
         if ready.is_file() and (image / "usr/bin/python3").exists():
             return image
         IMAGES.mkdir(parents=True, exist_ok=True)

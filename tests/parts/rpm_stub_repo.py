@@ -51,7 +51,7 @@ from pathlib import Path
 
 from infra.vendor_packages import HERE as LISTS
 from infra.vendor_packages import vendor_list
-from tests.parts import CACHE, REPO
+from tests.parts import CACHE, REPO, build_lock
 from tests.parts.nspawn import ROOTFS, ROOTFS_READY
 
 OUT = CACHE / "rpm-stub-repo"
@@ -424,13 +424,19 @@ def _build_one(p: Pkg, work: Path, out: Path) -> Path:
 
 def build() -> Path:
     """Build (cached) the stub RPM repositories; returns their directory."""
+    with build_lock(OUT):
+        return _build()
+
+
+def _build() -> Path:
     stamp = OUT / ".ready"
     if stamp.is_file() and stamp.read_text() == _stamp():
         return OUT
     for cmd in COMMANDS:
         if shutil.which(cmd) is None:
             raise RuntimeError(f"the stub RPM repositories need {cmd!r} (apt: rpm, createrepo-c)")
-    tmp = OUT.with_name(OUT.name + ".tmp")
+    out = OUT.resolve()  # its real place: .cache/rpm-stub-repo may link to the parts cache
+    tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     work = Path(tempfile.mkdtemp(prefix="gpulab-rpmbuild-"))
     try:
@@ -477,8 +483,8 @@ def build() -> Path:
                 for f in sorted((tmp / "files").iterdir())]  # fmt: skip
         (tmp / "SHA256SUMS").write_text("\n".join(sums) + "\n")
         (tmp / ".ready").write_text(_stamp())
-        shutil.rmtree(OUT, ignore_errors=True)
-        tmp.rename(OUT)
+        shutil.rmtree(out, ignore_errors=True)
+        tmp.rename(out)
     finally:
         shutil.rmtree(work, ignore_errors=True)  # the private key goes with it
         shutil.rmtree(tmp, ignore_errors=True)
@@ -506,8 +512,13 @@ def prepare_dnf_layer(apt_proxy: str | None) -> Path:
     """Build (cached) the dnf layer over the test rootfs: ``apt-get install`` of
     :data:`LAYER_APT` in a chroot of an overlay whose upper directory becomes the layer; through
     ``apt_proxy`` when given, else straight from the rootfs's mirror."""
-    if dnf_layer_ready():
-        return LAYER
+    with build_lock(LAYER):
+        if dnf_layer_ready():
+            return LAYER
+        return _build_dnf_layer(apt_proxy)
+
+
+def _build_dnf_layer(apt_proxy: str | None) -> Path:
     work = Path(tempfile.mkdtemp(prefix="gpulab-dnflayer-"))
     root = work / "root"
     for d in ("upper", "work", "root"):

@@ -61,7 +61,10 @@ def _suite(work: Path) -> Path:
         "warmup": WARMUP,
         "repeats": 1,
         "timeout_s": 420,
-        "options": {"mode": "allreduce", "workers": 2, "deadline_s": 360},
+        # learning_rate 0.0001: at tf_cnn's 0.005 the raw-pixel synthetic images (mean 127) sent
+        # the loss to nan at timed step 11 of 24 in one CI run (a failed record); the rate does
+        # not change what is timed
+        "options": {"mode": "allreduce", "workers": 2, "deadline_s": 360, "learning_rate": 0.0001},
     }
     path.write_text(yaml.safe_dump({"name": "dist-hosts", "experiments": [entry]}))
     return path
