@@ -2,9 +2,10 @@
 # The whole test suite on a fresh machine (run as root): installs the apt packages and prepares
 # the real test parts the tests need (nspawn rootfs, Ironic venv, vCenter simulator, stub
 # repositories; kept in the machine's parts cache, scripts/test-parts.sh) beside the venv's
-# install, runs the static checks (scripts/lint.sh: ruff check, ruff format --check, mypy,
-# ansible-lint) once the venv is there, and stops if either failed; then runs pytest. The tests
-# start and stop every process by PID.
+# install, then pytest (a failed part stops before it); the static checks (scripts/lint.sh: ruff
+# check, ruff format --check, mypy, ansible-lint) run beside the parts and the tests once the
+# venv is there, and a failure of theirs fails the run. The tests start and stop every process
+# by PID.
 # Tests run in two pytest-xdist workers (GPULAB_TEST_WORKERS, default 2; 0 runs them in this process):
 # the tests that use the nspawn hosts or the chroot target go to one worker in collection
 # order, the others are spread by file (tests/conftest.py). pytest prints the 25 slowest tests last.
@@ -21,8 +22,9 @@ FAST_MARKERS+=" and not pushgateway and not network and not integration"
 usage() {
   cat <<USAGE
 usage: bash scripts/test.sh [--fast] [PYTEST_ARGS ...]
-  (no option)  the whole suite, as CI: venv, static checks (scripts/lint.sh) beside the real
-               test parts (scripts/test-parts.sh prepare, as root), then every test
+  (no option)  the whole suite, as CI: the real test parts (scripts/test-parts.sh prepare, as
+               root) beside the venv, then every test, the static checks (scripts/lint.sh)
+               beside them (a failure of either fails the run)
   --fast       the first tier, before every commit (under 3 minutes on 2 cores, no root): venv,
                then the tests with none of the markers, no static checks, no test parts:
                pytest -m "$FAST_MARKERS"
@@ -53,8 +55,10 @@ if [ "$fast" = 1 ]; then
   exec .venv/bin/python -m pytest "${dist[@]}" -m "$FAST_MARKERS" --durations=10 "$@"
 fi
 # The parts' preparation (apt packages, rootfs, simulators: none needs the venv but the
-# wheelhouse's build, which waits for it) starts first, beside the venv's install; the static
-# checks start once the venv is there, beside the parts. A failure of either stops before pytest.
+# wheelhouse's build, which waits for it) starts first, beside the venv's install; a failure
+# there stops before pytest. The static checks start once the venv is there and run beside the
+# parts and then the tests (a minute or more of one core, which the tests need not wait for):
+# their output comes when they end, and a failure of theirs fails the run.
 parts_pid=
 lint_pid=
 lint_log=
@@ -70,7 +74,15 @@ parts_pid=$!
 scripts/venv.sh
 if [ "${LINT:-1}" != 0 ]; then
   lint_log=$(mktemp /tmp/gpulab-lint.XXXXXX)
-  scripts/lint.sh >"$lint_log" 2>&1 &
+  (
+    rc=0
+    scripts/lint.sh >"$lint_log" 2>&1 || rc=$?
+    cat "$lint_log"
+    if [ "$rc" != 0 ]; then
+      echo "==> static checks FAILED (scripts/lint.sh): the run fails when the tests end"
+    fi
+    exit "$rc"
+  ) >&2 &
   lint_pid=$!
 fi
 rc=0
@@ -80,14 +92,16 @@ if [ "$rc" != 0 ]; then
   echo "==> test parts failed (scripts/test-parts.sh prepare): no tests run" >&2
   exit "$rc"
 fi
+echo "==> test setup took $((SECONDS - t0)) s (the static checks run beside the tests)" >&2
+rc=0
+.venv/bin/python -m pytest "${dist[@]}" --durations=25 "$@" || rc=$?
 if [ -n "$lint_pid" ]; then
-  wait "$lint_pid" || rc=$?
+  lint_rc=0
+  wait "$lint_pid" || lint_rc=$?
   lint_pid=
-  cat "$lint_log" >&2
-  if [ "$rc" != 0 ]; then
-    echo "==> static checks failed (scripts/lint.sh): no tests run" >&2
-    exit "$rc"
+  if [ "$lint_rc" != 0 ]; then
+    echo "==> static checks failed (scripts/lint.sh, above)" >&2
+    if [ "$rc" = 0 ]; then rc=$lint_rc; fi
   fi
 fi
-echo "==> test setup took $((SECONDS - t0)) s" >&2
-.venv/bin/python -m pytest "${dist[@]}" --durations=25 "$@"
+exit "$rc"

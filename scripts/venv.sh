@@ -50,11 +50,36 @@ if [ -f "$stamp" ] && [ "$(head -c 64 "$stamp")" = "$hash" ]; then
 fi
 echo "==> installing .venv (gpulab[${EXTRAS}]; first run takes about a minute)" >&2
 "$PY" -m venv .venv
-.venv/bin/pip install "${PIP[@]}" --upgrade pip
 # The ansible bundle of earlier versions (hundreds of collections): replaced by the few used.
 if .venv/bin/pip show --quiet ansible 2>/dev/null; then
   .venv/bin/pip uninstall "${PIP[@]}" --yes ansible
 fi
-.venv/bin/pip install "${PIP[@]}" -c constraints.txt -e ".${EXTRAS:+[$EXTRAS]}"
+# Every package is pinned by constraints.txt, so nothing is left to resolve: uv (a static
+# binary from the package index) installs the pinned wheels in parallel, without compiling
+# them to bytecode (each module is compiled when first imported). uv reads no pip
+# configuration, so the package index settings pip has here (pip.conf, PIP_* variables) are
+# handed to it. GPULAB_INSTALLER=pip installs with pip alone, as does a failed uv install.
+uv_args() {
+  local cfg key value
+  cfg=$(.venv/bin/pip config list 2>/dev/null || true)
+  for key in index-url extra-index-url find-links constraint; do
+    value=$(sed -n "s/^[^.]*\.$key='\(.*\)'\$/\1/p" <<<"$cfg" | tail -n 1)
+    for v in $value; do printf -- '--%s\n%s\n' "$key" "$v"; done
+  done
+}
+installed=0
+if [ "${GPULAB_INSTALLER:-uv}" = uv ] && .venv/bin/pip install "${PIP[@]}" uv==0.13.9 2>/dev/null; then
+  mapfile -t from < <(uv_args)
+  if .venv/bin/uv pip install --quiet --python .venv/bin/python "${from[@]}" \
+      -c constraints.txt -e ".${EXTRAS:+[$EXTRAS]}"; then
+    installed=1
+  else
+    echo "==> uv could not install the venv's packages: pip installs them" >&2
+  fi
+fi
+if [ "$installed" = 0 ]; then
+  .venv/bin/pip install "${PIP[@]}" --upgrade pip
+  .venv/bin/pip install "${PIP[@]}" -c constraints.txt -e ".${EXTRAS:+[$EXTRAS]}"
+fi
 .venv/bin/python collections/install.py
 echo "$hash $EXTRAS" > "$stamp"
