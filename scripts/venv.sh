@@ -56,8 +56,8 @@ if .venv/bin/pip show --quiet ansible 2>/dev/null; then
 fi
 # Every package is pinned by constraints.txt, so nothing is left to resolve: uv (a static
 # binary from the package index) installs the pinned wheels and compiles them to bytecode, as
-# pip does, in parallel (a fresh test venv: 44 s against pip's 147 s on 2 cores,
-# benchmarks/venv_install.py). uv reads no pip configuration, so the package index settings
+# pip does, in parallel (scripts/venv.sh in a fresh clone: 61 s against 133 s with pip alone on
+# 2 cores, benchmarks/venv_install.py). uv reads no pip configuration, so the index settings
 # pip has here (pip.conf, PIP_* variables) are handed to it, and it looks for a version on
 # every index, as pip does (uv's default takes the first index that has the package).
 # GPULAB_INSTALLER=pip installs with pip alone, as does a failed uv install.
