@@ -72,8 +72,10 @@ uv_args() {
 installed=0
 if [ "${GPULAB_INSTALLER:-uv}" = uv ] && .venv/bin/pip install "${PIP[@]}" uv==0.13.9 2>/dev/null; then
   mapfile -t from < <(uv_args)
+  # pip itself upgraded too, as the pip path does: the venv's own (Python's bundled one) is too
+  # old for what the venv is used for (pip install --dry-run with platform options)
   if .venv/bin/uv pip install --quiet --compile-bytecode --python .venv/bin/python \
-      --index-strategy unsafe-best-match "${from[@]}" \
+      --index-strategy unsafe-best-match "${from[@]}" --upgrade-package pip pip \
       -c constraints.txt -e ".${EXTRAS:+[$EXTRAS]}"; then
     installed=1
   else
