@@ -153,12 +153,22 @@ def test_distributed_between_two_nspawn_hosts_on_a_1gbit_bridge_vs_loopback(
     shaped = (ra["images_per_sec"] + rb["images_per_sec"]) / 2
     bridge = (fast_a["images_per_sec"] + fast_b["images_per_sec"]) / 2
     ratio = shaped / loop["images_per_sec"]
+
+    def fastest_step(*recs: dict[str, Any]) -> float:
+        return sum(min(r["step_times_s"]) for r in recs) / len(recs)
+
+    # at 1 Gbit/s each step moves 2 (n - 1) / n of the gradients each way: about 38 ms a step
+    # that the bridge does not pay. Compared on each run's fastest step: the mean throughputs
+    # (0.80 shaped / bridge on an idle 2-core machine) also carry the other test worker's
+    # load on the same 2 cores, which made a 40 ms step cost of a 300 ms step look like none.
+    link_s = grads / (1e9 / 8)
+    added = fastest_step(ra, rb) - fastest_step(fast_a, fast_b)
     print(
         f"\nallreduce mnist_cnn b{BATCH} x 2 workers, images/sec: loopback "
         f"{loop['images_per_sec']:.1f}, two hosts on the bridge {bridge:.1f}, two hosts at "
         f"1 Gbit/s {shaped:.1f} (shaped / loopback {ratio:.3f}, shaped / bridge "
-        f"{shaped / bridge:.3f}); {sent / 1e6:.0f} MB through host b's shaped port in {took:.0f} s"
+        f"{shaped / bridge:.3f}); fastest step: bridge {fastest_step(fast_a, fast_b) * 1e3:.1f}"
+        f" ms, 1 Gbit/s {fastest_step(ra, rb) * 1e3:.1f} ms (+{added * 1e3:.1f} ms, the link's "
+        f"{link_s * 1e3:.1f} ms); {sent / 1e6:.0f} MB through host b's shaped port in {took:.0f} s"
     )
-    # at 1 Gbit/s each step moves about 4.8 MB each way: about 40 ms a step that loopback
-    # does not pay
-    assert ratio < 0.9 and shaped < 0.9 * bridge, (ratio, shaped, bridge)
+    assert added > 0.5 * link_s, (added, link_s, ratio, shaped, bridge)
