@@ -52,7 +52,9 @@ def _run(clone: Path, **env: str) -> tuple[subprocess.CompletedProcess[str], lis
 
 
 def test_the_tests_do_not_wait_for_the_static_checks(tmp_path: Path) -> None:
-    r, steps = _run(_clone(tmp_path), LINT_STUB_SLEEP="2")
+    # the venv's install and the checks take a while, as theirs do (a stub that ends at once
+    # could end before the parts' stub has started: seen beside a busy first tier)
+    r, steps = _run(_clone(tmp_path), VENV_SLEEP="2", LINT_STUB_SLEEP="4")
     assert r.returncode == 0, r.stderr
     order = [f"{what} {name}" for what, name in steps]
     # the parts start before the venv's install; the static checks after it, and they are
