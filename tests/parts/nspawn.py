@@ -364,14 +364,20 @@ class NspawnLab:
             ):
                 subprocess.run(argv, capture_output=True, check=False)
 
-    def qdisc_sent_bytes(self, nh: NspawnHost) -> int:
-        """Bytes the root qdisc on the host side of ``nh``'s veth has sent (``tc -s``)."""
+    def qdisc_counters(self, nh: NspawnHost) -> dict[str, int]:
+        """What the root qdisc on the host side of ``nh``'s veth has counted (``tc -s``): the
+        bytes it ``sent`` and its ``overlimits``, the times the token bucket held a packet back
+        because it came faster than the rate."""
         out = subprocess.run(
             ["tc", "-s", "qdisc", "show", "dev", self.veth(nh)],
             capture_output=True, text=True, check=True,
         ).stdout  # fmt: skip
-        m = re.search(r"Sent (\d+) bytes", out)
-        return int(m.group(1)) if m else 0
+        sent = re.search(r"Sent (\d+) bytes", out)
+        over = re.search(r"overlimits (\d+)", out)
+        return {
+            "sent": int(sent.group(1)) if sent else 0,
+            "overlimits": int(over.group(1)) if over else 0,
+        }
 
     def _netns(self, nh: NspawnHost) -> list[str]:
         child = wait_for(lambda: _child_pid(nh.proc.pid), 10, f"the init of {nh.name}")
