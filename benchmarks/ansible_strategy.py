@@ -24,6 +24,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.side_by_side import add_rounds, not_root  # noqa: E402  (after sys.path)
+
 STRATEGIES = ("linear", "mitogen_linear")
 
 
@@ -34,13 +36,9 @@ def _children_cpu() -> float:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=1, help="rounds (each: both strategies)")
+    add_rounds(ap, "both strategies")
     args = ap.parse_args(argv)
-    if args.rounds < 1:
-        print("ansible_strategy: error: --rounds must be 1 or more", file=sys.stderr)
-        return 2
-    if os.geteuid() != 0:
-        print("ansible_strategy: error: needs root (systemd-nspawn)", file=sys.stderr)
+    if not_root("ansible_strategy"):
         return 2
 
     from infra.ansible import run_playbook

@@ -15,7 +15,6 @@ it is missing (about 30 s, not counted).
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import time
@@ -24,23 +23,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-
-def _machine_cpu_s() -> float:
-    """CPU seconds the whole machine spent, not idle (user, nice, system, irq, softirq)."""
-    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    busy = sum(int(fields[i]) for i in (0, 1, 2, 5, 6))
-    return busy / os.sysconf("SC_CLK_TCK")
+from benchmarks.side_by_side import add_rounds, machine_cpu_s, not_root  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=1, help="rounds (each: both roots)")
+    add_rounds(ap, "both roots")
     args = ap.parse_args(argv)
-    if args.rounds < 1:
-        print("lab_image: error: --rounds must be 1 or more", file=sys.stderr)
-        return 2
-    if os.geteuid() != 0:
-        print("lab_image: error: needs root (systemd-nspawn)", file=sys.stderr)
+    if not_root("lab_image"):
         return 2
 
     from infra.ansible import run_playbook
@@ -59,11 +49,11 @@ def main(argv: list[str] | None = None) -> int:
                 lab.rootfs = roots[name]
                 (host,) = lab.boot(1)
                 try:
-                    t0, c0 = time.monotonic(), _machine_cpu_s()
+                    t0, c0 = time.monotonic(), machine_cpu_s()
                     r = run_playbook(
                         ONE_ROLE, [host.host], extravars={**site, "one_role": "workload_env"}
                     )
-                    wall, cpu = time.monotonic() - t0, _machine_cpu_s() - c0
+                    wall, cpu = time.monotonic() - t0, machine_cpu_s() - c0
                 finally:
                     lab.stop([host])
                 runs[name].append((wall, cpu))

@@ -25,6 +25,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.side_by_side import not_root  # noqa: E402  (after sys.path)
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -34,8 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     if any(n < 1 for n in args.hosts):
         print("site_scaling: error: --hosts takes counts of 1 or more", file=sys.stderr)
         return 2
-    if os.geteuid() != 0:
-        print("site_scaling: error: needs root (systemd-nspawn)", file=sys.stderr)
+    if not_root("site_scaling"):
         return 2
     if args.forks is not None:
         os.environ["ANSIBLE_FORKS"] = str(args.forks)

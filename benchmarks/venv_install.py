@@ -23,13 +23,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 
-
-def _machine_cpu_s() -> float:
-    """CPU seconds the whole machine spent, not idle (user, nice, system, irq, softirq)."""
-    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    busy = sum(int(fields[i]) for i in (0, 1, 2, 5, 6))
-    return busy / os.sysconf("SC_CLK_TCK")
+from benchmarks.side_by_side import add_rounds, machine_cpu_s  # noqa: E402  (after sys.path)
 
 
 def install(installer: str, extras: str, work: Path) -> tuple[float, float]:
@@ -37,11 +33,11 @@ def install(installer: str, extras: str, work: Path) -> tuple[float, float]:
     shutil.rmtree(clone, ignore_errors=True)
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
     env = dict(os.environ, GPULAB_INSTALLER=installer, EXTRAS=extras)
-    w0, c0 = time.monotonic(), _machine_cpu_s()
+    w0, c0 = time.monotonic(), machine_cpu_s()
     r = subprocess.run(
         ["bash", "scripts/venv.sh"], cwd=clone, env=env, capture_output=True, text=True
     )
-    wall, cpu = time.monotonic() - w0, _machine_cpu_s() - c0
+    wall, cpu = time.monotonic() - w0, machine_cpu_s() - c0
     if r.returncode != 0:
         raise SystemExit(f"venv_install: {installer}: scripts/venv.sh failed:\n{r.stderr[-2000:]}")
     if installer == "uv" and "pip installs them" in r.stderr:
@@ -52,12 +48,9 @@ def install(installer: str, extras: str, work: Path) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=1, help="rounds (each: both installers)")
+    add_rounds(ap, "both installers")
     ap.add_argument("--extras", default="test", help="the venv's extras (EXTRAS of venv.sh)")
     args = ap.parse_args(argv)
-    if args.rounds < 1:
-        print("venv_install: error: --rounds must be 1 or more", file=sys.stderr)
-        return 2
     runs: dict[str, list[tuple[float, float]]] = {"pip": [], "uv": []}
     print("installer   wall s   machine CPU s")
     with tempfile.TemporaryDirectory(prefix="gpulab-venv-bench-") as tmp:
