@@ -77,3 +77,19 @@ def test_a_clone_with_its_own_part_directory_keeps_it(tmp_path: Path) -> None:
     assert _prepare(clone, str(cache)).splitlines() == ["found earlier", "lock held"]
     assert not (clone / ".cache" / "rootfs").is_symlink()
     assert (clone / ".cache" / "vcsim").is_symlink()  # the parts it had not built yet are shared
+
+
+def test_no_home_and_no_cache_setting_is_one_line_naming_the_setting(tmp_path: Path) -> None:
+    clone = _clone(tmp_path, "one")
+    env = {k: v for k, v in os.environ.items() if k not in ("HOME", "XDG_CACHE_HOME")}
+    env.pop("GPULAB_PARTS_CACHE", None)
+    r = subprocess.run(
+        ["bash", "scripts/test-parts.sh", "prepare"],
+        cwd=clone, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 2, r
+    assert r.stderr.strip().splitlines() == [
+        "gpulab: error: HOME is not set: set GPULAB_PARTS_CACHE to the machine's parts cache"
+        " directory (or GPULAB_PARTS_CACHE= to keep the parts in this clone)"
+    ]
+    assert not (clone / ".cache" / "rootfs").exists()
