@@ -17,12 +17,8 @@ cd "$(dirname "$0")/.."
 action=${1:-prepare}
 mkdir -p .cache/parts
 SHARED=(rootfs vcsim wheelhouse nvidia-stub-repo rpm-stub-repo pushgateway acng)
-if [ -z "${GPULAB_PARTS_CACHE+set}" ] && [ -z "${XDG_CACHE_HOME:-}" ] && [ -z "${HOME:-}" ]; then
-  echo "gpulab: error: HOME is not set: set GPULAB_PARTS_CACHE to the machine's parts cache" \
-    "directory (or GPULAB_PARTS_CACHE= to keep the parts in this clone)" >&2
-  exit 2
-fi
-parts_cache=${GPULAB_PARTS_CACHE-${XDG_CACHE_HOME:-$HOME/.cache}/gpulab-parts}
+# shellcheck source=scripts/parts-cache.sh
+source scripts/parts-cache.sh
 locks=
 if [ -n "$parts_cache" ]; then
   mkdir -p "$parts_cache/locks"

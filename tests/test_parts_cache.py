@@ -28,7 +28,8 @@ if [ -z "$lock" ]; then echo "no lock"; elif flock -n "$lock" true; then echo "l
 def _clone(root: Path, name: str) -> Path:
     clone = root / name
     (clone / "scripts" / "parts").mkdir(parents=True)
-    shutil.copy(REPO / "scripts" / "test-parts.sh", clone / "scripts" / "test-parts.sh")
+    for script in ("test-parts.sh", "parts-cache.sh", "lint.sh"):
+        shutil.copy(REPO / "scripts" / script, clone / "scripts" / script)
     (clone / "scripts" / "parts" / "apt-packages.txt").write_text("# none\n")
     (clone / "scripts" / "parts" / "fake.sh").write_text(PART)
     return clone
@@ -93,3 +94,36 @@ def test_no_home_and_no_cache_setting_is_one_line_naming_the_setting(tmp_path: P
         " directory (or GPULAB_PARTS_CACHE= to keep the parts in this clone)"
     ]
     assert not (clone / ".cache" / "rootfs").exists()
+
+
+# A stand-in mypy: where its cache is, and whether the lock beside it is held while it runs.
+MYPY = """#!/usr/bin/env bash
+lock=${GPULAB_PARTS_CACHE:+$GPULAB_PARTS_CACHE/locks/mypy.lock}
+held=free; if [ -n "$lock" ] && ! flock -n "$lock" true; then held=held; fi
+echo "cache=${MYPY_CACHE_DIR:-.mypy_cache} lock=$held"
+"""
+
+
+def _lint_mypy(clone: Path, cache: str | None) -> str:
+    bin_dir = clone / ".venv" / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for tool, text in (("ruff", "#!/bin/sh\n"), ("mypy", MYPY)):
+        (bin_dir / tool).write_text(text)
+        (bin_dir / tool).chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if k != "MYPY_CACHE_DIR"}
+    env.pop("GPULAB_PARTS_CACHE", None)
+    if cache is not None:
+        env["GPULAB_PARTS_CACHE"] = cache
+    r = subprocess.run(
+        ["bash", "scripts/lint.sh", "mypy"],
+        cwd=clone, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip()
+
+
+def test_mypy_keeps_its_cache_in_the_parts_cache_under_its_lock(tmp_path: Path) -> None:
+    cache = tmp_path / "machine-cache"
+    clone = _clone(tmp_path, "one")
+    assert _lint_mypy(clone, str(cache)) == f"cache={cache}/mypy lock=held"
+    assert _lint_mypy(clone, "") == "cache=.mypy_cache lock=free"
