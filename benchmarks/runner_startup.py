@@ -7,12 +7,20 @@ Two parts, each measured alternately so that both sides see the same machine:
    which keeps JAX and matplotlib out). CPU seconds (user + system of the child) and wall
    seconds, median of ``--rounds`` pairs (default 5); the last line gives
    ``ratio_cpu=<kept out / plain>``.
-2. ``--study``: the built-in first-run study (``gpulab study run local-first-run``, no Docker
+2. ``--exit``: the end of a measuring process, after its result is written: a fresh process
+   imports TensorFlow and Keras as a measuring process does, fits a small CNN for 3 steps,
+   prints the time, then returns to Python's normal exit (``teardown``) or ends with
+   ``workloads.quick_exit.exit_now`` as ``python -m workloads _measure`` does now
+   (``exit_now``): wall seconds from that print to the process's end, and its CPU seconds,
+   median of ``--rounds`` pairs; adds ``ratio_exit_wall=<exit_now / teardown>`` and
+   ``ratio_exit_cpu`` (of the whole process) to the last line.
+3. ``--study``: the built-in first-run study (``gpulab study run local-first-run``, no Docker
    engine) in a git worktree of ``--old`` (default ``main``) and in this tree, alternately,
    ``--study-rounds`` times (default 1): its wall time and the seconds of each arm's units,
    with ``ratio_study=<new / old>``. About 4-5 minutes a pair on 2 cores.
 
     .venv/bin/python benchmarks/runner_startup.py
+    .venv/bin/python benchmarks/runner_startup.py --exit
     .venv/bin/python benchmarks/runner_startup.py --study --old f2857fd
 
 Both trees run with this interpreter and its packages (``PYTHONPATH`` puts the tree first).
@@ -51,6 +59,52 @@ def import_once(code: str) -> tuple[float, float]:
     subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
                    timeout=300)  # fmt: skip
     return child_cpu() - cpu0, time.perf_counter() - t0
+
+
+FIT = (
+    KEEP_OUT
+    + IMPORT
+    + """
+import sys, time
+import numpy as np
+m = keras.Sequential([keras.layers.Input((28, 28, 1)), keras.layers.Conv2D(32, 3),
+                      keras.layers.Flatten(), keras.layers.Dense(10)])
+m.compile(optimizer="sgd", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+m.fit(np.zeros((64, 28, 28, 1), "float32"), np.zeros(64, "int32"), steps_per_epoch=3, verbose=0)
+print(time.time(), flush=True)
+if sys.argv[1] == "exit_now":
+    from workloads.quick_exit import exit_now
+    exit_now(0)
+"""
+)
+
+
+def exit_once(how: str) -> tuple[float, float]:
+    """(CPU seconds of the process, wall seconds from its last print to its end)."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
+    cpu0 = child_cpu()
+    r = subprocess.run([sys.executable, "-c", FIT, how], env=env, check=True,
+                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    end = time.time()
+    return child_cpu() - cpu0, end - float(r.stdout.split()[-1])
+
+
+def exits(rounds: int) -> tuple[float, float]:
+    got: dict[str, list[tuple[float, float]]] = {"teardown": [], "exit_now": []}
+    for i in range(rounds):
+        for how in ("teardown", "exit_now") if i % 2 == 0 else ("exit_now", "teardown"):
+            got[how].append(exit_once(how))
+    print(f"\na measuring process's end after its result, median of {rounds} each (alternating)")
+    print(f"{'':10} {'CPU s':>7} {'end s':>7}")
+    med: dict[str, tuple[float, float]] = {}
+    for label, runs in got.items():
+        med[label] = (
+            statistics.median(c for c, _ in runs),
+            statistics.median(w for _, w in runs),
+        )
+        print(f"{label:10} {med[label][0]:7.2f} {med[label][1]:7.2f}")
+    (cpu_new, wall_new), (cpu_old, wall_old) = med["exit_now"], med["teardown"]
+    return wall_new / wall_old, cpu_new / cpu_old
 
 
 def study_once(tree: Path, results: Path) -> tuple[float, dict[str, float]]:
@@ -119,6 +173,7 @@ def study(old_ref: str, rounds: int) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5, help="import pairs (default 5)")
+    parser.add_argument("--exit", action="store_true", help="also a measuring process's end")
     parser.add_argument("--study", action="store_true", help="also the first-run study")
     parser.add_argument("--old", default="main", help="git ref of the old tree (default main)")
     parser.add_argument("--study-rounds", type=int, default=1)
@@ -127,6 +182,9 @@ def main() -> int:
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {os.cpu_count()} CPUs")
     ratio_cpu = imports(args.rounds)
     line = f"ratio_cpu={ratio_cpu:.2f}"
+    if args.exit:
+        ratio_wall, ratio_exit_cpu = exits(args.rounds)
+        line += f" ratio_exit_wall={ratio_wall:.2f} ratio_exit_cpu={ratio_exit_cpu:.2f}"
     if args.study:
         line += f" ratio_study={study(args.old, args.study_rounds):.2f}"
     print(line)
