@@ -42,6 +42,10 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.side_by_side import rounds  # noqa: E402  (after sys.path)
+
 IMPORT = "import tensorflow, keras"
 KEEP_OUT = "from workloads.lean_imports import keep_out\nkeep_out('tensorflow')\n"
 UNIT = re.compile(r"done arm (\S+), repeat \d+: .*?([\d.]+) s$")
@@ -52,12 +56,17 @@ def child_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def run_code(code: str, *args: str) -> str:
+    """Run ``code`` in a fresh Python process with this tree first on its path; its stdout."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
+    return subprocess.run([sys.executable, "-c", code, *args], env=env, check=True,
+                          capture_output=True, text=True, timeout=300).stdout  # fmt: skip
+
+
 def import_once(code: str) -> tuple[float, float]:
     """(CPU seconds, wall seconds) of one fresh process running ``code``."""
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
     cpu0, t0 = child_cpu(), time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
-                   timeout=300)  # fmt: skip
+    run_code(code)
     return child_cpu() - cpu0, time.perf_counter() - t0
 
 
@@ -81,12 +90,10 @@ if sys.argv[1] == "exit_now":
 
 def exit_once(how: str) -> tuple[float, float]:
     """(CPU seconds of the process, wall seconds from its last print to its end)."""
-    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
     cpu0 = child_cpu()
-    r = subprocess.run([sys.executable, "-c", FIT, how], env=env, check=True,
-                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    printed = run_code(FIT, how)
     end = time.time()
-    return child_cpu() - cpu0, end - float(r.stdout.split()[-1])
+    return child_cpu() - cpu0, end - float(printed.split()[-1])
 
 
 def exits(rounds: int) -> tuple[float, float]:
@@ -172,11 +179,11 @@ def study(old_ref: str, rounds: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=5, help="import pairs (default 5)")
+    parser.add_argument("--rounds", type=rounds, default=5, help="pairs of each part (default 5)")
     parser.add_argument("--exit", action="store_true", help="also a measuring process's end")
     parser.add_argument("--study", action="store_true", help="also the first-run study")
     parser.add_argument("--old", default="main", help="git ref of the old tree (default main)")
-    parser.add_argument("--study-rounds", type=int, default=1)
+    parser.add_argument("--study-rounds", type=rounds, default=1)
     args = parser.parse_args()
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {os.cpu_count()} CPUs")

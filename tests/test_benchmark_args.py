@@ -12,7 +12,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("script", ["venv_install", "lab_image", "ansible_strategy"])
+@pytest.mark.parametrize(
+    "script", ["venv_install", "lab_image", "ansible_strategy", "runner_startup"]
+)
 @pytest.mark.parametrize("value", ["0", "-2", "two"])
 def test_bad_rounds_is_one_line_naming_the_option(script: str, value: str) -> None:
     r = subprocess.run(
