@@ -14,13 +14,20 @@ Two parts, each measured alternately so that both sides see the same machine:
    (``exit_now``): wall seconds from that print to the process's end, and its CPU seconds,
    median of ``--rounds`` pairs; adds ``ratio_exit_wall=<exit_now / teardown>`` and
    ``ratio_exit_cpu`` (of the whole process) to the last line.
-3. ``--study``: the built-in first-run study (``gpulab study run local-first-run``, no Docker
+3. ``--fork``: the first-run study's three suites (``studies/suites/local-*.yaml``: 2
+   measurements, the shared pair, one job then 4 at once) run by ``python -m workloads bench``
+   with ``--process-start exec`` (each measuring process its own interpreter) and ``fork``
+   (forked from the run's zygote), alternately: wall and CPU seconds (the runner and every
+   process under it), median of ``--rounds`` pairs; adds ``ratio_fork_wall=<fork / exec>`` and
+   ``ratio_fork_cpu``.
+4. ``--study``: the built-in first-run study (``gpulab study run local-first-run``, no Docker
    engine) in a git worktree of ``--old`` (default ``main``) and in this tree, alternately,
    ``--study-rounds`` times (default 1): its wall time and the seconds of each arm's units,
    with ``ratio_study=<new / old>``. About 4-5 minutes a pair on 2 cores.
 
     .venv/bin/python benchmarks/runner_startup.py
     .venv/bin/python benchmarks/runner_startup.py --exit
+    .venv/bin/python benchmarks/runner_startup.py --rounds 3 --fork
     .venv/bin/python benchmarks/runner_startup.py --study --old f2857fd
 
 Both trees run with this interpreter and its packages (``PYTHONPATH`` puts the tree first).
@@ -114,6 +121,39 @@ def exits(rounds: int) -> tuple[float, float]:
     return wall_new / wall_old, cpu_new / cpu_old
 
 
+SUITES = ("local-single", "local-shared", "local-sharing")
+
+
+def suites_once(how: str, out: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of the three suites run with ``--process-start how``."""
+    env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
+    cpu0, t0 = child_cpu(), time.perf_counter()
+    for name in SUITES:
+        subprocess.run(
+            [sys.executable, "-m", "workloads", "bench", "--suite",
+             str(REPO / "studies" / "suites" / f"{name}.yaml"), "--process-start", how,
+             "--out", str(out / f"{how}-{name}.jsonl"), "--gpu-path", "local"],
+            env=env, check=True, capture_output=True, text=True, timeout=900,
+        )  # fmt: skip
+    return time.perf_counter() - t0, child_cpu() - cpu0
+
+
+def forks(rounds: int) -> tuple[float, float]:
+    got: dict[str, list[tuple[float, float]]] = {"exec": [], "fork": []}
+    with tempfile.TemporaryDirectory(prefix="gpulab-fork-bench-") as tmp:
+        for i in range(rounds):
+            for how in ("exec", "fork") if i % 2 == 0 else ("fork", "exec"):
+                got[how].append(suites_once(how, Path(tmp)))
+    print(f"\nthe first-run study's suites ({', '.join(SUITES)}), one bench run each, "
+          f"median of {rounds} (alternating)")  # fmt: skip
+    print(f"{'':6} {'wall s':>7} {'CPU s':>7}")
+    med = {}
+    for how, runs in got.items():
+        med[how] = (statistics.median(w for w, _ in runs), statistics.median(c for _, c in runs))
+        print(f"{how:6} {med[how][0]:7.1f} {med[how][1]:7.1f}")
+    return med["fork"][0] / med["exec"][0], med["fork"][1] / med["exec"][1]
+
+
 def study_once(tree: Path, results: Path) -> tuple[float, dict[str, float]]:
     """(wall seconds, seconds of units per arm) of the first-run study run from ``tree``."""
     env = dict(os.environ, PYTHONPATH=str(tree), DOCKER_HOST="unix:///nonexistent.sock",
@@ -181,6 +221,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=rounds, default=5, help="pairs of each part (default 5)")
     parser.add_argument("--exit", action="store_true", help="also a measuring process's end")
+    parser.add_argument("--fork", action="store_true", help="also exec against fork")
     parser.add_argument("--study", action="store_true", help="also the first-run study")
     parser.add_argument("--old", default="main", help="git ref of the old tree (default main)")
     parser.add_argument("--study-rounds", type=rounds, default=1)
@@ -192,6 +233,9 @@ def main() -> int:
     if args.exit:
         ratio_wall, ratio_exit_cpu = exits(args.rounds)
         line += f" ratio_exit_wall={ratio_wall:.2f} ratio_exit_cpu={ratio_exit_cpu:.2f}"
+    if args.fork:
+        ratio_wall, ratio_fork_cpu = forks(args.rounds)
+        line += f" ratio_fork_wall={ratio_wall:.2f} ratio_fork_cpu={ratio_fork_cpu:.2f}"
     if args.study:
         line += f" ratio_study={study(args.old, args.study_rounds):.2f}"
     print(line)

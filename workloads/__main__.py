@@ -126,6 +126,7 @@ def _bench(args: argparse.Namespace) -> int:
         progress=progress,
         setting=setting,
         sync_every=opts["sync_every"],
+        process_start=opts["process_start"],
     )
     print(f"{len(result.records)} record(s) -> {result.out}", file=sys.stderr)
     if setting is None and result.records:
@@ -212,6 +213,11 @@ def _measure() -> int:
         fields.setdefault("params", {})["device"] = device
     fields["elapsed_s"] = time.time() - job.launched_at
     fields.setdefault("params", {})["pid"] = os.getpid()  # each repetition is its own process
+    from workloads import zygote
+
+    # forked from the run's zygote (the framework imported before the fork), or its own
+    # interpreter (the import in the process)
+    fields["params"]["process_start"] = "fork" if zygote.FORKED else "exec"
     fields["started_at"] = datetime.fromtimestamp(job.launched_at, UTC).isoformat(
         timespec="milliseconds"
     )
@@ -241,12 +247,19 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("fingerprint", help="print this machine's environment fingerprint")
     sub.add_parser("list", help="list models and suites")
     sub.add_parser("_measure")
+    zygote = sub.add_parser("_zygote")
+    zygote.add_argument("socket")
+    zygote.add_argument("backend")
     args = parser.parse_args(argv)
     try:
         if args.command == "bench":
             return _bench(args)
         if args.command == "_measure":
             return _measure()
+        if args.command == "_zygote":
+            from workloads.zygote_serve import serve
+
+            return serve(args.socket, args.backend, lambda: main(["_measure"]))
         if args.command == "list":
             return _list()
         from workloads.fingerprint import collect
@@ -263,7 +276,7 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     code = main()
-    if sys.argv[1:2] == ["_measure"]:  # its result is written: no teardown of the framework
+    if sys.argv[1:2] in (["_measure"], ["_zygote"]):  # nothing left to write: no teardown
         from workloads.quick_exit import exit_now
 
         exit_now(code)

@@ -37,6 +37,7 @@ from workloads.scenarios import Job
 from workloads.setting import Setting, setting_record_fields
 from workloads.step import check_backend, default_backend
 from workloads.suites import MAX_MEASUREMENTS, Entry, Suite
+from workloads.zygote import Zygote, exported
 
 PREFIX = "@gpulab "
 STOP_GRACE_S = 10.0
@@ -120,6 +121,26 @@ def _stop(proc: subprocess.Popen[str]) -> None:
             continue
 
 
+def _fork(env: dict[str, str], stderr: int) -> Any:
+    """A measuring process forked from the run's zygote (workloads/zygote.py) with piped
+    stdin and stdout, or None (none answers: the caller starts its own interpreter)."""
+    from workloads import zygote
+
+    stdin_r, stdin_w = zygote.pipe_in()
+    stdout_w, stdout_r = zygote.pipe_out()
+    try:
+        proc = zygote.spawn(env, stdin_r, stdout_w, stderr)
+    finally:
+        os.close(stdin_r)
+        os.close(stdout_w)
+    if proc is None:
+        stdin_w.close()
+        stdout_r.close()
+        return None
+    proc.stdin, proc.stdout = stdin_w, stdout_r
+    return proc
+
+
 def _tail(path: Path, lines: int = 3, limit: int = 600) -> str:
     try:
         text = path.read_text(encoding="utf-8", errors="replace")
@@ -129,23 +150,32 @@ def _tail(path: Path, lines: int = 3, limit: int = 600) -> str:
     return " | ".join(keep)[-limit:]
 
 
+def job_env(backend: str) -> dict[str, str]:
+    """The environment of a measuring process (and of the zygote it is forked from)."""
+    env = dict(os.environ)
+    env["KERAS_BACKEND"] = backend
+    env["PYTHONUNBUFFERED"] = "1"
+    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    env["PYTHONPATH"] = python_path(env)
+    return env
+
+
 def run_job(
     job: Job,
     python: str = sys.executable,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run ``job`` in a child process; returns the child's record fields (status set)."""
-    env = dict(os.environ)
-    env["KERAS_BACKEND"] = job.backend
-    env["PYTHONUNBUFFERED"] = "1"
-    env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    env["PYTHONPATH"] = python_path(env)
+    env = job_env(job.backend)
     job.launched_at = time.time()
     result: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix="gpulab-job-") as tmp:
+        # the job's TMPDIR too: what its processes leave (TensorFlow's autograph modules of a
+        # killed process) goes with the directory
+        env["TMPDIR"] = tmp
         errpath = Path(tmp) / "stderr.log"
         with open(errpath, "w", encoding="utf-8") as err:
-            proc = subprocess.Popen(
+            proc: Any = _fork(env, err.fileno()) or subprocess.Popen(
                 [python, "-m", "workloads", "_measure"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
@@ -274,12 +304,14 @@ def run_bench(
     run_id: str | None = None,
     setting: Setting | None = None,
     sync_every: int | str | None = None,
+    process_start: str | None = None,
 ) -> BenchResult:
     """Run every repetition of every entry of ``suite``; append records to ``out``.
 
     ``setting``: where it runs, as the lab states it (workloads.setting); None: the records
     carry no setting. ``sync_every``: timed steps per host sync (workloads.timing: ``auto``,
-    ``tf_cnn`` or an int; default ``$GPULAB_SYNC_EVERY``, else auto)."""
+    ``tf_cnn`` or an int; default ``$GPULAB_SYNC_EVERY``, else auto). ``process_start``:
+    ``exec`` or ``fork`` (workloads/zygote.py; default the suite's)."""
     backend = check_backend(backend or default_backend())
     timing = job_timing(sync_every)
     writer = RecordWriter(out)  # an unwritable path fails here, before anything runs
@@ -290,13 +322,19 @@ def run_bench(
     in_main = threading.current_thread() is threading.main_thread()
     if in_main:
         signal.signal(signal.SIGTERM, _raise_interrupted)
+    zygote = None
     try:
-        _run_plan(
-            suite, plan, writer, result, topology, arm, backend, python, emit, setting, timing
-        )
+        if (process_start or suite.process_start) == "fork":
+            zygote = Zygote.start(backend, job_env(backend), python)
+        with exported(zygote):
+            _run_plan(
+                suite, plan, writer, result, topology, arm, backend, python, emit, setting, timing
+            )
     except (KeyboardInterrupt, Interrupted):
         result.interrupted = True  # between measurements: nothing was running
     finally:
+        if zygote is not None:
+            zygote.close()
         if in_main:
             signal.signal(signal.SIGTERM, old_term)
         writer.close()

@@ -17,7 +17,14 @@ from typing import Any
 
 from workloads.errors import InputError
 from workloads.execenv import aliases, names
-from workloads.suites import MAX_BATCH, MAX_IMAGE_SIZE, MAX_REPEATS, MAX_STEPS, MAX_WARMUP
+from workloads.suites import (
+    MAX_BATCH,
+    MAX_IMAGE_SIZE,
+    MAX_REPEATS,
+    MAX_STEPS,
+    MAX_WARMUP,
+    PROCESS_STARTS,
+)
 
 KERAS_BACKENDS = ("tensorflow", "jax", "torch")
 MAX_DIGITS = 20  # a longer integer is refused before it is converted
@@ -98,6 +105,11 @@ OPTIONS: tuple[BenchOption, ...] = (
     BenchOption("--sync-every", "timed steps per host sync: auto (blocks of at least 1 s at "
                 "the warm-up's speed), N, or tf_cnn (every step, as tf_cnn_benchmarks)",
                 metavar="auto|N|tf_cnn", env="GPULAB_SYNC_EVERY", default="auto"),
+    BenchOption("--process-start", "how each measuring process starts: exec (its own "
+                "interpreter; elapsed_s holds the framework's import, as the papers' runs) or "
+                "fork (from a zygote that imported it once: seconds less a process on a CPU) "
+                "(default: the suite's process_start, else exec)", metavar="exec|fork",
+                env="GPULAB_PROCESS_START", choices=PROCESS_STARTS),
 )  # fmt: skip
 
 

@@ -16,7 +16,10 @@ from workloads.errors import InputError
 from workloads.inputs import load_yaml
 
 SUITES_DIR = Path(__file__).resolve().parent / "suites"
-TOP_KEYS = ("name", "description", "defaults", "experiments", "deviations")
+TOP_KEYS = ("name", "description", "defaults", "experiments", "deviations", "process_start")
+# how a suite's measuring processes start (workloads/zygote.py): exec, each its own interpreter
+# (the papers' runs: elapsed_s holds the framework's import), or fork from a zygote
+PROCESS_STARTS = ("exec", "fork")
 MAX_DEVIATIONS = 100  # lines of a suite's deviations list
 ENTRY_KEYS = (
     "experiment",
@@ -73,6 +76,7 @@ class Suite:
     # where the suite still differs from the paper it reproduces, one line each; every
     # record carries them in params.suite_deviations (the report shows them by the claim)
     deviations: tuple[str, ...] = ()
+    process_start: str = "exec"
 
     @property
     def measurements(self) -> int:
@@ -249,8 +253,15 @@ def parse_suite(doc: Any, name: str, path: str | None = None) -> Suite:
         raise InputError(
             f"{where}: 'deviations' must be a list of at most {MAX_DEVIATIONS} non-empty strings"
         )
+    start = doc.get("process_start", "exec")
+    if start not in PROCESS_STARTS:
+        raise InputError(
+            f"{where}: 'process_start' must be one of {', '.join(PROCESS_STARTS)}, "
+            f"got {str(start)[:40]!r}"
+        )
     suite = Suite(suite_name, tuple(entries), str(doc.get("description", "")), path)
-    return _bounded(replace(suite, deviations=tuple(d.strip() for d in deviations)))
+    suite = replace(suite, deviations=tuple(d.strip() for d in deviations), process_start=start)
+    return _bounded(suite)
 
 
 def _bounded(suite: Suite) -> Suite:

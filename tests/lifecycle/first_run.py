@@ -1,12 +1,12 @@
-"""The first run's process budget: how many runner processes (``python -m workloads
-_measure``, each one importing TensorFlow and building its model: most of a measurement's
-seconds on a CPU) the built-in study ``local-first-run`` starts, counted from its suites.
+"""The first run's process budget: how many measuring processes (``python -m workloads
+_measure``, each building its model and measuring: most of a measurement's seconds on a CPU)
+the built-in study ``local-first-run`` starts, counted from its suites.
 
 Per measurement: ``single`` 1; ``shared`` 4 (the scenario's own process, the foreground alone,
 the background, the foreground beside it: workloads/scenarios/shared.py); ``sharing``
 2 + jobs (the scenario's own process, one job alone, the N jobs together:
-workloads/scenarios/sharing.py). Of these, the shared and sharing scenarios' own processes
-measure nothing themselves and never import TensorFlow (``framework_processes``).
+workloads/scenarios/sharing.py). Each unit's runner forks them all from one zygote
+(workloads/zygote.py), the unit's one process that imports TensorFlow:
 tests/lifecycle/test_local_run.py counts the real launches and imports of the README's main
 command against this."""
 
@@ -34,11 +34,6 @@ def processes(entry: Entry) -> int:
     raise AssertionError(f"scenario {entry.scenario!r} is not one the first run uses")
 
 
-def framework_processes(entry: Entry) -> int:
-    """Those of them that import TensorFlow: all but the shared and sharing scenarios' own."""
-    return processes(entry) - (entry.scenario in ("shared", "sharing"))
-
-
 def planned(
     study: Study | None = None, count: Callable[[Entry], int] = processes
 ) -> dict[str, int]:
@@ -57,6 +52,13 @@ def measure_launches(log: Path) -> list[str]:
     if not log.is_file():
         return []
     return [ln for ln in log.read_text().splitlines() if "-m workloads _measure" in ln]
+
+
+def zygote_launches(log: Path) -> list[str]:
+    """The zygotes' command lines (one a unit: the runner forks its measuring processes)."""
+    if not log.is_file():
+        return []
+    return [ln for ln in log.read_text().splitlines() if "-m workloads _zygote" in ln]
 
 
 def imports(log: Path, package: str = "tensorflow") -> set[int]:

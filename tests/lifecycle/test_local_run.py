@@ -333,17 +333,18 @@ def test_first_run_study_native_docker_shared_nway(dockerd, tmp_path: Path) -> N
 def test_run_local_script_from_another_directory_writes_results_there(tmp_path: Path) -> None:
     """The README's main command as a user types it, from a directory other than the clone,
     with the built-in first-run study as shipped (no Docker engine: the docker arm is skipped
-    with its reason, and the other arms run). Every runner process it starts is counted (a
-    sitecustomize on PYTHONPATH, which the runner passes on): as many as its suites plan
-    (tests/lifecycle/first_run.py), within the first run's budget. Its first ratios are printed
-    as the units giving them finish, before the final table."""
+    with its reason, and the other arms run). Every interpreter it starts is counted (a
+    sitecustomize on PYTHONPATH, which the runner passes on): each unit's runner starts one
+    zygote, the unit's one TensorFlow import, and forks every measuring process its suites
+    plan from it (tests/lifecycle/first_run.py), within the first run's budget. Its first
+    ratios are printed as the units giving them finish, before the final table."""
     from tests.lifecycle.first_run import (
         COUNTER_DIR,
         PROCESS_BUDGET,
-        framework_processes,
         imports,
         measure_launches,
         planned,
+        zygote_launches,
     )
 
     work = tmp_path / "work"
@@ -369,8 +370,8 @@ def test_run_local_script_from_another_directory_writes_results_there(tmp_path: 
         timeout=900,
     )
     took = time.monotonic() - t0
-    started = measure_launches(launches)
-    print(f"\n[run-local] scripts/run-local.sh, no docker: {took:.1f} s, {len(started)} runners")
+    zygotes = zygote_launches(launches)
+    print(f"\n[run-local] scripts/run-local.sh, no docker: {took:.1f} s, {len(zygotes)} zygotes")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     out = work / "results" / "study-local-first-run"
     units = json.loads((out / "study.json").read_text())["units"]
@@ -387,16 +388,16 @@ def test_run_local_script_from_another_directory_writes_results_there(tmp_path: 
     records = [json.loads(ln) for f in (out / "units").glob("*.jsonl") for ln in f.open()]
     assert records and all(x["status"] == "ok" for x in records)
     assert file_state(clone_study) == clone_before, "the run wrote into the clone's results/"
-    # Every runner process the suites plan, and no other (the docker arm's never started).
-    plan = planned()
-    assert len(started) == sum(plan.values()) - plan["docker"]
-    assert sum(plan.values()) <= PROCESS_BUDGET
-    # TensorFlow imported by the measuring processes alone (the shared and sharing scenarios'
-    # own processes take their device and backend from their jobs' records)
+    # One zygote a unit that ran (the docker arm's never started), and every measuring
+    # process forked from it: none started its own interpreter
+    assert len(zygotes) == len([u for u in statuses.values() if u == "done"]) == 9
+    assert measure_launches(launches) == []
+    assert all(x["params"]["process_start"] == "fork" for x in records)
+    assert sum(planned().values()) <= PROCESS_BUDGET
+    # TensorFlow imported by the zygotes alone, once a unit (the shared and sharing
+    # scenarios' own processes take their device and backend from their jobs' records)
     imported = imports(launches, "tensorflow")
-    plan_tf = planned(count=framework_processes)
-    assert imported <= {int(ln.split()[0]) for ln in started}
-    assert len(imported) == sum(plan_tf.values()) - plan_tf["docker"]
+    assert imported == {int(ln.split()[0]) for ln in zygotes}
     # and none of them imports what TensorFlow and Keras would take along unused
     # (workloads/lean_imports.py: JAX, matplotlib)
     assert not imported & (imports(launches, "jax") | imports(launches, "matplotlib"))

@@ -82,12 +82,22 @@ def wait_measuring(proc: subprocess.Popen[str]) -> int:
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and proc.poll() is None:
         for pid in descendants(proc.pid):
-            if "workloads bench" in cmdline(pid) and any(
-                "workloads _measure" in cmdline(p) for p in descendants(pid)
-            ):
+            if "workloads bench" in cmdline(pid) and any(is_measuring(p) for p in descendants(pid)):
                 return pid
         time.sleep(0.2)
     raise AssertionError(f"no runner measured under pid {proc.pid} (exit {proc.poll()})")
+
+
+def is_measuring(pid: int) -> bool:
+    """A measuring process: forked from the runner's zygote (its cmdline is the zygote's, its
+    parent the zygote), or one started as its own interpreter."""
+    if "workloads _measure" in cmdline(pid):
+        return True
+    try:
+        ppid = int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
+    except (OSError, ValueError, IndexError):
+        return False
+    return "workloads _zygote" in cmdline(pid) and "workloads _zygote" in cmdline(ppid)
 
 
 def cmdline(pid: int) -> str:

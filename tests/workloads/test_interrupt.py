@@ -1,5 +1,7 @@
 """Killing a running suite: ``kill -9`` loses no finished record; SIGTERM keeps the finished
-ones and writes the running one as ``interrupted``. Real processes, real TensorFlow."""
+ones and writes the running one as ``interrupted``. Real processes, real TensorFlow; each with
+the measuring processes started as their own interpreters (``exec``) and forked from the
+run's zygote (``fork``, workloads/zygote.py)."""
 
 from __future__ import annotations
 
@@ -19,18 +21,22 @@ from workloads.records import iter_records
 pytestmark = [pytest.mark.tf, pytest.mark.slow]
 
 
-def start_suite(tmp_path: Path) -> tuple[subprocess.Popen, Path]:
+START = pytest.mark.parametrize("start", ["exec", "fork"])
+
+
+def start_suite(tmp_path: Path, start: str) -> tuple[subprocess.Popen, Path]:
     quick = {"model": "mnist_cnn", "batch": 16, "steps": 3, "warmup": 1, "repeats": 1}
     suite = tmp_path / "kill.yaml"
     suite.write_text(
         yaml.safe_dump(
             {
+                "process_start": start,
                 "experiments": [
                     {"experiment": "quick-1", **quick},
                     {"experiment": "quick-2", **quick},
                     {"experiment": "long", **quick, "steps": 1_000_000, "timeout_s": 300},
                     {"experiment": "never", **quick},
-                ]
+                ],
             }
         )
     )
@@ -77,16 +83,25 @@ def gone(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] == "Z"  # a zombie is dead too
 
 
+def measuring(pid: int) -> list[int]:
+    """The runner's measuring processes: its children (exec), or its zygote's (fork)."""
+    kids = children(pid)
+    if len(kids) == 1 and b"_zygote" in Path(f"/proc/{kids[0]}/cmdline").read_bytes():
+        return children(kids[0])
+    return kids
+
+
 def running_long_child(proc: subprocess.Popen, out: Path) -> int:
     wait_for(lambda: lines(out) >= 2, 120, "two finished records")
-    wait_for(lambda: children(proc.pid) != [], 30, "the third measurement's process")
-    (child,) = children(proc.pid)
-    time.sleep(2.0)  # let it get going (imports, model build)
+    wait_for(lambda: measuring(proc.pid) != [], 30, "the third measurement's process")
+    (child,) = measuring(proc.pid)
+    time.sleep(2.0)  # let it get going (model build, steps)
     return child
 
 
-def test_kill_9_loses_no_finished_record(tmp_path):
-    proc, out = start_suite(tmp_path)
+@START
+def test_kill_9_loses_no_finished_record(tmp_path, start):
+    proc, out = start_suite(tmp_path, start)
     try:
         child = running_long_child(proc, out)
         os.kill(proc.pid, signal.SIGKILL)
@@ -95,6 +110,8 @@ def test_kill_9_loses_no_finished_record(tmp_path):
         assert [r["experiment"] for r in records] == ["quick-1", "quick-2"]
         assert all(r["status"] == "ok" for r in records)
         wait_for(lambda: gone(child), 15, "the orphaned measurement process to die")
+        # the job's directory stays (its parent was killed): the measuring process's own
+        # temporary files (autograph's modules) are in it, not beside it
         assert [p.name[:11] for p in (tmp_path / "tmp").iterdir()] == ["gpulab-job-"]
     finally:
         if proc.poll() is None:
@@ -102,8 +119,9 @@ def test_kill_9_loses_no_finished_record(tmp_path):
             proc.wait()
 
 
-def test_sigterm_keeps_records_and_marks_the_running_one(tmp_path):
-    proc, out = start_suite(tmp_path)
+@START
+def test_sigterm_keeps_records_and_marks_the_running_one(tmp_path, start):
+    proc, out = start_suite(tmp_path, start)
     try:
         child = running_long_child(proc, out)
         proc.send_signal(signal.SIGTERM)

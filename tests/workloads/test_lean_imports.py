@@ -86,16 +86,18 @@ def test_a_tensorflow_measurement_imports_neither_jax_nor_matplotlib(tmp_path: P
 @pytest.mark.tf
 @pytest.mark.slow
 def test_the_startup_benchmark_prints_both_sides_and_the_ratio() -> None:
-    """benchmarks/runner_startup.py as its docstring runs it, with ``--exit`` (one round; the
-    study part is minutes long and left to the benchmark's own runs): the rows of both parts
-    and its last line's ratios."""
-    r = subprocess.run([sys.executable, "benchmarks/runner_startup.py", "--rounds", "1", "--exit"],
-                       cwd=REPO, capture_output=True, text=True, timeout=300)  # fmt: skip
+    """benchmarks/runner_startup.py as its docstring runs it, with ``--exit`` and ``--fork``
+    (one round; the study part is minutes long and left to the benchmark's own runs): the rows
+    of the three parts and its last line's ratios."""
+    argv = [sys.executable, "benchmarks/runner_startup.py", "--rounds", "1", "--exit", "--fork"]
+    r = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     lines = r.stdout.splitlines()
-    heads = ("plain", "kept", "teardown", "exit_now")
+    heads = ("plain", "kept", "teardown", "exit_now", "exec", "fork")
     rows = {ln.split()[0]: ln.split()[-2:] for ln in lines if ln.startswith(heads)}
     assert set(rows) == set(heads) and all(float(v) > 0 for r in rows.values() for v in r)
     ratios = dict(kv.split("=") for kv in lines[-1].split())
-    assert set(ratios) == {"ratio_cpu", "ratio_exit_wall", "ratio_exit_cpu"}
+    assert set(ratios) == {
+        "ratio_cpu", "ratio_exit_wall", "ratio_exit_cpu", "ratio_fork_wall", "ratio_fork_cpu"
+    }  # fmt: skip
     assert all(float(v) > 0 for v in ratios.values())

@@ -1,7 +1,7 @@
 """``workloads.quick_exit.exit_now``: a measuring process's end without the interpreter's
 teardown keeps what the teardown would have done for it: the exit handlers run, buffered
 output is written, the status is the process's; and ``python -m workloads _measure`` ends so
-(its record arrives, and TensorFlow's autograph leaves no temporary file behind)."""
+(its result arrives, and TensorFlow's autograph leaves no temporary file behind)."""
 
 from __future__ import annotations
 
@@ -42,23 +42,27 @@ def test_a_handler_that_raises_still_ends_the_process_with_its_status() -> None:
 
 @pytest.mark.tf
 @pytest.mark.slow
-def test_a_measuring_process_ends_so_its_record_arrives_and_no_temporary_file_stays(
+def test_a_measuring_process_ends_so_its_result_arrives_and_no_temporary_file_stays(
     tmp_path: Path,
 ) -> None:
-    """``python -m workloads bench``: its ``_measure`` child ends through exit_now (the record
-    arrives, the parent's exit status is 0) and TensorFlow's autograph removes its generated
-    module from TMPDIR in its exit handler (without the handlers it stays there)."""
+    """``python -m workloads _measure`` (the measuring process, as the runner starts it without
+    a zygote: its job on stdin) ends through exit_now: its result line arrives, its status is
+    0, and TensorFlow's autograph removes its generated module from TMPDIR in its exit handler
+    (without the handlers it stays there)."""
+    from workloads.scenarios import Job
+
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    out = tmp_path / "r.jsonl"
+    job = Job(suite="t", experiment="e", model="mnist_cnn", batch=8, steps=2, warmup=1)
     r = subprocess.run(
-        [sys.executable, "-m", "workloads", "bench", "--model", "mnist_cnn", "--batch", "8",
-         "--steps", "2", "--warmup", "1", "--repeats", "1", "--out", str(out),
-         "--gpu-path", "local"],
-        cwd=REPO, env=dict(os.environ, TMPDIR=str(tmp)), capture_output=True, text=True,
-        timeout=300,
+        [sys.executable, "-m", "workloads", "_measure"],
+        input=json.dumps(job.to_json()),
+        cwd=REPO, env=dict(os.environ, TMPDIR=str(tmp), TF_CPP_MIN_LOG_LEVEL="2"),
+        capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
-    (rec,) = [json.loads(line) for line in out.read_text().splitlines()]
-    assert rec["status"] == "ok" and rec["images_per_sec"] > 0
+    (line,) = [ln for ln in r.stdout.splitlines() if ln.startswith("@gpulab result ")]
+    result = json.loads(line.removeprefix("@gpulab result "))
+    assert result["status"] == "ok" and result["images_per_sec"] > 0
+    assert result["params"]["process_start"] == "exec"
     assert list(tmp.iterdir()) == []

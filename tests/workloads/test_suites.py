@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from tests.parts import REPO
 from workloads.errors import InputError
 from workloads.suites import list_suites, load_suite, model_suite, parse_suite, resolve_suite
 
@@ -71,6 +72,17 @@ def test_defaults_merge_and_model_defaults():
     assert (b.batch, b.steps) == (4, 7)
     assert a.image_size is None and a.options == {} and a.claims == ()
     assert s.measurements == 6
+    assert s.process_start == "exec"  # the papers' way, unless a suite says fork
+    assert parse_suite(suite(entry(), process_start="fork"), "t").process_start == "fork"
+
+
+def test_cpu_sized_suites_fork_and_seed_suites_exec():
+    """The suites whose measurements are seconds on a CPU fork their measuring processes from
+    a zygote; the seed suites start each as its own interpreter, as the papers' runs did."""
+    forked = {n for n in list_suites() if load_suite(n).process_start == "fork"}
+    assert forked == {"smoke", "catalogue-smoke"}
+    for name in ("local-single", "local-shared", "local-sharing"):
+        assert load_suite(str(REPO / "studies" / "suites" / f"{name}.yaml")).process_start == "fork"
 
 
 @pytest.mark.parametrize(
@@ -98,6 +110,7 @@ def test_defaults_merge_and_model_defaults():
         (suite(entry(), entry()), "experiment 'e1' appears twice"),
         ({"experiments": []}, "'experiments' must be a non-empty list"),
         ([1, 2], "must be a YAML mapping"),
+        (suite(entry(), process_start="spawn"), "'process_start' must be one of exec, fork"),
     ],
 )
 def test_bad_suites_name_the_key(doc, needle):

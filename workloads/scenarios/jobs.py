@@ -40,8 +40,10 @@ def start_job(
     pass_fds: tuple[int, ...] = (),
 ) -> Proc:
     job.launched_at = time.time()
-    argv = [*(wrapper or []), sys.executable, "-m", "workloads", "_measure"]
     extra = {"KERAS_BACKEND": job.backend, **(env or {})}
+    if not wrapper:  # forked from the run's zygote when one answers
+        return group.start_measure(name, extra, json.dumps(job.to_json()), pass_fds)
+    argv = [*wrapper, sys.executable, "-m", "workloads", "_measure"]
     return group.start(name, argv, extra, stdin=json.dumps(job.to_json()), pass_fds=pass_fds)
 
 

@@ -17,6 +17,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from workloads.paths import python_path
 
@@ -63,14 +64,14 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 @dataclass
 class Proc:
     name: str
-    popen: subprocess.Popen[bytes]
+    popen: Any  # a subprocess.Popen, or a process forked from the zygote (workloads.zygote)
     log: Path
     started: float
     killed: bool = False
 
     @property
     def pid(self) -> int:
-        return self.popen.pid
+        return int(self.popen.pid)
 
     def tail(self, lines: int = 3, limit: int = 500) -> str:
         try:
@@ -116,6 +117,38 @@ class ProcGroup:
             with contextlib.suppress(BrokenPipeError):
                 popen.stdin.close()
         proc = Proc(name, popen, log, time.time())
+        self.procs.append(proc)
+        return proc
+
+    def start_measure(
+        self,
+        name: str,
+        env: dict[str, str] | None,
+        stdin: str,
+        pass_fds: tuple[int, ...] = (),
+    ) -> Proc:
+        """A measuring process (``python -m workloads _measure``), forked from the run's
+        zygote when one answers (workloads/zygote.py), else started as its own interpreter."""
+        from workloads import zygote
+
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        log = self.log_dir / f"{name.replace(':', '-')}.log"
+        stdin_r, writer = zygote.pipe_in()
+        try:
+            with open(log, "wb") as fh:
+                forked = zygote.spawn(child_env(env), stdin_r, fh.fileno(), fh.fileno(), pass_fds)
+        finally:
+            os.close(stdin_r)
+        if forked is None:
+            writer.close()
+            return self.start(
+                name, [sys.executable, "-m", "workloads", "_measure"], env, stdin, pass_fds
+            )
+        with contextlib.suppress(BrokenPipeError):  # a child that exits at once
+            writer.write(stdin)
+        with contextlib.suppress(BrokenPipeError):
+            writer.close()
+        proc = Proc(name, forked, log, time.time())
         self.procs.append(proc)
         return proc
 
