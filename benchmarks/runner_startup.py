@@ -19,7 +19,7 @@ Two parts, each measured alternately so that both sides see the same machine:
    with ``--process-start exec`` (each measuring process its own interpreter) and ``fork``
    (forked from the run's zygote), alternately: wall and CPU seconds (the runner and every
    process under it), median of ``--rounds`` pairs; adds ``ratio_fork_wall=<fork / exec>`` and
-   ``ratio_fork_cpu``.
+   ``ratio_fork_cpu``. ``--fork-suites local-single`` runs fewer of them.
 4. ``--study``: the built-in first-run study (``gpulab study run local-first-run``, no Docker
    engine) in a git worktree of ``--old`` (default ``main``) and in this tree, alternately,
    ``--study-rounds`` times (default 1): its wall time and the seconds of each arm's units,
@@ -124,11 +124,21 @@ def exits(rounds: int) -> tuple[float, float]:
 SUITES = ("local-single", "local-shared", "local-sharing")
 
 
-def suites_once(how: str, out: Path) -> tuple[float, float]:
-    """(wall seconds, CPU seconds) of the three suites run with ``--process-start how``."""
+def suite_names(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in SUITES]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown suite {', '.join(bad) or repr(text)}; one or more of {', '.join(SUITES)}"
+        )
+    return names
+
+
+def suites_once(how: str, out: Path, suites: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of ``suites`` run with ``--process-start how``."""
     env = dict(os.environ, PYTHONPATH=str(REPO), TF_CPP_MIN_LOG_LEVEL="3")
     cpu0, t0 = child_cpu(), time.perf_counter()
-    for name in SUITES:
+    for name in suites:
         subprocess.run(
             [sys.executable, "-m", "workloads", "bench", "--suite",
              str(REPO / "studies" / "suites" / f"{name}.yaml"), "--process-start", how,
@@ -138,13 +148,13 @@ def suites_once(how: str, out: Path) -> tuple[float, float]:
     return time.perf_counter() - t0, child_cpu() - cpu0
 
 
-def forks(rounds: int) -> tuple[float, float]:
+def forks(rounds: int, suites: list[str]) -> tuple[float, float]:
     got: dict[str, list[tuple[float, float]]] = {"exec": [], "fork": []}
     with tempfile.TemporaryDirectory(prefix="gpulab-fork-bench-") as tmp:
         for i in range(rounds):
             for how in ("exec", "fork") if i % 2 == 0 else ("fork", "exec"):
-                got[how].append(suites_once(how, Path(tmp)))
-    print(f"\nthe first-run study's suites ({', '.join(SUITES)}), one bench run each, "
+                got[how].append(suites_once(how, Path(tmp), suites))
+    print(f"\nthe first-run study's suites ({', '.join(suites)}), one bench run each, "
           f"median of {rounds} (alternating)")  # fmt: skip
     print(f"{'':6} {'wall s':>7} {'CPU s':>7}")
     med = {}
@@ -222,6 +232,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=rounds, default=5, help="pairs of each part (default 5)")
     parser.add_argument("--exit", action="store_true", help="also a measuring process's end")
     parser.add_argument("--fork", action="store_true", help="also exec against fork")
+    parser.add_argument(
+        "--fork-suites",
+        type=suite_names,
+        default=list(SUITES),
+        help=f"the suites --fork runs, comma-separated (default {','.join(SUITES)})",
+    )
     parser.add_argument("--study", action="store_true", help="also the first-run study")
     parser.add_argument("--old", default="main", help="git ref of the old tree (default main)")
     parser.add_argument("--study-rounds", type=rounds, default=1)
@@ -234,7 +250,7 @@ def main() -> int:
         ratio_wall, ratio_exit_cpu = exits(args.rounds)
         line += f" ratio_exit_wall={ratio_wall:.2f} ratio_exit_cpu={ratio_exit_cpu:.2f}"
     if args.fork:
-        ratio_wall, ratio_fork_cpu = forks(args.rounds)
+        ratio_wall, ratio_fork_cpu = forks(args.rounds, args.fork_suites)
         line += f" ratio_fork_wall={ratio_wall:.2f} ratio_fork_cpu={ratio_fork_cpu:.2f}"
     if args.study:
         line += f" ratio_study={study(args.old, args.study_rounds):.2f}"

@@ -15,7 +15,6 @@ Child protocol (stdout of ``_measure``; everything else the child prints goes to
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import json
 import os
 import queue
@@ -31,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workloads import zygote
 from workloads.paths import python_path
 from workloads.records import RecordWriter, make_record, new_run_id
 from workloads.scenarios import Job
@@ -103,12 +103,6 @@ def _raise_interrupted(signum: int, frame: Any) -> None:
     raise Interrupted(signum)
 
 
-def _die_with_parent() -> None:
-    """In the child (preexec): SIGKILL when the parent dies, even by ``kill -9`` (Linux)."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
 def _stop(proc: subprocess.Popen[str]) -> None:
     """Stop a child's whole process group: SIGTERM, then SIGKILL after a grace period."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
@@ -124,8 +118,6 @@ def _stop(proc: subprocess.Popen[str]) -> None:
 def _fork(env: dict[str, str], stderr: int) -> Any:
     """A measuring process forked from the run's zygote (workloads/zygote.py) with piped
     stdin and stdout, or None (none answers: the caller starts its own interpreter)."""
-    from workloads import zygote
-
     stdin_r, stdin_w = zygote.pipe_in()
     stdout_w, stdout_r = zygote.pipe_out()
     try:
@@ -183,7 +175,7 @@ def run_job(
                 text=True,
                 env=env,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=zygote.die_with_parent,
             )
         try:
             assert proc.stdin is not None and proc.stdout is not None

@@ -87,9 +87,10 @@ def test_a_tensorflow_measurement_imports_neither_jax_nor_matplotlib(tmp_path: P
 @pytest.mark.slow
 def test_the_startup_benchmark_prints_both_sides_and_the_ratio() -> None:
     """benchmarks/runner_startup.py as its docstring runs it, with ``--exit`` and ``--fork``
-    (one round; the study part is minutes long and left to the benchmark's own runs): the rows
-    of the three parts and its last line's ratios."""
-    argv = [sys.executable, "benchmarks/runner_startup.py", "--rounds", "1", "--exit", "--fork"]
+    (one round, one suite; the study part is minutes long and left to the benchmark's own
+    runs): the rows of the three parts and its last line's ratios."""
+    argv = [sys.executable, "benchmarks/runner_startup.py", "--rounds", "1", "--exit", "--fork",
+            "--fork-suites", "local-single"]  # fmt: skip
     r = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     lines = r.stdout.splitlines()
@@ -101,3 +102,11 @@ def test_the_startup_benchmark_prints_both_sides_and_the_ratio() -> None:
         "ratio_cpu", "ratio_exit_wall", "ratio_exit_cpu", "ratio_fork_wall", "ratio_fork_cpu"
     }  # fmt: skip
     assert all(float(v) > 0 for v in ratios.values())
+    assert "suites (local-single), one bench run each" in r.stdout
+
+
+def test_the_startup_benchmark_refuses_an_unknown_suite_naming_it() -> None:
+    argv = [sys.executable, "benchmarks/runner_startup.py", "--fork-suites", "local-single,nope"]
+    r = subprocess.run(argv, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "unknown suite nope" in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr and r.stdout == ""

@@ -28,7 +28,9 @@ from workloads.scenarios.procs import pid_alive
 pytestmark = [pytest.mark.tf, pytest.mark.slow]
 
 
-def bench(tmp_path: Path, name: str, *args: str) -> tuple[list[dict], Path]:
+def bench(
+    tmp_path: Path, name: str, *args: str, env: dict[str, str] | None = None
+) -> tuple[list[dict], Path]:
     tmp = tmp_path / f"tmp-{name}"
     tmp.mkdir()
     out = tmp_path / f"{name}.jsonl"
@@ -36,7 +38,7 @@ def bench(tmp_path: Path, name: str, *args: str) -> tuple[list[dict], Path]:
         [sys.executable, "-m", "workloads", "bench", "--model", "mnist_cnn", "--batch", "8",
          "--steps", "2", "--warmup", "1", "--repeats", "2", "--out", str(out),
          "--gpu-path", "local", *args],
-        cwd=REPO, env=dict(os.environ, TMPDIR=str(tmp)), stdout=subprocess.PIPE,
+        cwd=REPO, env=dict(os.environ, TMPDIR=str(tmp), **(env or {})), stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     _, err = proc.communicate(timeout=300)
@@ -74,6 +76,14 @@ def test_each_measurement_is_forked_its_own_process_and_exec_starts_interpreters
     records, tmp = bench(tmp_path, "exec")  # the default
     assert [r["params"]["process_start"] for r in records] == ["exec", "exec"]
     assert [r["status"] for r in records] == ["ok", "ok"]
+
+    # the environment variable --help names, and the option over it
+    records, _ = bench(tmp_path, "env", env={"GPULAB_PROCESS_START": "fork"})
+    assert [r["params"]["process_start"] for r in records] == ["fork", "fork"]
+    records, _ = bench(
+        tmp_path, "both", "--process-start", "exec", env={"GPULAB_PROCESS_START": "fork"}
+    )
+    assert [r["params"]["process_start"] for r in records] == ["exec", "exec"]
 
 
 def long_job() -> str:

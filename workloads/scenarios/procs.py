@@ -9,7 +9,6 @@ its deadline passes. :meth:`ProcGroup.close` leaves no process behind.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import os
 import signal
 import subprocess
@@ -19,14 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from workloads import zygote
 from workloads.paths import python_path
 
 TERM_GRACE_S = 2.0
-
-
-def _die_with_parent() -> None:
-    with contextlib.suppress(Exception):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 # Several framework processes share a GPU here: none may grab all of its memory at start.
@@ -108,7 +103,7 @@ class ProcGroup:
                 stderr=subprocess.STDOUT,
                 env=child_env(env),
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=zygote.die_with_parent,
                 pass_fds=pass_fds,
             )
         if stdin is not None and popen.stdin is not None:
@@ -129,8 +124,6 @@ class ProcGroup:
     ) -> Proc:
         """A measuring process (``python -m workloads _measure``), forked from the run's
         zygote when one answers (workloads/zygote.py), else started as its own interpreter."""
-        from workloads import zygote
-
         self.log_dir.mkdir(parents=True, exist_ok=True)
         log = self.log_dir / f"{name.replace(':', '-')}.log"
         stdin_r, writer = zygote.pipe_in()
