@@ -314,19 +314,23 @@ def run_bench(
     in_main = threading.current_thread() is threading.main_thread()
     if in_main:
         signal.signal(signal.SIGTERM, _raise_interrupted)
-    zygote = None
+    own = None
     try:
-        if (process_start or suite.process_start) == "fork":
-            zygote = Zygote.start(backend, job_env(backend), python)
-        with exported(zygote):
+        fork = (process_start or suite.process_start) == "fork"
+        if fork and zygote.inherited(backend):  # a study's, serving each of its units
+            given: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+        else:
+            own = Zygote.start(backend, job_env(backend), python) if fork else None
+            given = exported(own)
+        with given:
             _run_plan(
                 suite, plan, writer, result, topology, arm, backend, python, emit, setting, timing
             )
     except (KeyboardInterrupt, Interrupted):
         result.interrupted = True  # between measurements: nothing was running
     finally:
-        if zygote is not None:
-            zygote.close()
+        if own is not None:
+            own.close()
         if in_main:
             signal.signal(signal.SIGTERM, old_term)
         writer.close()

@@ -127,15 +127,23 @@ class Zygote:
             self.proc.stdout.close()
 
 
+def inherited(backend: str) -> bool:
+    """Whether this process was given a zygote of ``backend`` (``$GPULAB_ZYGOTE``: a study's,
+    which serves every unit of the study, infra/study/local.py)."""
+    return bool(os.environ.get(ENV)) and os.environ.get(BACKEND_ENV) == backend
+
+
 @contextlib.contextmanager
 def exported(zygote: Zygote | None) -> Iterator[None]:
     """``$GPULAB_ZYGOTE`` (and its backend) set to ``zygote``'s while the block runs, so this
-    process and every process it starts fork their measuring processes from it."""
-    if zygote is None:
-        yield
-        return
+    process and every process it starts fork their measuring processes from it; with None,
+    unset (every measuring process its own interpreter, whatever this process was given)."""
     old = {k: os.environ.get(k) for k in (ENV, BACKEND_ENV)}
-    os.environ[ENV], os.environ[BACKEND_ENV] = zygote.path, zygote.backend
+    if zygote is None:
+        os.environ.pop(ENV, None)
+        os.environ.pop(BACKEND_ENV, None)
+    else:
+        os.environ[ENV], os.environ[BACKEND_ENV] = zygote.path, zygote.backend
     try:
         yield
     finally:

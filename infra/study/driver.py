@@ -181,6 +181,7 @@ class Driver:
         """The teardown (a run that ended, not one stopped), then the run's end in the journal
         (a signal waits for that write)."""
         j = self.journal
+        self.local.close()
         if stopped is None:
             self._teardown()
         with deferred():

@@ -4,12 +4,20 @@
 ``gpulab run local`` builds (the one docker launcher of ``workloads/execenv.py``). Without a
 Docker engine a docker unit is ``skipped`` with the reason. Other execution environments need
 a lab (a Kubernetes cluster, Apptainer, Bitfusion): on ``local`` they are skipped, named.
+
+The native units of suites with ``process_start: fork`` share one zygote (workloads/zygote.py)
+for the whole study, started at the first of them: each unit's runner forks its measuring
+processes from it (``$GPULAB_ZYGOTE``) instead of starting its own, so the study imports the
+framework once, not once a unit. It ends with the study (:meth:`LocalUnits.close`, or with
+gpulab's end: it dies with its parent), and one that died is started again at the next unit.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +27,9 @@ from infra import local_run
 from infra.runner_child import Child
 from infra.signals import Stopped
 from infra.study.model import Arm
+from workloads.errors import InputError
 from workloads.execenv import container_name
+from workloads.zygote import Zygote, exported
 
 LOCAL_ENVS = ("native", "docker")
 
@@ -50,6 +60,37 @@ class LocalUnits:
         self._why = ""
         self._tag: str | None = None
         self._looked = False
+        self._zygote: Zygote | None = None
+        self._zygote_failed = False
+
+    def zygote(self, suite: str) -> Zygote | None:
+        """The study's zygote when ``suite``'s measuring processes fork (its
+        ``process_start``, or ``$GPULAB_PROCESS_START``), started at the first such unit and
+        again when it died; None when they exec or it cannot come up (its runner says why)."""
+        from workloads.bench import job_env
+        from workloads.step import default_backend
+        from workloads.suites import load_suite
+
+        try:
+            start = os.environ.get("GPULAB_PROCESS_START") or load_suite(suite).process_start
+        except (InputError, OSError, ValueError):
+            return None  # the unit's runner names what is wrong with it
+        if start != "fork" or self._zygote_failed:
+            return None
+        if self._zygote is not None and self._zygote.proc.poll() is not None:
+            self._zygote.close()
+            self._zygote = None
+        if self._zygote is None:
+            backend = default_backend()
+            self._zygote = Zygote.start(backend, job_env(backend), sys.executable)
+            self._zygote_failed = self._zygote is None
+        return self._zygote
+
+    def close(self) -> None:
+        """End the study's zygote (if one was started)."""
+        if self._zygote is not None:
+            self._zygote.close()
+            self._zygote = None
 
     def engine(self) -> tuple[Any, str]:
         if not self._looked:
@@ -84,9 +125,10 @@ class LocalUnits:
                 f"{' and '.join(LOCAL_ENVS)}",
             )
         if arm.exec_env == "native":
-            rc = local_run.run_native(
-                suite, out, log, self.console, arm.label, sharing, on_start=on_start
-            )
+            with exported(self.zygote(suite)):
+                rc = local_run.run_native(
+                    suite, out, log, self.console, arm.label, sharing, on_start=on_start
+                )
             return self._result(rc, log)
         engine, why = self.engine()
         if engine is None:

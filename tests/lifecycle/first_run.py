@@ -5,8 +5,9 @@ the built-in study ``local-first-run`` starts, counted from its suites.
 Per measurement: ``single`` 1; ``shared`` 4 (the scenario's own process, the foreground alone,
 the background, the foreground beside it: workloads/scenarios/shared.py); ``sharing``
 2 + jobs (the scenario's own process, one job alone, the N jobs together:
-workloads/scenarios/sharing.py). Each unit's runner forks them all from one zygote
-(workloads/zygote.py), the unit's one process that imports TensorFlow:
+workloads/scenarios/sharing.py). Every unit's runner forks them all from the study's one
+zygote (workloads/zygote.py, infra/study/local.py), the study's one process that imports
+TensorFlow:
 tests/lifecycle/test_local_run.py counts the real launches and imports of the README's main
 command against this."""
 
@@ -55,7 +56,7 @@ def measure_launches(log: Path) -> list[str]:
 
 
 def zygote_launches(log: Path) -> list[str]:
-    """The zygotes' command lines (one a unit: the runner forks its measuring processes)."""
+    """The zygotes' command lines (one a study: each unit's runner forks from it)."""
     if not log.is_file():
         return []
     return [ln for ln in log.read_text().splitlines() if "-m workloads _zygote" in ln]

@@ -77,20 +77,23 @@ def journal(results: Path, name: str = "t") -> dict[str, Any]:
 
 
 def wait_measuring(proc: subprocess.Popen[str]) -> int:
-    """Until gpulab's runner child (``python -m workloads bench``) has a measuring child of
-    its own; the runner's pid."""
+    """Until gpulab's runner child (``python -m workloads bench``) measures: a measuring
+    process under the runner (started as its own interpreter, or forked from the runner's
+    zygote) or under gpulab (forked from the study's zygote, infra/study/local.py: a child of
+    gpulab's, asked for by the runner); the runner's pid."""
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and proc.poll() is None:
-        for pid in descendants(proc.pid):
-            if "workloads bench" in cmdline(pid) and any(is_measuring(p) for p in descendants(pid)):
+        tree = descendants(proc.pid)
+        for pid in tree:
+            if "workloads bench" in cmdline(pid) and any(is_measuring(p) for p in tree):
                 return pid
         time.sleep(0.2)
     raise AssertionError(f"no runner measured under pid {proc.pid} (exit {proc.poll()})")
 
 
 def is_measuring(pid: int) -> bool:
-    """A measuring process: forked from the runner's zygote (its cmdline is the zygote's, its
-    parent the zygote), or one started as its own interpreter."""
+    """A measuring process: forked from a zygote (its cmdline is the zygote's, its parent the
+    zygote), or one started as its own interpreter."""
     if "workloads _measure" in cmdline(pid):
         return True
     try:

@@ -71,9 +71,13 @@ class UnitsDouble:
         self.script = script or {}
         self.calls: list[str] = []
         self.removed: list[str] = []  # containers it was asked to remove
+        self.closed = False
 
     def remove_container(self, name: str) -> None:
         self.removed.append(name)
+
+    def close(self) -> None:  # LocalUnits ends the study's zygote here
+        self.closed = True
 
     def run(
         self, arm: Arm, suite: str, out: Path, log: Path, run_id: str, on_start: Any = None

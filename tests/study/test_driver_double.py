@@ -68,6 +68,7 @@ def test_interrupt_mid_unit_then_resume_keeps_every_finished_record_double(
     units = UnitsDouble(script={3: "interrupt"})
     with pytest.raises(StudyInterrupted, match="interrupted in arm b, repeat 2"):
         driver(tmp_path, units).run()
+    assert units.closed  # the study's zygote (LocalUnits.close) ended with the stopped run
     j = find_journal(tmp_path / "results", "t")
     assert [j.unit(u)["status"] for u in j.order()] == ["done", "done", "pending", "pending"]
     done_before = ids(j.record_files())
@@ -75,6 +76,7 @@ def test_interrupt_mid_unit_then_resume_keeps_every_finished_record_double(
     assert len(ids([j.units_dir / "b.r2.stopped-1.jsonl"])) == 1  # the partial unit, aside
     units2 = UnitsDouble()
     j2 = driver(tmp_path, units2).run()
+    assert units2.closed
     assert units2.calls == ["b", "a"]  # the stopped unit again, then the rest
     after = ids(j2.record_files())
     assert len(after) == 16 and len(set(after)) == 16

@@ -33,6 +33,9 @@ class RateUnits:
     def remove_container(self, name: str) -> None:
         pass
 
+    def close(self) -> None:
+        pass
+
     def run(
         self, arm: Arm, suite: str, out: Path, log: Path, run_id: str, on_start: Any = None
     ) -> UnitResult:

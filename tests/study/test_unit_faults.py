@@ -138,6 +138,9 @@ class StreamUnits:
     def __init__(self, sleep_s: float = 0.3, after: Any = None) -> None:
         self.sleep_s, self.after, self.calls = sleep_s, after, 0
 
+    def close(self) -> None:
+        pass
+
     def run(self, arm: Arm, suite: str, out: Path, log: Path, run_id: str,
             on_start: Any = None) -> UnitResult:  # fmt: skip
         n = load_suite(suite).measurements

@@ -42,6 +42,9 @@ class Runner:
     ) -> None:
         self.rate, self.tf, self.gpu, self.first_fails = rate, tf, gpu, first_fails
 
+    def close(self) -> None:
+        pass
+
     def run(self, arm, suite, out, log, run_id, on_start=None):  # type: ignore[no-untyped-def]
         from infra.study.local import UnitResult
         from workloads.suites import load_suite

@@ -86,6 +86,36 @@ def test_each_measurement_is_forked_its_own_process_and_exec_starts_interpreters
     assert [r["params"]["process_start"] for r in records] == ["exec", "exec"]
 
 
+def test_a_runner_given_a_zygote_forks_from_it_and_starts_none(tmp_path: Path) -> None:
+    """What a study on ``local`` does for its units (infra/study/local.py): the runner given a
+    zygote of its backend (``$GPULAB_ZYGOTE``) forks its measuring processes from it and starts
+    no zygote of its own; a runner whose suite execs starts interpreters though it was given one
+    (every interpreter counted by tests/lifecycle/launch_counter)."""
+    from tests.lifecycle.first_run import COUNTER_DIR, measure_launches, zygote_launches
+
+    z = zygote.Zygote.start("tensorflow", job_env("tensorflow"))
+    assert z is not None
+    launches = tmp_path / "launches.log"
+    path = (str(COUNTER_DIR), os.environ.get("PYTHONPATH", ""))
+    env = {
+        "PYTHONPATH": os.pathsep.join(p for p in path if p),
+        "GPULAB_TEST_LAUNCHES": str(launches),
+        zygote.ENV: z.path,
+        zygote.BACKEND_ENV: "tensorflow",
+    }
+    try:
+        records, _ = bench(tmp_path, "given", "--process-start", "fork", env=env)
+        assert [r["params"]["process_start"] for r in records] == ["fork", "fork"]
+        assert zygote_launches(launches) == [] and measure_launches(launches) == []
+
+        records, _ = bench(tmp_path, "given-exec", "--process-start", "exec", env=env)
+        assert [r["params"]["process_start"] for r in records] == ["exec", "exec"]
+        assert zygote_launches(launches) == [] and len(measure_launches(launches)) == 2
+        assert z.proc.poll() is None  # the runners leave the zygote they were given running
+    finally:
+        z.close()
+
+
 def long_job() -> str:
     job = Job(suite="t", experiment="e", model="mnist_cnn", batch=8, steps=100000, warmup=1)
     return json.dumps(job.to_json())
