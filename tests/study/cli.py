@@ -19,9 +19,12 @@ LONG_SUITE = Path(__file__).resolve().parent / "long-cpu.yaml"
 
 
 def env(tmp_path: Path) -> dict[str, str]:
-    """No Docker engine, wide lines, and a registry of runners of the test's own."""
+    """No Docker engine, wide lines, a registry of runners and a TMPDIR of the test's own (a
+    runner killed with gpulab cannot remove its job's temporary directory)."""
     out = dict(os.environ, COLUMNS="200", TERM="dumb", DOCKER_HOST="unix:///nonexistent.sock")
     out["GPULAB_RUNTIME_DIR"] = str(tmp_path / "runners")
+    (tmp_path / "tmp").mkdir(exist_ok=True)
+    out["TMPDIR"] = str(tmp_path / "tmp")
     out.pop("GPULAB_RESULTS", None)
     return out
 
