@@ -22,6 +22,7 @@ from workloads.scenarios.barrier import (
     ENV_TIMEOUT,
     Barrier,
     BarrierError,
+    Start,
     wait_in_child,
     window_stats,
 )
@@ -213,6 +214,62 @@ def test_barrier_counts_every_ready_child_and_releases_exactly_n(tmp_path: Path)
             assert [p.popen.returncode for p in procs] == [0, 0, 0]
         finally:
             gate.close()
+
+
+# CHILD that also prints a variable of the environment it was given.
+CHILD_ENV = CHILD.replace('print("left"', 'print(os.environ["GPULAB_T"], flush=True)\nprint("left"')
+CHILD_ENV = CHILD_ENV.replace("import sys, time", "import os, sys, time")
+
+
+def _starter(group: ProcGroup, name: str, argv: list[str]) -> Start:
+    return lambda env, fds: group.start(name, argv, env, pass_fds=fds)
+
+
+def test_launch_starts_every_child_behind_the_barrier_and_with_closes_the_rest(
+    tmp_path: Path,
+) -> None:
+    """launch(): the barrier's variables over the given ones (a stale barrier variable in the
+    jobs' environment must not win), every child waits until the release, the parent keeps
+    none of the children's ends; leaving the ``with`` closes its own two."""
+    with ProcGroup(tmp_path) as group:
+        with Barrier() as gate:
+            ends = (gate.ready_r, gate.ready_w, gate.go_r, gate.go_w)
+            argvs = [[sys.executable, "-c", CHILD_ENV, str(0.1 * i), "0"] for i in range(3)]
+            starts = [_starter(group, f"c{i}", argv) for i, argv in enumerate(argvs)]
+            env = {"GPULAB_T": "given", ENV_FDS: "98,99", ENV_TIMEOUT: "0"}
+            procs = gate.launch(starts, env, time.monotonic() + 30)
+            assert [p.name for p in procs] == ["c0", "c1", "c2"]
+            assert [_is_open(fd) for fd in ends] == [True, False, False, True]
+            assert gate.wait_ready(procs, time.monotonic() + 30) is None
+            time.sleep(0.3)  # time to leave, were the barrier not holding them
+            assert [p.popen.poll() for p in procs] == [None] * 3
+            assert not any("left" in p.log.read_text() for p in procs)
+            gate.release(3)
+            assert group.wait(procs, time.monotonic() + 20)
+            assert [p.popen.returncode for p in procs] == [0, 0, 0]
+            assert all(p.log.read_text().split() == ["given", "left"] for p in procs)
+        assert [_is_open(fd) for fd in ends] == [False] * 4
+
+
+def test_a_start_that_raises_in_launch_leaves_the_ends_to_the_with(tmp_path: Path) -> None:
+    """The second job cannot be started: the ``with`` closes all four ends, so the first
+    sees the barrier closed and exits long before its timeout (60 s)."""
+
+    def broken(env: dict[str, str], fds: tuple[int, ...]) -> Any:
+        raise OSError("no such wrapper")
+
+    with ProcGroup(tmp_path) as group:
+        first = _starter(group, "c0", [sys.executable, "-c", CHILD, "0", "0"])
+        with pytest.raises(OSError, match="no such wrapper"), Barrier() as gate:
+            ends = (gate.ready_r, gate.ready_w, gate.go_r, gate.go_w)
+            gate.launch([first, broken], {}, time.monotonic() + 60)
+        assert [_is_open(fd) for fd in ends] == [False] * 4
+        (proc,) = group.procs
+        assert group.wait([proc], time.monotonic() + 30)
+        assert proc.popen.returncode != 0
+        # its ready write finds no reader, or its go read finds EOF: either way, no release
+        log = proc.log.read_text()
+        assert "BrokenPipeError" in log or "closed without a release" in log
 
 
 # CHILD that leaves a mark (argv[3]) just before it tells the barrier it is ready.

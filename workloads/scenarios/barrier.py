@@ -21,7 +21,7 @@ import contextlib
 import os
 import select
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from workloads.scenarios.procs import Proc
@@ -29,6 +29,9 @@ from workloads.scenarios.procs import Proc
 ENV_FDS = "GPULAB_BARRIER_FDS"
 ENV_TIMEOUT = "GPULAB_BARRIER_TIMEOUT_S"
 GO = b"g"
+
+# starts one job behind the barrier: (its environment, the descriptors it must inherit) -> it
+Start = Callable[[dict[str, str], tuple[int, ...]], Proc]
 
 
 class BarrierError(RuntimeError):
@@ -57,7 +60,9 @@ def wait_in_child() -> bool:
 
 
 class Barrier:
-    """The parent's side: :meth:`env` and :attr:`fds` for each job, then ready/release."""
+    """The parent's side: :meth:`launch` the jobs, then ready/release. Used as a context
+    manager, so the parent's ends are closed however the run ends (a child that is still
+    waiting then sees EOF on "go" and gives up rather than waiting for its timeout)."""
 
     def __init__(self) -> None:
         self.ready_r, self.ready_w = os.pipe()
@@ -70,6 +75,22 @@ class Barrier:
 
     def env(self, timeout_s: float) -> dict[str, str]:
         return {ENV_FDS: f"{self.ready_w},{self.go_r}", ENV_TIMEOUT: f"{max(1.0, timeout_s):.0f}"}
+
+    def __enter__(self) -> Barrier:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def launch(self, starts: Sequence[Start], env: Mapping[str, str], end: float) -> list[Proc]:
+        """Start each job with the barrier's variables over ``env`` and its ends inherited,
+        then drop the parent's copies of those ends. The children wait at most until ``end``
+        (time.monotonic), the parent's deadline; a start that raises leaves the ends to
+        :meth:`close` (the ``with``)."""
+        job_env = {**env, **self.env(end - time.monotonic())}
+        procs = [start(job_env, self.fds) for start in starts]
+        self.children_started()
+        return procs
 
     def children_started(self) -> None:
         """Drop the parent's copies of the children's ends (so EOF means they all went)."""

@@ -164,11 +164,12 @@ def _beside(
     most of a job) and waits after its warm-up at a start barrier until the background is in
     its timed steps, so its timed window runs against the background's training as before.
     Its elapsed time leaves the wait out: ``elapsed_s`` minus ``params.barrier_wait_s``."""
-    gate = Barrier()
-    try:
-        env = {**opts["foreground_env"], **gate.env(end - time.monotonic())}
-        shared_p = jobs.start_job(group, "shared", fg, env=env, pass_fds=gate.fds)
-        gate.children_started()
+    with Barrier() as gate:
+        [shared_p] = gate.launch(
+            [lambda env, fds: jobs.start_job(group, "shared", fg, env=env, pass_fds=fds)],
+            opts["foreground_env"],
+            end,
+        )
         if not jobs.wait_timed(bg, end):
             return None, 0
         # a foreground that exits before the barrier, or is not warm by the deadline, is
@@ -178,8 +179,6 @@ def _beside(
         if ready:
             gate.release(1)
         shared = jobs.finish(group, [shared_p], end)[0]
-    finally:
-        gate.close()
     wait = (shared.get("params") or {}).get("barrier_wait_s")
     if isinstance(shared.get("elapsed_s"), int | float) and isinstance(wait, int | float):
         shared["elapsed_s"] = shared["elapsed_s"] - wait

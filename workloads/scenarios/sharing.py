@@ -54,6 +54,7 @@ import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -132,22 +133,17 @@ def run(job: Any) -> dict[str, Any]:
         # the concurrent jobs sync as often as the baseline did (its K, auto or not)
         each = replace(each, sync_every=base.get("sync_every") or each.sync_every)
         job.on_step("concurrent", 1, n + 1)
-        gate = Barrier()
-        try:
-            env = {**opts["env"], **part_env, **gate.env(end - time.monotonic())}
-            procs = [
-                jobs.start_job(group, f"job{i}", each, opts["wrapper"], env, pass_fds=gate.fds)
-                for i in range(n)
+        with Barrier() as gate:
+            starts = [
+                partial(jobs.start_job, group, f"job{i}", each, opts["wrapper"]) for i in range(n)
             ]
-            gate.children_started()
+            procs = gate.launch(starts, {**opts["env"], **part_env}, end)
             why = gate.wait_ready(procs, end)
             if why is not None:
                 group.close()
                 return _failed(params, f"concurrent jobs: {why}")
             gate.release(n)
             results = jobs.finish(group, procs, end)
-        finally:
-            gate.close()
     params["single_params"] = base.get("params", {})
     params["job_partitions"] = [(r.get("params") or {}).get("partition") for r in results]
     bad = [(f"job{i}", r) for i, r in enumerate(results) if r.get("status") != "ok"]
