@@ -181,9 +181,18 @@ class Lab:
         return self._auto
 
     def validate_config(self) -> None:
-        """Validate the stack file before the engine starts."""
+        """Validate the stack file and the Ansible settings before the engine starts."""
         self._check_stack_file()
         load_stack_file(self.repo / f"Pulumi.{self.stack_name}.yaml")
+        self.check_ansible()
+
+    def check_ansible(self) -> None:
+        """``GPULAB_ANSIBLE_STRATEGY`` as the provider host will read it (this environment and
+        the engine's ``env``): a bad value is a UsageError here, not a failed playbook run
+        after the hosts were made (or, in ``down``, half of them removed)."""
+        from infra.ansible.strategy import check_strategy  # infra.ansible: the runner too
+
+        check_strategy({**os.environ, **self.env})
 
     def _stack(self, create: bool) -> Any:
         auto = self._check(create)
@@ -298,6 +307,7 @@ class Lab:
 
         Returns the path the last outputs were saved to (None when there were none).
         """
+        self.check_ansible()  # a CleanupRun's delete runs a playbook
         stack = self._stack(create=False)
         saved = None
         try:

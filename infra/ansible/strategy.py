@@ -10,6 +10,11 @@ an idempotent second one 40 s -> 24 s.
 ``GPULAB_ANSIBLE_STRATEGY`` picks another: ``mitogen_linear`` (default), ``mitogen_free``, or
 Ansible's own ``linear`` and ``free`` (no Mitogen: where it misbehaves). Connections Mitogen
 does not take over (``community.general.chroot``) run as with Ansible's own strategy.
+
+The variable is read from the environment of the ``gpulab`` command: the engine hands it on to
+the provider host, whose playbook runs read it (:func:`strategy_env`). The commands that build
+and then run Ansible (``up``, ``measure``, ``rebuild``, ``down``, ``study run`` with a lab arm)
+call :func:`check_strategy` first, so a bad value is one line before anything is built.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from infra.ansible.inventory import InventoryError
+from infra.errors import UsageError
 
 ENV = "GPULAB_ANSIBLE_STRATEGY"
 DEFAULT = "mitogen_linear"
@@ -42,3 +48,12 @@ def strategy_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
         )
     plugins = Path(next(iter(spec.submodule_search_locations))) / "plugins" / "strategy"
     return {"ANSIBLE_STRATEGY_PLUGINS": str(plugins), "ANSIBLE_STRATEGY": name}
+
+
+def check_strategy(environ: Mapping[str, str] | None = None) -> None:
+    """:func:`strategy_env` before anything is built: its InventoryError as a UsageError (the
+    CLI's one line naming the variable, exit 2)."""
+    try:
+        strategy_env(environ)
+    except InventoryError as exc:
+        raise UsageError(str(exc)) from None

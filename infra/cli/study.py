@@ -81,7 +81,7 @@ def run_cmd(
     from infra.cli.errors import fail, stopping_on_signals
     from infra.errors import UsageError
     from infra.paths import results_root
-    from infra.study.driver import Driver, RunOptions, StudyInterrupted
+    from infra.study.driver import Driver, RunOptions, StudyInterrupted, check_ansible, localize
     from infra.study.lock import acquire
     from infra.study.model import load_study, resolve_suite
 
@@ -102,6 +102,7 @@ def run_cmd(
         base_image=base_image,
         python_mode=docker_python.value,
     )
+    check_ansible(localize(st, opts))  # before the lock and the journal are written
     err = _err_console()
     root = results_root(results_dir)
     command = "study run" + (" --fresh" if fresh else "")

@@ -90,9 +90,19 @@ def _fmt(seconds: float) -> str:
     )
 
 
+def check_ansible(study: Study) -> None:
+    """A study with an arm on a lab (not ``local``) runs Ansible: a bad
+    ``GPULAB_ANSIBLE_STRATEGY`` is one line (UsageError) before any lab is built."""
+    if any(not arm.is_local for arm in study.arms):
+        from infra.ansible.strategy import check_strategy  # infra.ansible: the runner too
+
+        check_strategy()
+
+
 class Driver:
     def __init__(self, study: Study, root: Path, opts: RunOptions, console: Any) -> None:
         self.study = localize(study, opts)
+        check_ansible(self.study)
         check_stack_files(self.study, opts.repo)
         self.root = root
         self.opts = opts
