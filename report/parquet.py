@@ -9,7 +9,8 @@ record (workloads.records.REQUIRED) must be columns.
 Two readers of the same rows: :func:`read_records` (dicts, for report.load) and
 :func:`source_sql` (inside DuckDB, each field as the JSON text report.scan_sql extracts from
 a JSON line, so report.scan reads a Parquet file through the same query and checks as a JSON
-Lines file, without writing or parsing the records as JSON).
+Lines file, without writing or parsing the records as JSON; a string, integer or float
+column is read as it is, not through its JSON text: :func:`typed_columns`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from report.scan_sql import TOP
 from workloads.errors import InputError
 from workloads.json_bounded import MAX_JSON_DEPTH, JSONDepthError, loads_json
 from workloads.records import REQUIRED
@@ -153,6 +155,28 @@ def fixed_types(cols: list[tuple[str, str]]) -> dict[str, str]:
     return out
 
 
+FLOAT_TYPES = frozenset({"FLOAT", "DOUBLE"})
+
+
+def typed_columns(cols: list[tuple[str, str]]) -> dict[str, str]:
+    """Of the top-level record fields (report.scan_sql.TOP) held in a typed column, the one
+    letter of the column's type: ``s`` VARCHAR, ``i`` an integer type, ``f`` FLOAT or DOUBLE.
+    :func:`source_sql` gives their values as they are (``t_*``), so report.scan_sql reads a
+    string, an int or a number there without writing and parsing JSON text."""
+    top = set(TOP)
+    out: dict[str, str] = {}
+    for n, t in cols:
+        if n not in top or n in JSON_COLUMNS:
+            continue
+        if t == "VARCHAR":
+            out[n] = "s"
+        elif t in INT_TYPES:
+            out[n] = "i"
+        elif t in FLOAT_TYPES:
+            out[n] = "f"
+    return out
+
+
 def _value_sql(name: str, typ: str) -> str:
     """SQL: the column as JSON text, as json_extract gives a record's field (NULL: absent)."""
     col = _ident(name)
@@ -164,11 +188,15 @@ def _value_sql(name: str, typ: str) -> str:
 def source_sql(files: list[Path], cols: list[tuple[str, str]], paths: tuple[str, ...]) -> str:
     """SQL: per row of ``files`` (all with the columns ``cols``), in the files' order,
     ``filename``, ``k`` (the record's fields that are no top level of ``paths``: the other
-    columns that are not NULL) and ``j_1`` ... ``j_N`` (the JSON text of each of ``paths``,
-    as report.scan_sql's ``json_extract`` of a JSON line gives it). Only the JSON
-    columns are parsed; a row where one of them is not JSON gets NULL in every ``j_*`` (like a
-    line that is not JSON), so its file goes to the Python reader."""
+    columns that are not NULL), ``j_1`` ... ``j_N`` (the JSON text of each of ``paths``,
+    as report.scan_sql's ``json_extract`` of a JSON line gives it) and, for each top-level
+    path in a column of :func:`typed_columns`, ``t_<i>`` beside its ``j_<i>``: the column's
+    value as it is (what report.scan_sql reads there; a ``j_*`` no expression reads is not
+    computed). Only the JSON columns are parsed; a row where one of them is not JSON gets
+    NULL in every ``j_*`` and ``t_*`` (like a line that is not JSON), so its file goes to
+    the Python reader."""
     have = dict(cols)
+    typed = typed_columns(cols)
     nested: dict[str, list[str]] = {}
     for p in paths:
         head, _, rest = p.partition(".")
@@ -184,6 +212,8 @@ def source_sql(files: list[Path], cols: list[tuple[str, str]], paths: tuple[str,
         else:
             e = f"_n_{head}[{nested[head].index(rest) + 1}]"
         outs.append(f"CASE WHEN _ok THEN {e} END AS j_{i}")
+        if p in typed:
+            outs.append(f"CASE WHEN _ok THEN {_ident(p)} END AS t_{i}")
     json_cols = [n for n, t in cols if n in JSON_COLUMNS or t == "JSON"]
     valid = " AND ".join(f"(_v_{n} IS NULL OR json_valid(_v_{n}))" for n in json_cols) or "true"
     # k: only the fields that are not a top level of ``paths`` (what report.scan_sql's
@@ -192,7 +222,9 @@ def source_sql(files: list[Path], cols: list[tuple[str, str]], paths: tuple[str,
     extra = [n for n, _ in cols if n not in top]
     keys = ", ".join(f"CASE WHEN {_ident(n)} IS NOT NULL THEN {_quote(n)} END" for n in extra)
     k_sql = f"list_filter([{keys}], x -> x IS NOT NULL)" if extra else "[]::VARCHAR[]"
-    inner = ", ".join(f"{_value_sql(n, t)} AS _v_{n}" for n, t in cols)
+    inner = ", ".join(
+        [f"{_value_sql(n, t)} AS _v_{n}" for n, t in cols] + [_ident(n) for n in typed]
+    )
     nested_sql = "".join(
         f", CASE WHEN starts_with(_v_{h}, '{{') THEN try(json_extract(_v_{h}, "
         f"[{', '.join(_quote('$.' + r) for r in rs)}])) END AS _n_{h}"

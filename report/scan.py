@@ -208,8 +208,8 @@ def _scan(inputs: list[str | os.PathLike[str]], tmp: Path) -> Scanned:
 
         def load_pq(part: list[tuple[str, int]], cols: Any = cols_t) -> None:
             src = parquet.source_sql([Path(n) for n, _ in part], list(cols), q.PATHS)
-            fixed = parquet.fixed_types(list(cols))
-            con.execute(f"INSERT INTO rec {q.scan_query(src, fixed)}")
+            fixed, typed = parquet.fixed_types(list(cols)), parquet.typed_columns(list(cols))
+            con.execute(f"INSERT INTO rec {q.scan_query(src, fixed, typed=typed)}")
 
         try:
             load_pq(group)

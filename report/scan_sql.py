@@ -1,7 +1,9 @@
 """The SQL of the streaming report (report.scan): one pass over the JSON Lines in DuckDB.
 
 Parquet record files go through the same query and checks: report.parquet.source_sql gives
-each column as the JSON text ``json_extract`` would give for that field of a JSON line.
+each column as the JSON text ``json_extract`` would give for that field of a JSON line, and a
+string, integer or float column also as it is (``t_*``: the values read there without
+writing and parsing their text).
 
 Each line is parsed once (``read_json`` into a map of each top-level key to its JSON text);
 the nested paths the report needs come from the small text of their top-level field, and the
@@ -82,6 +84,12 @@ def j(path: str) -> str:
 TOP = tuple(p for p in PATHS if "." not in p)
 
 
+def t(path: str) -> str:
+    """The column holding the value of top-level ``path`` as its typed source column holds
+    it (a Parquet file's VARCHAR, integer or float column: report.parquet.typed_columns)."""
+    return f"t_{IDX[path]}"
+
+
 def _types(field: str) -> tuple[type, ...]:
     typ = REQUIRED.get(field) or OPTIONAL[field]
     return typ if isinstance(typ, tuple) else (typ,)
@@ -107,12 +115,14 @@ def _lettered(v: str) -> str:
     )
 
 
-def signature(fixed: dict[str, str] | None = None) -> str:
+def signature(fixed: dict[str, str] | None = None, typed: dict[str, str] | None = None) -> str:
     """SQL: a short string per record from which :func:`decode` gives each top-level field's
     JSON type. Few distinct values; report.scan checks each with validate_record on a
     stand-in record of those types. ``fixed``: fields whose JSON type is known from their
     source column wherever they are present (a Parquet VARCHAR column is always a string:
-    report.parquet.fixed_types), so the text is not looked at.
+    report.parquet.fixed_types), so the text is not looked at. ``typed``: fields read from a
+    typed column (:func:`t`, report.parquet.typed_columns): a float column's letter is f
+    where the value is finite (x where not, as its JSON text NaN or Infinity gives).
 
     One character per field of TOP: for LETTERED fields their type's letter (as
     :func:`decode` gives it), for the others the first character of their JSON text (``_``
@@ -122,15 +132,20 @@ def signature(fixed: dict[str, str] | None = None) -> str:
     parts = []
     for p in TOP:
         v = j(p)
-        if fixed and p in fixed:
+        if p in LETTERED and typed and typed.get(p) == "f":
+            parts.append(f"CASE WHEN {t(p)} IS NULL THEN '-' WHEN isfinite({t(p)}) THEN 'f' "
+                         "ELSE 'x' END")  # fmt: skip
+        elif fixed and p in fixed:
             ch = fixed[p] if p in LETTERED else _RAW[fixed[p]]
-            parts.append(f"CASE WHEN {v} IS NULL THEN '{'-' if p in LETTERED else '_'}' "
+            there = t(p) if typed and p in typed else v
+            parts.append(f"CASE WHEN {there} IS NULL THEN '{'-' if p in LETTERED else '_'}' "
                          f"ELSE '{ch}' END")  # fmt: skip
         elif p in LETTERED:
             parts.append(_lettered(v))
         else:
             parts.append(f"coalesce(left({v}, 1), '_')")
-    ints = ", ".join(j(p) for p in INTS)
+    # a typed integer column holds digits and '-' only: nothing to look at
+    ints = ", ".join(j(p) for p in INTS if not (typed and typed.get(p) == "i")) or "''"
     parts.append(f"CASE WHEN regexp_matches(concat_ws(',', {ints}), '[^0-9,-]') THEN '0' "
                  "ELSE '1' END")  # fmt: skip
     return "concat(" + ", ".join(parts) + ")"
@@ -175,9 +190,14 @@ def unknown_keys(all_keys: bool = True) -> str:
     return f"nk > ({present})"
 
 
-def _str(path: str) -> str:
+Typed = dict[str, str] | None  # report.parquet.typed_columns: path -> s, i or f
+
+
+def _str(path: str, typed: Typed = None) -> str:
     """The string a record field holds (NULL for anything else); escapes decoded only where
     there are any."""
+    if typed and typed.get(path) == "s":
+        return t(path)
     v = j(path)
     return f"CASE WHEN starts_with({v}, '\"') THEN {_text(v)} END"
 
@@ -188,14 +208,18 @@ def _text(v: str) -> str:
     return f"CASE WHEN contains({v}, '\\') THEN {v} ->> '$' ELSE {v}[2:-2] END"
 
 
-def _must_str(path: str) -> str:
+def _must_str(path: str, typed: Typed = None) -> str:
     """:func:`_str` of a field that only a string may fill (a record holding anything else
     there is refused by its signature, and its file read by Python)."""
+    if typed and typed.get(path) == "s":
+        return t(path)
     return _text(j(path))
 
 
-def _int(path: str) -> str:
+def _int(path: str, typed: Typed = None) -> str:
     """The int a record field holds (None for anything else, a bool included)."""
+    if typed and typed.get(path) == "i":
+        return f"TRY_CAST({t(path)} AS BIGINT)"
     v = j(path)
     return (
         f"CASE WHEN NOT (contains({v}, '.') OR contains({v}, 'e') OR contains({v}, 'E')) "
@@ -203,8 +227,11 @@ def _int(path: str) -> str:
     )
 
 
-def _num(path: str) -> str:
+def _num(path: str, typed: Typed = None) -> str:
     """A finite number (int or float, not a bool) as DOUBLE, else NULL."""
+    if typed and typed.get(path) in ("i", "f"):
+        v = f"TRY_CAST({t(path)} AS DOUBLE)"
+        return f"CASE WHEN isfinite({v}) THEN {v} END"
     v = j(path)
     return f"CASE WHEN isfinite(TRY_CAST({v} AS DOUBLE)) THEN TRY_CAST({v} AS DOUBLE) END"
 
@@ -222,7 +249,7 @@ def _suspect() -> str:
     return f"({s} IS NOT NULL AND starts_with({s}, '[') AND NOT ({simple}))"
 
 
-def unit_sql() -> str:
+def unit_sql(typed: Typed = None) -> str:
     """SQL: the record's unit key, as report.units.unit_of gives it: ``study:<name>#<repeat>``
     where ``params.study.repeat`` is an int in 0..2**31-1, else ``run:<run_id>``."""
     s = j("params.study")
@@ -231,7 +258,7 @@ def unit_sql() -> str:
     return (
         f"CASE WHEN starts_with({s}, '{{') AND json_type({s}, '$.repeat') IN ('BIGINT', "
         f"'UBIGINT') AND {rep} BETWEEN 0 AND 2147483647 THEN 'study:' || {name} || '#' || "
-        f"CAST({rep} AS VARCHAR) ELSE 'run:' || coalesce({_str('run_id')}, '') END"
+        f"CAST({rep} AS VARCHAR) ELSE 'run:' || coalesce({_str('run_id', typed)}, '') END"
     )
 
 
@@ -275,41 +302,47 @@ def _window_bits() -> str:
     )
 
 
-def columns(fixed: dict[str, str] | None = None, all_keys: bool = True) -> str:
+def columns(fixed: dict[str, str] | None = None, all_keys: bool = True, typed: Typed = None) -> str:
     """The per-record columns kept after the scan (small: no fingerprint, no step times);
-    ``fixed`` as for :func:`signature`, ``all_keys`` as for :func:`unknown_keys` (and a JSON
-    Lines source: the carried fingerprints' text, :func:`_fingerprint_columns`)."""
+    ``fixed`` and ``typed`` as for :func:`signature`, ``all_keys`` as for
+    :func:`unknown_keys` (and a JSON Lines source: the carried fingerprints' text,
+    :func:`_fingerprint_columns`)."""
+    ty = typed or {}
     cols = {
-        "sig": signature(fixed),
+        "sig": signature(fixed, typed),
         "unknown": unknown_keys(all_keys),
-        "sv": j("schema_version"),
-        "err_set": f"coalesce({j('error')} NOT IN ('null', '\"\"'), false)",
-        "rid": _must_str("record_id"),
-        "run": _must_str("run_id"),
-        "unit": unit_sql(),
-        "status": _must_str("status"),
-        "kind": _must_str("kind"),
-        "suite": _must_str("suite"),
-        "experiment": _must_str("experiment"),
-        "model": _must_str("model"),
-        "scenario": _must_str("scenario"),
-        "error": _str("error"),
-        "data": _must_str("data"),
-        "batch": _int("batch_size"),
-        "steps": _int("steps"),
-        "warmup": _int("warmup"),
-        "ips": _num("images_per_sec"),
-        "ela": _num("elapsed_s"),
-        "startup": _num("startup_s"),
-        "first_step": _num("first_step_s"),
-        "timed": _num("timed_s"),
+        "sv": f"CAST({t('schema_version')} AS VARCHAR)"
+        if ty.get("schema_version") == "i"
+        else j("schema_version"),
+        "err_set": f"coalesce({t('error')} <> '', false)"
+        if ty.get("error") == "s"
+        else f"coalesce({j('error')} NOT IN ('null', '\"\"'), false)",
+        "rid": _must_str("record_id", typed),
+        "run": _must_str("run_id", typed),
+        "unit": unit_sql(typed),
+        "status": _must_str("status", typed),
+        "kind": _must_str("kind", typed),
+        "suite": _must_str("suite", typed),
+        "experiment": _must_str("experiment", typed),
+        "model": _must_str("model", typed),
+        "scenario": _must_str("scenario", typed),
+        "error": _str("error", typed),
+        "data": _must_str("data", typed),
+        "batch": _int("batch_size", typed),
+        "steps": _int("steps", typed),
+        "warmup": _int("warmup", typed),
+        "ips": _num("images_per_sec", typed),
+        "ela": _num("elapsed_s", typed),
+        "startup": _num("startup_s", typed),
+        "first_step": _num("first_step_s", typed),
+        "timed": _num("timed_s", typed),
         "metrics": j("metrics"),
-        "topology": _must_str("topology"),
-        "arm": _must_str("arm"),
-        "gpu_path": _must_str("gpu_path"),
-        "exec_env": _must_str("exec_env"),
-        "virt": _must_str("virtualization"),
-        "sharing": _must_str("sharing"),
+        "topology": _must_str("topology", typed),
+        "arm": _must_str("arm", typed),
+        "gpu_path": _must_str("gpu_path", typed),
+        "exec_env": _must_str("exec_env", typed),
+        "virt": _must_str("virtualization", typed),
+        "sharing": _must_str("sharing", typed),
         "flags": j("setting_flags"),
         "claims": j("claims"),
         "variant": j("params.variant"),
@@ -322,7 +355,7 @@ def columns(fixed: dict[str, str] | None = None, all_keys: bool = True) -> str:
         **_fingerprint_columns(carriers=all_keys),
         "thr_bits": f"({_bits()}) | ({_window_bits()})",
         "win_bits": _window_bits(),
-        "sync_k": _int("sync_every"),
+        "sync_k": _int("sync_every", typed),
         "sync_mode": j("params.timing.sync_mode"),
         "thr_src": f"CASE WHEN {_suspect()} THEN {j('params.nvml_samples')} END",
         "nvml_list": f"coalesce(starts_with({j('params.nvml_samples')}, '['), false)",
@@ -397,14 +430,17 @@ def json_source(order: Sequence[str] = ()) -> str:
 
 
 def scan_query(
-    source: str | None = None, fixed: dict[str, str] | None = None, order: Sequence[str] = ()
+    source: str | None = None,
+    fixed: dict[str, str] | None = None,
+    order: Sequence[str] = (),
+    typed: Typed = None,
 ) -> str:
     """The per-record columns of ``source``: the JSON Lines in ``$files`` by default
     (:func:`json_source`, with the usual key ``order``), or a Parquet file through
-    report.parquet.source_sql (``filename``, ``k`` and ``j_*``), with its ``fixed`` types:
-    :func:`signature`)."""
+    report.parquet.source_sql (``filename``, ``k``, ``j_*`` and ``t_*``), with its ``fixed``
+    and ``typed`` columns: :func:`signature`)."""
     return (
-        f"SELECT f.idx AS fi, {columns(fixed, all_keys=source is None)}\n"
+        f"SELECT f.idx AS fi, {columns(fixed, all_keys=source is None, typed=typed)}\n"
         f"FROM {source or json_source(order)} s\n"
         "JOIN files f ON f.name = s.filename"
     )

@@ -72,6 +72,10 @@ def test_an_extra_column_of_nulls_is_no_field(tmp_path: Path) -> None:
         ("run-int", "CASE WHEN rn = 2 THEN 7 END::BIGINT AS run_id", "run_id"),
         ("status-bool", "true AS status", "status"),
         ("steps-bool", "CASE WHEN rn = 4 THEN false END AS steps", "steps"),
+        # typed columns read as they are (report.parquet.typed_columns): a float where an
+        # int belongs is still a float
+        ("batch-double", "batch_size::DOUBLE AS batch_size", "batch_size"),
+        ("warmup-float", "CASE WHEN rn = 3 THEN 2.5 END::FLOAT AS warmup", "warmup"),
     ],
 )
 def test_a_column_of_the_wrong_type_is_refused_as_the_python_reader_does(
@@ -93,3 +97,51 @@ def test_integer_and_text_columns_of_another_writer_are_read(tmp_path: Path) -> 
     fast = build_report([src], tmp_path / "fast")
     slow = build_report([src], tmp_path / "slow", engine="python")
     assert fast.csv.read_text() == slow.csv.read_text()
+
+
+def test_typed_columns_of_another_writer_read_as_the_python_reader_reads_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The strings, ints and floats the scan reads from typed columns as they are
+    (report.parquet.typed_columns), not through their JSON text: a FLOAT throughput, a
+    SMALLINT schema version, text with escapes, an empty error: the same report, read by
+    DuckDB itself (its fallback to the Python reader, report.scan.read_planned, fails the
+    test: a value read wrong there would otherwise be caught by a check and read again)."""
+    import report.scan
+
+    def no_fallback(*_: object) -> None:
+        raise AssertionError("a good Parquet file went to the Python reader")
+
+    src = _rewrite(
+        tmp_path,
+        "typed.parquet",
+        "* EXCLUDE (rn) REPLACE (images_per_sec::FLOAT AS images_per_sec, "
+        "schema_version::SMALLINT AS schema_version, "
+        "CASE WHEN rn = 2 THEN model || ' \\ \"q\" é' ELSE model END AS model, "
+        "CASE WHEN rn = 3 THEN '' ELSE error END AS error)",
+    )
+    with monkeypatch.context() as m:
+        m.setattr(report.scan, "read_planned", no_fallback)
+        fast = build_report([src], tmp_path / "fast")
+    slow = build_report([src], tmp_path / "slow", engine="python")
+    assert ' \\ ""q"" é' in slow.csv.read_text(encoding="utf-8")  # CSV doubles quotes
+    assert fast.csv.read_text() == slow.csv.read_text()
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_a_non_finite_float_column_value_is_read_as_the_python_reader_reads_it(
+    tmp_path: Path, value: str
+) -> None:
+    src = _rewrite(
+        tmp_path,
+        f"{value}.parquet",
+        f"* EXCLUDE (rn) REPLACE (CASE WHEN rn = 2 THEN '{value}'::DOUBLE "
+        "ELSE images_per_sec END AS images_per_sec)",
+    )
+    fast, slow = _both(src, tmp_path)
+    assert fast == slow
+    if not slow:
+        assert (tmp_path / "rep-duckdb").exists()
+        fast_csv = next((tmp_path / "rep-duckdb").rglob("*.csv")).read_text()
+        slow_csv = next((tmp_path / "rep-python").rglob("*.csv")).read_text()
+        assert fast_csv == slow_csv
