@@ -235,10 +235,17 @@ def test_launch_starts_every_child_behind_the_barrier_and_with_closes_the_rest(
         with Barrier() as gate:
             ends = (gate.ready_r, gate.ready_w, gate.go_r, gate.go_w)
             argvs = [[sys.executable, "-c", CHILD_ENV, str(0.1 * i), "0"] for i in range(3)]
-            starts = [_starter(group, f"c{i}", argv) for i, argv in enumerate(argvs)]
+            seen: list[dict[str, str]] = []  # the environment each start was given
+
+            def seeing(start: Any) -> Any:
+                return lambda env, fds: (seen.append(env), start(env, fds))[1]
+
+            starts = [seeing(_starter(group, f"c{i}", a)) for i, a in enumerate(argvs)]
             env = {"GPULAB_T": "given", ENV_FDS: "98,99", ENV_TIMEOUT: "0"}
             procs = gate.launch(starts, env, time.monotonic() + 30)
             assert [p.name for p in procs] == ["c0", "c1", "c2"]
+            # the children wait at most until the parent's deadline: 30 s from now
+            assert [e[ENV_TIMEOUT] for e in seen] == ["30"] * 3
             assert [_is_open(fd) for fd in ends] == [True, False, False, True]
             assert gate.wait_ready(procs, time.monotonic() + 30) is None
             time.sleep(0.3)  # time to leave, were the barrier not holding them
