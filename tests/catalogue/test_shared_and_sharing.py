@@ -30,6 +30,7 @@ import pytest
 from workloads.errors import InputError
 from workloads.scenarios import Job, jobs, shared, sharing
 from workloads.scenarios.procs import ProcGroup
+from workloads.timing import sync_mode_of
 
 FAKE_JOB = r"""
 import json, os, sys, time
@@ -77,8 +78,12 @@ params = {
     "cuda": env.get("CUDA_VISIBLE_DEVICES"),
     "barrier_timeout": env.get("GPULAB_BARRIER_TIMEOUT_S"),
 }
-if barrier_wait is not None:
+if barrier_wait is not None and not env.get("FAKE_NO_WAIT_PARAM"):
     params["barrier_wait_s"] = barrier_wait
+if env.get("FAKE_INSTANCE"):  # what a real job records of itself, and its timing
+    params["pid"] = os.getpid()
+    params["given_input"] = job.get("options", {}).get("input")
+    params["timing"] = {"fake": "kept"}
 if mode != "no-window-any" and (mode != "no-window" or not behind_barrier):
     params["timed_window_unix"] = [t0, t1]
 if mode == "fail" or (mode == "fail-concurrent" and behind_barrier):
@@ -92,6 +97,8 @@ result = {
     "params": params,
     "elapsed_s": time.time() - job["launched_at"],
 }
+if env.get("FAKE_INSTANCE"):
+    result["sync_every"] = 3
 if mode == "no-params":  # an ok result that leaves out its params (so its window too)
     del result["params"]
 if mode == "no-step-times":
@@ -684,6 +691,57 @@ def test_shared_foreground_starts_after_the_background_warm_up_by_default(
     assert "status" not in out, out.get("error")
     assert "barrier_wait_s" not in out["params"]
     assert out["metrics"]["window_overlap"] == 1.0
+
+
+def test_shared_beside_foreground_without_a_recorded_wait_keeps_its_elapsed_time(
+    shared_fake: list[str],
+) -> None:
+    """A foreground result that records no ``barrier_wait_s`` keeps its elapsed time as it is
+    (nothing to subtract), rather than failing the record."""
+    out = shared.run(
+        _shared(
+            foreground_start="with-background",
+            foreground_env={"FAKE_NO_WAIT_PARAM": "1"},
+            background_env={"FAKE_STEP_S": "1.0"},
+        )
+    )
+    assert "status" not in out, out.get("error")
+    assert "barrier_wait_s" not in out["params"]
+    assert out["metrics"]["elapsed_shared_s"] >= 0.9  # the wait at the barrier still in it
+
+
+@pytest.mark.parametrize(
+    ("data", "asked", "given", "recorded"),
+    [
+        ("synthetic", {}, "host", "host"),  # the scenario's default: each its own host copy
+        ("synthetic", {"input": "device"}, "device", "device"),
+        ("real", {}, None, "device"),  # a real data set: the jobs' own pipelines, not asked
+    ],
+)
+def test_shared_records_each_instance_its_input_pids_and_timing(
+    shared_fake: list[str], data: str, asked: dict[str, Any], given: str | None, recorded: str
+) -> None:
+    """``params.instances``: the foreground's input and the pids of its two runs (alone,
+    shared), the background's input and pid; the jobs are given the input option only on
+    synthetic data; ``params.timing`` keeps the shared run's own and adds its K and the sync
+    mode asked for."""
+    env = {"FAKE_INSTANCE": "1"}
+    job = replace(_shared(foreground_env=env, background_env=env, **asked), data=data)
+    out = shared.run(job)
+    assert "status" not in out, out.get("error")
+    p = out["params"]
+    fg, bg = p["instances"]["foreground"], p["instances"]["background"]
+    assert fg["pids"] == [p["alone_params"]["pid"], p["pid"]]  # p: the shared run's params
+    pids = [*fg["pids"], bg["pid"]]
+    assert all(isinstance(x, int) for x in pids) and len(set(pids)) == 3, pids
+    assert fg["input"] == bg["input"] == recorded
+    assert p["alone_params"]["given_input"] == p["given_input"] == given
+    assert out["sync_every"] == 3
+    assert p["timing"] == {
+        "fake": "kept",
+        "sync_every": 3,
+        "sync_mode": sync_mode_of(job.sync_every),
+    }
 
 
 @pytest.mark.parametrize("mode", ["crash", "stall-warm"])
