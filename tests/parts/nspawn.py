@@ -183,6 +183,24 @@ class NspawnHost:
     def answers_ssh(self) -> bool:
         return self.ssh("true", as_user=True, check=False, timeout=10).returncode == 0
 
+    def why_no_ssh(self) -> str:
+        """What a host that never answered SSH shows: its nspawn's state, the last SSH error
+        and the last lines of its console (what a timeout alone would not say)."""
+        state = (
+            "nspawn running"
+            if self.proc.poll() is None
+            else f"nspawn exited {self.proc.returncode}"
+        )
+        try:
+            err = self.ssh("true", as_user=True, check=False, timeout=10).stderr.strip()
+        except subprocess.TimeoutExpired:
+            err = "no answer within 10 s"
+        try:
+            tail = self.log.read_text(encoding="utf-8", errors="replace").splitlines()[-20:]
+        except OSError as exc:
+            tail = [f"(console log unreadable: {exc})"]
+        return f"{state}; ssh: {err[-300:]!r}; the console's last lines:\n" + "\n".join(tail)
+
     def systemd_up(self) -> bool:
         state = self.ssh("systemctl is-system-running", as_user=True, check=False).stdout
         return state.strip() in ("running", "degraded")
@@ -284,7 +302,10 @@ class NspawnLab:
         for nh in new:
             self._configure_net(nh)
         for nh in new:
-            wait_for(nh.answers_ssh, 90 + (self.sshd_delay_s or 0), f"ssh to {nh.name}")
+            try:
+                wait_for(nh.answers_ssh, 90 + (self.sshd_delay_s or 0), f"ssh to {nh.name}")
+            except TimeoutError as exc:
+                raise TimeoutError(f"{exc}: {nh.why_no_ssh()}") from None
             wait_for(nh.systemd_up, 40, f"systemd in {nh.name}", step=0.3)
         self.boot_s += time.monotonic() - t0
         return new
