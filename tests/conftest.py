@@ -21,6 +21,7 @@ controller names (``GPULAB_XDIST_GROUPS``), and the controller's scheduler reads
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -96,6 +97,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    registry = config.stash.get(_RUNNER_REGISTRY, None)
+    if registry is not None:
+        shutil.rmtree(registry, ignore_errors=True)
     where = config.stash.get(_GROUPS_DIR, None)
     if where:
         shutil.rmtree(where, ignore_errors=True)
@@ -103,6 +107,28 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 _GROUPS_DIR = pytest.StashKey[str]()
+
+RUNTIME_ENV = "GPULAB_RUNTIME_DIR"
+_RUNNER_REGISTRY = pytest.StashKey[Path]()
+_TEST_NUMBER = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def own_runner_registry(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test enters the runners it starts (``gpulab run local``, ``gpulab study run``) in a
+    registry of its own (``$GPULAB_RUNTIME_DIR``, inherited by the processes it starts): not in
+    the machine's ``/tmp/gpulab-<uid>/runners``, where they would be left behind and where the
+    runners of the other worker's tests would flag its measurements as overlapped. A test that
+    wants another registry sets the variable itself. The folder is made by the first runner;
+    the session's folder of them is removed at its end."""
+    config = request.config
+    base = config.stash.get(_RUNNER_REGISTRY, None)
+    if base is None:
+        base = Path(tempfile.mkdtemp(prefix="gpulab-test-runners-"))
+        config.stash[_RUNNER_REGISTRY] = base
+    own = base / f"test-{next(_TEST_NUMBER)}"
+    monkeypatch.setenv(RUNTIME_ENV, str(own))
+    return own
 
 
 def read_groups() -> dict[str, str]:

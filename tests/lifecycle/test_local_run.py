@@ -125,7 +125,9 @@ def test_smoke_suite_native_and_docker_arms(dockerd, tmp_path: Path) -> None:
 
 
 @pytest.mark.tf
-def test_without_a_docker_engine_one_line_and_native_only(tmp_path: Path) -> None:
+def test_without_a_docker_engine_one_line_and_native_only(
+    tmp_path: Path, own_runner_registry: Path
+) -> None:
     suite = tmp_path / "tiny.yaml"
     suite.write_text(TINY_SUITE)
     sock = tmp_path / "no-such.sock"
@@ -150,6 +152,15 @@ def test_without_a_docker_engine_one_line_and_native_only(tmp_path: Path) -> Non
     assert [x["arm"] for x in records] == ["native"]
     assert summary["results"]["arms"] == ["native"] and summary["results"]["ratios"] == []
     assert list((tmp_path / "res" / "nodocker").glob("*.report/report.html"))
+    # its one runner was entered in the registry of $GPULAB_RUNTIME_DIR, and ended there
+    assert [e["what"].split(":")[0] for e in registry_entries(own_runner_registry)] == ["native"]
+
+
+def registry_entries(folder: Path) -> list[dict]:
+    """The entries of a registry of runners (infra/runners.py), each checked to have ended."""
+    entries = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    assert all(isinstance(e["ended"], float) and e["ended"] >= e["started"] for e in entries)
+    return entries
 
 
 def test_unknown_suite_is_one_line_exit_2(tmp_path: Path) -> None:
@@ -330,7 +341,9 @@ def test_first_run_study_native_docker_shared_nway(dockerd, tmp_path: Path) -> N
 
 @pytest.mark.slow
 @pytest.mark.tf
-def test_run_local_script_from_another_directory_writes_results_there(tmp_path: Path) -> None:
+def test_run_local_script_from_another_directory_writes_results_there(
+    tmp_path: Path, own_runner_registry: Path
+) -> None:
     """The README's main command as a user types it, from a directory other than the clone,
     with the built-in first-run study as shipped (no Docker engine: the docker arm is skipped
     with its reason, and the other arms run). Every interpreter it starts is counted (a
@@ -388,6 +401,9 @@ def test_run_local_script_from_another_directory_writes_results_there(tmp_path: 
     records = [json.loads(ln) for f in (out / "units").glob("*.jsonl") for ln in f.open()]
     assert records and all(x["status"] == "ok" for x in records)
     assert file_state(clone_study) == clone_before, "the run wrote into the clone's results/"
+    # each unit's runner entered in $GPULAB_RUNTIME_DIR's registry (left in no other), and ended
+    arms = sorted(e["what"].split(":")[0] for e in registry_entries(own_runner_registry))
+    assert arms == sorted(["native", "shared", "nway"] * 3)
     # One zygote for the study's 9 units that ran (the docker arm's never started), and every
     # measuring process forked from it: none started its own interpreter
     assert len(zygotes) == 1
