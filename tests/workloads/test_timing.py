@@ -274,3 +274,118 @@ def test_images_per_sec_takes_sub_second_wall_clocks() -> None:
     assert images_per_sec(64, 10, 0.5) == 1280.0
     with pytest.raises(ValueError, match="not positive"):
         images_per_sec(64, 10, 0.0)
+
+
+def test_params_say_how_the_loop_synchronized_for_each_mode() -> None:
+    """``params.timing`` as the record's schema names it, for an auto and a fixed loop: the
+    block target only where auto chose K, and the window flagged only when shorter than the
+    minimum (a window of exactly the minimum is long enough)."""
+    clock = ManualClock()
+    dev = AsyncDevice(clock, step_s=0.25, host_s=0.0)
+    auto = timed_loop(dev.step, warmup=2, steps=8, clock=clock, sync=dev.sync, sync_every="auto")
+    assert auto.params(min_timed_s=2.0) == {
+        "sync_every": 4,
+        "sync_mode": "auto",
+        "block_steps": [4, 4],
+        "block_target_s": 1.0,
+        "warm_step_s": pytest.approx(0.25),
+        "min_timed_s": 2.0,
+        "short_window": False,  # 8 x 0.25 s = exactly the minimum
+    }
+    assert auto.params(min_timed_s=2.5)["short_window"] is True
+    fixed = timed_loop(dev.step, warmup=1, steps=3, clock=clock, sync=dev.sync, sync_every=2)
+    assert fixed.params() == {
+        "sync_every": 2,
+        "sync_mode": "fixed",
+        "block_steps": [2, 1],
+        "block_target_s": None,
+        "warm_step_s": None,
+        "min_timed_s": 1.0,
+        "short_window": True,
+    }
+    tf_cnn = timed_loop(dev.step, 1, 2, clock=clock, sync=dev.sync, sync_every="tf_cnn")
+    assert tf_cnn.params()["block_target_s"] is None and tf_cnn.params()["sync_mode"] == "tf_cnn"
+
+
+def test_sync_every_as_text_takes_up_to_nine_digits() -> None:
+    from workloads.timing import parse_sync_every
+
+    assert parse_sync_every("999999999") == 999_999_999
+    with pytest.raises(ValueError, match="'1000000000'"):
+        parse_sync_every("1000000000")
+
+
+@pytest.mark.parametrize(
+    ("asked", "mode"),
+    [("auto", "auto"), ("Tf-Cnn", "tf_cnn"), (5, "fixed"), ("12", "fixed")],
+)
+def test_the_mode_a_sync_every_setting_asks_for(asked: int | str, mode: str) -> None:
+    from workloads.timing import sync_mode_of
+
+    assert sync_mode_of(asked) == mode
+
+
+def test_sync_mode_of_refuses_what_parse_refuses() -> None:
+    from workloads.timing import sync_mode_of
+
+    with pytest.raises(ValueError, match="got 0"):
+        sync_mode_of(0)
+
+
+def test_auto_goes_by_the_warm_up_steps_after_the_compiling_one() -> None:
+    from workloads.timing import choose_sync_every
+
+    # two warm-up steps: the compile (10 s) is left out, the second (0.1 s) gives K = 10
+    assert choose_sync_every("auto", [10.0, 0.1], steps=50) == (10, "auto", 0.1)
+    # steps slower than the block: one step per block, never fewer than one
+    assert choose_sync_every("auto", [10.0, 2.0, 2.0], steps=50) == (1, "auto", 2.0)
+    # steps too short for the clock to see: one block of every step, no division by zero
+    assert choose_sync_every("auto", [1.0, 0.0, 0.0], steps=7) == (7, "auto", 0.0)
+
+
+def test_timed_loop_passes_its_block_length_to_auto() -> None:
+    clock = ManualClock()
+    dev = AsyncDevice(clock, step_s=0.01, host_s=0.0)
+    t = timed_loop(dev.step, 2, 20, clock=clock, sync=dev.sync, sync_every="auto", block_s=0.05)
+    assert t.sync_every == 5 and t.block_steps == [5, 5, 5, 5]
+
+
+class Window:
+    """A window whose entry takes ``enter_s`` of wall-clock time (the NVML sampler starting)."""
+
+    def __init__(self, clock: ManualClock, enter_s: float) -> None:
+        self.clock, self.enter_s = clock, enter_s
+
+    def __enter__(self) -> None:
+        self.clock.advance(self.enter_s)
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+@pytest.mark.parametrize("warmup", [1, 2])
+def test_the_first_step_starts_at_the_warm_up_when_there_is_one(warmup: int) -> None:
+    unix = ManualClock(5000.0)
+    t = timed_loop(
+        make_step(unix, [1.0] * 10), warmup, 3, clock=unix, window=Window(unix, 7.0),
+        unix_clock=unix,
+    )  # fmt: skip
+    assert t.started_unix == 5000.0
+
+
+def test_without_warm_up_the_first_step_starts_after_the_window_is_entered() -> None:
+    unix = ManualClock(5000.0)
+    t = timed_loop(
+        make_step(unix, [1.0] * 3), 0, 3, clock=unix, window=Window(unix, 7.0), unix_clock=unix
+    )
+    assert t.started_unix == 5007.0
+
+
+def test_startup_is_the_time_from_launch_to_the_first_step() -> None:
+    from workloads.timing import record_fields
+
+    unix = ManualClock(1000.0)
+    t = timed_loop(make_step(unix, [0.5] * 3), 1, 2, clock=unix, unix_clock=unix)
+    assert record_fields(t, launched_at=999.7)["startup_s"] == pytest.approx(0.3)
+    # a launch stamped after the first step (clocks of two processes): never negative
+    assert record_fields(t, launched_at=1000.2)["startup_s"] == 0.0
