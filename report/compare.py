@@ -10,7 +10,9 @@ before ``since`` (A) against those started in ``[since, until)`` (B).
   arm and metric present on both sides, the medians, their ratio B / A and its 95 %
   percentile-bootstrap interval (report.stats.ratio_ci: both sides' repetitions resampled
   independently, 2000 rounds, seeded from the group). A change is *significant* when both
-  sides have at least 3 repetitions and the interval excludes 1. Groups whose settings differ
+  sides have at least 3 repetitions and the interval excludes 1. Where a value of either side
+  is zero or negative (a degradation, a failed repetition recorded as 0) the ratio of the
+  medians is given without an interval, never significant. Groups whose settings differ
   between the sides (model, batch, image size, steps, precision, backend, framework version,
   GPU model, data kind) are listed with the field, not compared.
 * Repetitions of one side key on run_id: records of several runs in one group and arm are
@@ -35,7 +37,8 @@ from workloads.errors import InputError
 
 METHOD = (
     "ratio of medians B / A with a 95 % percentile-bootstrap interval (2000 resamples of "
-    "each side, seeded); significant when n >= 3 on both sides and the interval excludes 1"
+    "each side, seeded); significant when n >= 3 on both sides and the interval excludes 1; "
+    "no interval where a value is zero or negative"
 )
 
 
@@ -196,10 +199,15 @@ def compare(
             ch.note = f"not paired: {differs} differs ({sa[differs]!r} vs {sb[differs]!r})"  # type: ignore[index]
         elif ch.median_a:
             ch.ratio = (ch.median_b or 0.0) / ch.median_a
-            ch.lo, ch.hi = ratio_ci(vb, va, f"compare|{key}|{arm.label}|{metric}")
-            few = min(ch.n_a, ch.n_b) < MIN_N
-            ch.significant = not few and (ch.lo > 1.0 or ch.hi < 1.0)
-            ch.note = f"n < {MIN_N}: not testable" if few else ""
+            if not all(v > 0 for v in (*va, *vb)):
+                # a resample of A whose median is 0 has no ratio, and a ratio of values of
+                # either sign says nothing: the ratio of the medians alone
+                ch.note = "values not all positive: no interval"
+            else:
+                ch.lo, ch.hi = ratio_ci(vb, va, f"compare|{key}|{arm.label}|{metric}")
+                few = min(ch.n_a, ch.n_b) < MIN_N
+                ch.significant = not few and (ch.lo > 1.0 or ch.hi < 1.0)
+                ch.note = f"n < {MIN_N}: not testable" if few else ""
         out.changes.append(ch)
     out.unpaired = nothing_pairs(ca.values, cb.values, out.changes)
     return out
