@@ -331,6 +331,34 @@ def test_an_entry_gone_before_its_lstat_does_not_stop_the_cleanup(
     assert not any(d.exists() for d in stale)
 
 
+def test_a_file_or_link_of_a_secrets_name_is_left_and_the_stale_dirs_after_it_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only directories are cleaned: a file and a symbolic link that carry a secrets dir's name
+    (listed first here) are left alone, and the stale dirs listed after them are removed."""
+    dead = _dead_pid()
+    plain = tmp_path / f"gpulab-secrets-{dead}-file"
+    plain.write_text("not a run's dir\n")
+    os.utime(plain, (OLD, OLD))
+    target = tmp_path / "elsewhere"
+    target.mkdir()
+    link = tmp_path / f"gpulab-secrets-{dead}-link"
+    link.symlink_to(target)
+    stale = [_run_dir(tmp_path, f"gpulab-secrets-{dead}-s{i}") for i in range(2)]
+    real_iterdir = Path.iterdir
+
+    def iterdir(self: Path) -> Iterator[Path]:
+        if self != tmp_path:
+            return real_iterdir(self)
+        rest = [p for p in real_iterdir(self) if p not in (plain, link)]
+        return iter([plain, link, *rest])
+
+    monkeypatch.setattr(Path, "iterdir", iterdir)
+    assert sorted(runner_mod.clean_stale_secrets(tmp_path)) == sorted(stale)
+    assert plain.is_file() and link.is_symlink() and target.is_dir()
+    assert not any(d.exists() for d in stale)
+
+
 def test_a_no_log_tasks_failure_shows_no_output() -> None:
     """A failed no_log task's result holds what the task saw (a token); its message is hidden,
     whether Ansible marks it ``_ansible_no_log`` or has already censored it."""
