@@ -8,6 +8,7 @@ import contextlib
 import os
 import subprocess
 import time
+import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,8 +151,18 @@ def image_hosts(nspawn_lab: NspawnLab, wheelhouse: Path) -> Iterator[list[Nspawn
     """Two hosts of the lab image (a GPU host and a CPU host, as the lab's own), shared by the
     end-to-end modules as the lab's own two were."""
     site = site_vars(nspawn_lab, nspawn_lab.serve(wheelhouse), requirements(wheelhouse))
+    specs = [("pci-passthrough", ["gpu_hosts"]), ("none", ["cpu_hosts"])]
     with booting_the_lab_image(nspawn_lab, site, wheelhouse):
-        hosts = nspawn_lab.boot_specs([("pci-passthrough", ["gpu_hosts"]), ("none", ["cpu_hosts"])])
+        before = list(nspawn_lab.hosts)
+        try:
+            hosts = nspawn_lab.boot_specs(specs)
+        except TimeoutError as exc:
+            # Once in about a dozen CI runs one of the two never answered SSH (cause not yet
+            # known): say why as a warning, which the run prints, and boot both once more. An
+            # image that cannot boot fails the second time too.
+            warnings.warn(f"lab image hosts booted again: {exc}", stacklevel=1)
+            nspawn_lab.stop([h for h in nspawn_lab.hosts if h not in before])
+            hosts = nspawn_lab.boot_specs(specs)
     try:
         yield hosts
     finally:
