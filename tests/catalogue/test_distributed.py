@@ -259,6 +259,8 @@ def test_multi_worker_all_reduce_on_real_tfrecord_shards(tmp_path) -> None:
     assert rec["params"]["strategy"] == "MultiWorkerMirroredStrategy"
     assert len(rec["step_times_s"]) == 2 and m["workers"] == 2.0
     assert m["worker0_images_per_sec"] > 0 and m["worker1_images_per_sec"] > 0
+    # both workers waited at the end barrier and met there (distributed_worker.end_together)
+    assert rec["params"]["ended_together"] == {"worker:0": "met", "worker:1": "met"}
     assert rec["images_per_sec"] == pytest.approx(4 * 2 / m["timed_wall_s"])
     assert not any(pid_alive(pid) for pid in rec["params"]["pids"])
 

@@ -148,6 +148,10 @@ def test_distributed_between_two_nspawn_hosts_on_a_1gbit_bridge_vs_loopback(
         assert rec["params"]["network"] == "between hosts" and rec["params"]["launch"] == "host"
         assert rec["params"]["cluster"] == {"worker": workers}
         assert rec["params"]["tasks"] == [own]  # each host started only its own worker
+        # its worker left only once the other host's was done too (a worker that exited at
+        # once had its peer fail its last all-reduce with "Socket closed")
+        assert rec["params"]["ended_together"] == {own: "met"}, rec["params"]
+    assert loop["params"]["ended_together"] == {"worker:0": "met", "worker:1": "met"}
     # the gradients crossed the shaped link: 2 (n - 1) / n of the MNIST CNN's 1,199,882 float32
     # gradients per step and worker, for warm-up and timed steps
     grads = 1_199_882 * 4

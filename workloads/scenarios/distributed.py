@@ -401,6 +401,9 @@ def run(job: Any) -> dict[str, Any]:
 
     params["image_size"] = main["size"]
     params["killed_after_done"] = killed
+    ended = {f"{r}:{i}": o["ended"] for (r, i), o in outputs.items() if "ended" in o}
+    if ended:  # allreduce: how each worker's end barrier went (distributed_worker.end_together)
+        params["ended_together"] = ended
     params["nvml_window"] = merge_windows(
         {f"{r}:{i}": o.get("nvml_window") for (r, i), o in outputs.items()}
     )

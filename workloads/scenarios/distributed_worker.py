@@ -12,7 +12,13 @@ blocks and the losses' finiteness.
   ``worker`` tasks serve until killed; the ``chief`` coordinates: per-worker datasets,
   ``warmup x workers`` steps scheduled and joined, then ``steps x workers`` timed.
 - mode ``allreduce`` (MultiWorkerMirroredStrategy): every worker trains in lock-step; each
-  writes its result, worker 0's is the job's.
+  writes its result, worker 0's is the job's. Then the workers leave together: each waits at
+  the coordination service's barrier ``END_BARRIER`` (at most ``END_BARRIER_MS``) and adds
+  how that went to its result (``ended``) before it exits. A process that ends without
+  TensorFlow's teardown (workloads.quick_exit) skips the shutdown barrier the teardown would
+  hold, and a worker done with its last all-reduce could exit while its peer was still pulling
+  that step's buffer from it: the peer then failed with ``Socket closed`` (seen between two
+  hosts under load). The barrier is passed only once every worker has finished its steps.
 """
 
 from __future__ import annotations
@@ -21,6 +27,9 @@ import json
 import os
 import time
 from typing import Any
+
+END_BARRIER = "gpulab-distributed-end"
+END_BARRIER_MS = 60_000  # the peers are at most a step behind once this worker is done
 
 
 def _dataset_fn(spec: dict[str, Any], model_spec: Any, size: int) -> Any:
@@ -190,13 +199,36 @@ def main() -> int:
         return 0
     result = run_chief(spec, resolver) if spec["mode"] == "ps" else run_allreduce_worker(spec)
     result.update(role=role, index=index, finished_at=time.time())
+    _write_result(spec, result)
+    if spec["mode"] == "allreduce":
+        from tensorflow.python.eager import context  # type: ignore[attr-defined]
+
+        result["ended"] = end_together(context.context())
+        _write_result(spec, result)  # the result above stands if this process dies meanwhile
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+def _write_result(spec: dict[str, Any], result: dict[str, Any]) -> None:
     if spec.get("result"):
         tmp = spec["result"] + ".tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
             json.dump(result, fh)
         os.replace(tmp, spec["result"])
-    print(json.dumps(result), flush=True)
-    return 0
+
+
+def end_together(ctx: Any, timeout_ms: int = END_BARRIER_MS) -> str:
+    """Wait until every worker of the job is done (``ctx``: TensorFlow's eager context): ``met``,
+    ``no coordination service`` (one worker alone), or why the barrier failed. Never raises:
+    this worker's result is written already, and a peer gone by now changes nothing of it."""
+    if getattr(ctx, "coordination_service", None) is None:
+        return "no coordination service"
+    try:
+        ctx.wait_at_barrier(END_BARRIER, timeout_ms)
+    except Exception as e:  # any failure here is only reported
+        line = (str(e).strip().splitlines() or [""])[0][:200]
+        return f"failed: {type(e).__name__}: {line}"
+    return "met"
 
 
 if __name__ == "__main__":
