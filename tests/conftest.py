@@ -27,6 +27,7 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -97,9 +98,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    registry = config.stash.get(_RUNNER_REGISTRY, None)
-    if registry is not None:
-        shutil.rmtree(registry, ignore_errors=True)
+    for key in (_RUNNER_REGISTRY, _TMPDIRS):
+        made = config.stash.get(key, None)
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)
     where = config.stash.get(_GROUPS_DIR, None)
     if where:
         shutil.rmtree(where, ignore_errors=True)
@@ -129,6 +131,37 @@ def own_runner_registry(request: pytest.FixtureRequest, monkeypatch: pytest.Monk
     own = base / f"test-{next(_TEST_NUMBER)}"
     monkeypatch.setenv(RUNTIME_ENV, str(own))
     return own
+
+
+_TMPDIRS = pytest.StashKey[Path]()
+
+
+@pytest.fixture(autouse=True)
+def own_tmpdir_for_tf_processes(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that runs TensorFlow processes without the runner (a scenario called in this
+    process: its background job is stopped by a signal) gives them a ``TMPDIR`` of its own:
+    TensorFlow's autograph writes its generated modules there and removes them in an exit
+    handler that a killed process never runs. The runner gives each measurement such a
+    directory itself (workloads/bench.py); these tests bypass it, and left their files in
+    /tmp. Only for ``tf`` tests without the machine parts (their session's labs must not
+    inherit one test's directory); the session's folder of them is removed at its end. This
+    process's own ``tempfile`` keeps its directory."""
+    item = request.node
+    names = set(getattr(item, "fixturenames", ()))
+    marks = {m.name for m in item.iter_markers()}
+    if "tf" not in marks or MACHINE_PARTS & names or MACHINE_MARKERS & marks:
+        yield
+        return
+    config = request.config
+    base = config.stash.get(_TMPDIRS, None)
+    if base is None:
+        base = Path(tempfile.mkdtemp(prefix="gpulab-test-tmp-"))
+        config.stash[_TMPDIRS] = base
+    own = base / f"test-{next(_TEST_NUMBER)}"
+    own.mkdir()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TMPDIR", str(own))
+        yield
 
 
 def read_groups() -> dict[str, str]:
