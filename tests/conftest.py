@@ -123,14 +123,19 @@ def own_runner_registry(request: pytest.FixtureRequest, monkeypatch: pytest.Monk
     runners of the other worker's tests would flag its measurements as overlapped. A test that
     wants another registry sets the variable itself. The folder is made by the first runner;
     the session's folder of them is removed at its end."""
-    config = request.config
-    base = config.stash.get(_RUNNER_REGISTRY, None)
-    if base is None:
-        base = Path(tempfile.mkdtemp(prefix="gpulab-test-runners-"))
-        config.stash[_RUNNER_REGISTRY] = base
-    own = base / f"test-{next(_TEST_NUMBER)}"
+    own = _test_folder(request.config, _RUNNER_REGISTRY, "gpulab-test-runners-")
     monkeypatch.setenv(RUNTIME_ENV, str(own))
     return own
+
+
+def _test_folder(config: pytest.Config, key: pytest.StashKey[Path], prefix: str) -> Path:
+    """A folder (not made) numbered for this test, under the session's folder kept in the
+    config's stash at ``key`` (made on first use, named ``prefix...``, removed at its end)."""
+    base = config.stash.get(key, None)
+    if base is None:
+        base = Path(tempfile.mkdtemp(prefix=prefix))
+        config.stash[key] = base
+    return base / f"test-{next(_TEST_NUMBER)}"
 
 
 _TMPDIRS = pytest.StashKey[Path]()
@@ -152,12 +157,7 @@ def own_tmpdir_for_tf_processes(request: pytest.FixtureRequest) -> Iterator[None
     if "tf" not in marks or MACHINE_PARTS & names or MACHINE_MARKERS & marks:
         yield
         return
-    config = request.config
-    base = config.stash.get(_TMPDIRS, None)
-    if base is None:
-        base = Path(tempfile.mkdtemp(prefix="gpulab-test-tmp-"))
-        config.stash[_TMPDIRS] = base
-    own = base / f"test-{next(_TEST_NUMBER)}"
+    own = _test_folder(request.config, _TMPDIRS, "gpulab-test-tmp-")
     own.mkdir()
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("TMPDIR", str(own))
