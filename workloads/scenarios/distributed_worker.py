@@ -19,17 +19,24 @@ blocks and the losses' finiteness.
   hold, and a worker done with its last all-reduce could exit while its peer was still pulling
   that step's buffer from it: the peer then failed with ``Socket closed`` (seen between two
   hosts under load). The barrier is passed only once every worker has finished its steps.
+  Worker 0 hosts the coordination service itself: it leaves only once every other worker has
+  acknowledged the barrier's answer (a key each sets, ``END_ACK``), or ``END_ACK_MS`` passed;
+  leaving earlier took the service down before its answer reached a peer (``UnavailableError:
+  Failed to send RPC to coordination service``, seen once between two hosts).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from typing import Any
 
 END_BARRIER = "gpulab-distributed-end"
 END_BARRIER_MS = 60_000  # the peers are at most a step behind once this worker is done
+END_ACK = "gpulab-distributed-end-ack"  # + "/<worker index>", set by each worker but the leader
+END_ACK_MS = 10_000  # the barrier's answer is on its way to them when the leader passes it
 
 
 def _dataset_fn(spec: dict[str, Any], model_spec: Any, size: int) -> Any:
@@ -203,7 +210,8 @@ def main() -> int:
     if spec["mode"] == "allreduce":
         from tensorflow.python.eager import context  # type: ignore[attr-defined]
 
-        result["ended"] = end_together(context.context())
+        workers = resolver.cluster_spec().num_tasks("worker")
+        result["ended"] = end_together(context.context(), index=index, workers=workers)
         _write_result(spec, result)  # the result above stands if this process dies meanwhile
     print(json.dumps(result), flush=True)
     return 0
@@ -217,18 +225,38 @@ def _write_result(spec: dict[str, Any], result: dict[str, Any]) -> None:
         os.replace(tmp, spec["result"])
 
 
-def end_together(ctx: Any, timeout_ms: int = END_BARRIER_MS) -> str:
-    """Wait until every worker of the job is done (``ctx``: TensorFlow's eager context): ``met``,
-    ``no coordination service`` (one worker alone), or why the barrier failed. Never raises:
-    this worker's result is written already, and a peer gone by now changes nothing of it."""
+def end_together(
+    ctx: Any, index: int = 0, workers: int = 1, timeout_ms: int = END_BARRIER_MS
+) -> str:
+    """Wait until every worker of the job is done (``ctx``: TensorFlow's eager context; this is
+    worker ``index`` of ``workers``): ``met``, ``no coordination service`` (one worker alone), or
+    why the barrier failed. Never raises: this worker's result is written already, and a peer
+    gone by now changes nothing of it. Worker 0 (the service's leader) then waits for the
+    others' acknowledgements, so that it does not take the service down under their answers."""
     if getattr(ctx, "coordination_service", None) is None:
         return "no coordination service"
     try:
         ctx.wait_at_barrier(END_BARRIER, timeout_ms)
     except Exception as e:  # any failure here is only reported
-        line = (str(e).strip().splitlines() or [""])[0][:200]
-        return f"failed: {type(e).__name__}: {line}"
-    return "met"
+        return f"failed: {_one_line(e)}"
+    if index != 0:
+        try:
+            ctx.set_config_key_value(f"{END_ACK}/{index}", "1")
+        except Exception as e:  # the barrier was met: the leader may have left with the ack
+            print(f"end barrier met, acknowledgement: {_one_line(e)}", file=sys.stderr)
+        return "met"
+    missing = []
+    for peer in range(1, workers):
+        try:
+            ctx.get_config_key_value(f"{END_ACK}/{peer}", timeout_in_ms=END_ACK_MS)
+        except Exception as e:
+            missing.append(f"worker:{peer} ({_one_line(e)})")
+    return "met" if not missing else f"met; no acknowledgement from {', '.join(missing)}"
+
+
+def _one_line(e: Exception) -> str:
+    line = (str(e).strip().splitlines() or [""])[0][:200]
+    return f"{type(e).__name__}: {line}"
 
 
 if __name__ == "__main__":
