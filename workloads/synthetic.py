@@ -4,7 +4,9 @@ tf_cnn_benchmarks (``--data_name`` unset) fills a device-resident variable with
 ``truncated_normal(mean=127, stddev=60)`` images and uniform random labels, and every step
 reads that same tensor: no input pipeline and no host-to-device copy per step. Here the tensors
 are made with ``keras.random`` on the active backend's default device (the GPU when there is
-one) and handed to every step unchanged.
+one) and handed to every step unchanged. A model trained on scaled pixels
+(``ModelSpec.input_scale``: the MNIST CNN's x / 255, as the classic example feeds it) gets them
+scaled once, when they are made: on raw pixels its SGD could diverge within ten steps.
 
 :func:`host_source` (the ``single`` option ``input: host``, the ``shared`` scenario's default)
 is the other way: a few batches of the same distribution held in host memory, one of them
@@ -22,13 +24,14 @@ STDDEV = 60.0
 
 
 def synthetic_batch(
-    shape: tuple[int, int, int], batch: int, classes: int, seed: int = 1234
+    shape: tuple[int, int, int], batch: int, classes: int, seed: int = 1234, scale: float = 1.0
 ) -> tuple[Any, Any]:
-    """One batch of images ``(batch, *shape)`` float32 and int32 labels in ``[0, classes)``."""
+    """One batch of images ``(batch, *shape)`` float32 (pixels times ``scale``) and int32
+    labels in ``[0, classes)``."""
     import keras
 
     images = keras.random.truncated_normal(
-        (batch, *shape), mean=MEAN, stddev=STDDEV, dtype="float32", seed=seed
+        (batch, *shape), mean=MEAN * scale, stddev=STDDEV * scale, dtype="float32", seed=seed
     )
     labels = keras.random.randint((batch,), 0, classes, dtype="int32", seed=seed + 1)
     return images, labels
@@ -39,7 +42,11 @@ def synthetic_source(
 ) -> Callable[[], tuple[Any, Any]]:
     """Data source ``synthetic``: returns ``get_batch()`` yielding the same device batch."""
     pair = synthetic_batch(
-        spec.input_shape(image_size), batch, spec.num_classes, int(options.get("seed", 1234))
+        spec.input_shape(image_size),
+        batch,
+        spec.num_classes,
+        int(options.get("seed", 1234)),
+        spec.input_scale,
     )
 
     def get_batch() -> tuple[Any, Any]:
@@ -65,6 +72,7 @@ def host_source(
     pool = []
     for _ in range(HOST_POOL):
         images = np.clip(rng.normal(MEAN, STDDEV, shape), MEAN - 2 * STDDEV, MEAN + 2 * STDDEV)
+        images *= spec.input_scale
         labels = rng.integers(0, spec.num_classes, (batch,), dtype=np.int32)
         pool.append((images.astype(np.float32), labels))
     count = [0]

@@ -24,6 +24,9 @@ class ModelSpec:
     min_image_size: int  # smallest square input the architecture accepts
     builder: Callable[..., Any]  # builder(image_size, num_classes) -> keras.Model
     description: str = ""
+    # What synthetic pixels (0-255) are multiplied by before they reach the model: the scale
+    # of the input the model is trained on (1: tf_cnn_benchmarks' raw pixels).
+    input_scale: float = 1.0
 
     def input_shape(self, image_size: int | None = None) -> tuple[int, int, int]:
         size = image_size or self.image_size
@@ -83,8 +86,9 @@ MODELS: dict[str, ModelSpec] = {
         "inception_v3", 32, 299, 3, 1000, 75, _inception_v3, "Inception v3 (Szegedy et al.)"
     ),
     "resnet50": ModelSpec("resnet50", 32, 224, 3, 1000, 32, _resnet50, "ResNet-50 v1 (He et al.)"),
+    # input_scale: the classic example's x / 255 (raw pixels could make its SGD diverge)
     "mnist_cnn": ModelSpec(
-        "mnist_cnn", 128, 28, 1, 10, 6, _mnist_cnn, "Keras MNIST CNN (2 conv + 2 dense)"
+        "mnist_cnn", 128, 28, 1, 10, 6, _mnist_cnn, "Keras MNIST CNN (2 conv + 2 dense)", 1 / 255
     ),
 }
 

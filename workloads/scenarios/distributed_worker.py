@@ -42,6 +42,8 @@ END_ACK_MS = 10_000  # the barrier's answer is on its way to them when the leade
 def _dataset_fn(spec: dict[str, Any], model_spec: Any, size: int) -> Any:
     import tensorflow as tf
 
+    from workloads.synthetic import MEAN, STDDEV
+
     def make(_ctx: Any = None) -> Any:
         if spec["data"] == "real":
             from workloads.data.imagenet import train_dataset
@@ -51,7 +53,10 @@ def _dataset_fn(spec: dict[str, Any], model_spec: Any, size: int) -> Any:
                 lambda x, y: (x, y % classes)
             )  # ImageNet labels are 1..1000
         shape = (spec["batch"], *model_spec.input_shape(size))
-        images = tf.random.truncated_normal(shape, mean=127.0, stddev=60.0, seed=1234)
+        scale = model_spec.input_scale  # workloads/synthetic.py's pixels, as the model takes them
+        images = tf.random.truncated_normal(
+            shape, mean=MEAN * scale, stddev=STDDEV * scale, seed=1234
+        )
         labels = tf.random.uniform((spec["batch"],), 0, model_spec.num_classes, tf.int32, seed=5)
         return tf.data.Dataset.from_tensors((images, labels)).repeat()
 
