@@ -59,3 +59,22 @@ def test_the_mnist_cnn_trains_on_its_synthetic_pixels_without_diverging() -> Non
     for start, losses in out.items():
         assert losses[0] < 5, (start, losses)  # about ln 10 = 2.3: a near-uniform first guess
         assert all(0 < v < 10 for v in losses), (start, losses)
+
+
+@pytest.mark.tf
+def test_the_distributed_workers_synthetic_pixels_are_at_the_models_scale() -> None:
+    """The all-reduce workers' synthetic dataset (distributed_worker._dataset_fn, real
+    TensorFlow) makes the MNIST CNN's pixels scaled and ResNet-50's raw, as the runner does."""
+    import numpy as np
+
+    from workloads.scenarios.distributed_worker import _dataset_fn
+
+    for name, size in (("mnist_cnn", 28), ("resnet50", 32)):
+        spec = get_model(name)
+        make = _dataset_fn({"data": "synthetic", "batch": 4}, spec, size)
+        images, labels = next(iter(make()))
+        x = np.asarray(images)
+        assert x.shape == (4, size, size, spec.channels)
+        assert x.mean() == pytest.approx(MEAN * spec.input_scale, rel=0.05), name
+        assert x.max() <= 255 * spec.input_scale, name
+        assert set(np.asarray(labels).tolist()) <= set(range(spec.num_classes))
